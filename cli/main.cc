@@ -1,0 +1,132 @@
+// The stepcast command: parses arguments, calls the libraries, prints. Exit codes:
+// 0 success, 1 a check or run failed, 2 bad input or usage.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/compute.h"
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/params.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/report.h"
+#include "stepcast/models/scenario.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitInput = 2;
+
+int input_error(const std::string& message) {
+  std::fprintf(stderr, "stepcast: error: %s\n", message.c_str());
+  return kExitInput;
+}
+
+int cmd_presets(bool as_json) {
+  using namespace stepcast;
+  const PresetCatalog& cat = builtin_presets();
+  if (as_json) {
+    nlohmann::ordered_json j;
+    j["format"] = 1;
+    for (const auto& [k, m] : cat.models) {
+      const ParamCounts c = count_params(m);
+      j["models"][k] = {{"num_layers", m.num_layers}, {"hidden_size", m.hidden_size},
+                        {"params_total", c.total}, {"params_active", c.active},
+                        {"source", m.source}};
+    }
+    for (const auto& [k, g] : cat.gpus) {
+      j["gpus"][k] = {{"bf16_dense_tflops", g.bf16_dense_tflops}, {"hbm_GiB", g.hbm_GiB},
+                      {"hbm_bandwidth_GBps", g.hbm_bandwidth_GBps}, {"source", g.source}};
+    }
+    for (const auto& [k, c] : cat.clusters) {
+      j["clusters"][k] = {{"gpu", c.gpu.name}, {"gpus_per_node", c.gpus_per_node},
+                          {"intra_bandwidth_GBps", c.intra_bandwidth_GBps},
+                          {"nic_Gbps", c.nic_Gbps}, {"nics_per_node", c.nics_per_node},
+                          {"source", c.source}};
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "Models (model: NAME)\n";
+  std::cout << fmt::format("  {:<14}{:>8}{:>8}{:>7}{:>8}{:>18}{:>18}\n", "name", "layers", "hidden",
+                           "heads", "kv", "params", "active");
+  for (const auto& [k, m] : cat.models) {
+    const ParamCounts c = count_params(m);
+    std::cout << fmt::format("  {:<14}{:>8}{:>8}{:>7}{:>8}{:>18}{:>18}\n", k, m.num_layers,
+                             m.hidden_size, m.num_attention_heads, m.num_kv_heads, c.total, c.active);
+  }
+  std::cout << "\nGPUs (cluster.gpu: NAME)\n";
+  std::cout << fmt::format("  {:<15}{:>12}{:>12}{:>9}{:>11}{:>14}\n", "name", "bf16 TFLOP/s",
+                           "fp8 TFLOP/s", "HBM GiB", "HBM GB/s", "scale-up GB/s");
+  for (const auto& [k, g] : cat.gpus) {
+    std::cout << fmt::format("  {:<15}{:>12.1f}{:>12}{:>9.0f}{:>11.0f}{:>14.0f}\n", k,
+                             g.bf16_dense_tflops,
+                             g.fp8_dense_tflops > 0 ? fmt::format("{:.1f}", g.fp8_dense_tflops) : "-",
+                             g.hbm_GiB, g.hbm_bandwidth_GBps, g.scaleup_bandwidth_per_direction_GBps);
+  }
+  std::cout << "\nClusters (cluster: NAME or {\"preset\": NAME, \"nodes\": N})\n";
+  std::cout << fmt::format("  {:<11}{:<15}{:>10}{:>16}{:>14}\n", "name", "gpu", "GPUs/node",
+                           "NVLink GB/s/dir", "NICs x Gb/s");
+  for (const auto& [k, c] : cat.clusters) {
+    std::cout << fmt::format("  {:<11}{:<15}{:>10}{:>16.0f}{:>14}\n", k, c.gpu.name, c.gpus_per_node,
+                             c.intra_bandwidth_GBps, fmt::format("{} x {:.0f}", c.nics_per_node, c.nic_Gbps));
+  }
+  return kExitOk;
+}
+
+int cmd_estimate(const std::string& path, bool as_json) {
+  auto scenario = stepcast::load_scenario_file(path);
+  if (!scenario.ok()) return input_error(scenario.error().message);
+  const stepcast::Estimate e = stepcast::estimate(*scenario);
+  std::cout << (as_json ? stepcast::estimate_report_json(*scenario, e)
+                        : stepcast::estimate_report_text(*scenario, e));
+  return kExitOk;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"stepcast: a deterministic simulator and scaling planner for distributed training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("stepcast 0.1.0"));
+
+  bool presets_json = false;
+  CLI::App* presets = app.add_subcommand("presets", "List model, GPU and cluster presets");
+  presets->add_flag("--json", presets_json, "Print JSON");
+
+  std::string estimate_path;
+  bool estimate_json = false;
+  CLI::App* est = app.add_subcommand(
+      "estimate", "Closed-form estimate: parameters, FLOPs, memory per rank, step time, MFU");
+  est->add_option("SCENARIO", estimate_path, "Scenario JSON file")->required();
+  est->add_flag("--json", estimate_json, "Print the JSON report");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and usage
+    return kExitInput;
+  }
+  if (presets->parsed()) return cmd_presets(presets_json);
+  if (est->parsed()) return cmd_estimate(estimate_path, estimate_json);
+  return kExitInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stepcast: internal error: %s\n", e.what());
+    return 1;
+  }
+}

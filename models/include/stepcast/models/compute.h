@@ -1,0 +1,47 @@
+// FLOPs (cost-models.md sections 1.3-1.5) and the roofline compute-time model with
+// achieved efficiency (section 6; docs/model-reference.md "FLOPs" and "Compute time").
+#pragma once
+
+#include <cstdint>
+
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+// Forward FLOPs of one token (multiply-add = 2), matmuls only.
+struct TokenFlops {
+  double dense_layer = 0;      // projections + dense FFN of one dense layer (2 x weights)
+  double moe_layer = 0;        // projections + router + k routed + shared experts
+  double attention_core = 0;   // Q.K^T and .V of one layer, full s x s square
+  double logits = 0;           // 2 h V, once per token
+  // Whole-model forward, full-square attention (the MFU convention of stepcast).
+  double forward = 0;
+  // Training = 3 x forward: the model FLOPs used for MFU (no recomputation).
+  double training = 0;
+};
+TokenFlops token_flops(const ModelSpec& model, std::int64_t seq_len);
+
+// The attention convention behind `training`, printed with every MFU.
+inline constexpr const char* kMfuConvention =
+    "model FLOPs = 3 x forward matmul FLOPs, attention counted as the full s x s square "
+    "(PaLM / Narayanan et al.); kernel time uses the causal half";
+
+// Dense peak of the tensor cores for the plan's precision, FLOP/s.
+double peak_flops(const GpuSpec& gpu, Precision precision);
+
+// Efficiency ceiling for large GEMMs: gemm_efficiency if set, else measured MAMF / peak
+// (ml-engineering), else 0.75.
+double gemm_efficiency_max(const GpuSpec& gpu, Precision precision);
+
+// Achieved fraction of peak for an (m x k) . (k x n) GEMM: the ceiling times tile
+// quantization (128 x 256 tiles) and wave quantization over the SMs.
+double gemm_efficiency(const GpuSpec& gpu, Precision precision, double m, double n, double k);
+
+// Roofline time of a GEMM: max(FLOPs / (eta * peak), bytes / (hbm_eff * BW)), 2-byte
+// operands (1-byte for fp8 inputs).
+double gemm_time_s(const GpuSpec& gpu, Precision precision, double m, double n, double k);
+
+// Time to stream `bytes` through HBM (memory-bound kernels).
+double memory_time_s(const GpuSpec& gpu, double bytes);
+
+}  // namespace stepcast

@@ -1,0 +1,90 @@
+// The closed-form step model: memory per rank and step time with its breakdown
+// (docs/model-reference.md). This is the planner's fast path: no allocation beyond a
+// few small vectors, about a microsecond per call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepcast/models/params.h"
+#include "stepcast/models/scenario.h"
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+// Peak memory of one rank, bytes (cost-models.md section 2).
+struct MemoryBreakdown {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double buffers = 0;       // CUDA context/workspaces, NCCL, FSDP gather units
+  double total = 0;
+  double capacity = 0;      // hbm_GiB * 2^30
+  double usable = 0;        // capacity * (1 - memory_headroom)
+  bool fits = false;        // total <= usable
+  int stage = 0;            // the pipeline stage this is for
+};
+
+// Activation bytes of one transformer layer for one microbatch on one rank.
+// REQUIRES: a validated layout. `moe_layer` selects the expert FFN terms.
+double layer_activation_bytes(const ModelSpec& model, const Plan& plan, std::int64_t seq_len,
+                              bool moe_layer);
+
+// Microbatch-equivalents of activations held at peak by pipeline stage `stage`
+// (GPipe m; 1F1B min(p - stage, m); interleaved Megatron warm-up + 1, in chunks / v).
+double inflight_microbatches(const Plan& plan, int stage);
+
+MemoryBreakdown stage_memory(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                             const Workload& workload, int stage);
+
+// Step-time parts of the slowest rank; they add up to step_time_s.
+struct StepBreakdown {
+  double compute = 0;
+  double exposed_comm = 0;
+  double bubble = 0;
+  double wait = 0;
+  double optimizer = 0;
+  double input = 0;
+};
+struct ExposedComm {
+  double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
+};
+
+// Per-microbatch times of one pipeline stage (seconds), the closed form's building block.
+struct StageTimes {
+  double forward = 0;        // compute of one microbatch forward
+  double backward = 0;       // compute of one microbatch backward (incl. recomputation)
+  double tp = 0, cp = 0, ep = 0, pp = 0, fsdp = 0;  // exposed communication per microbatch
+  double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp; }
+};
+StageTimes stage_times(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                       const Workload& workload, int stage);
+
+struct Estimate {
+  ParamCounts params;
+  std::int64_t world = 0;
+  std::int64_t microbatches = 0;        // per pipeline per step (m)
+  std::int64_t tokens_per_step = 0;
+  double model_flops_per_step = 0;      // MFU convention (compute.h kMfuConvention)
+  double hardware_flops_per_step = 0;   // executed, incl. recomputation, causal kernels
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double hfu = 0;
+  StepBreakdown breakdown;
+  ExposedComm exposed;
+  MemoryBreakdown memory;               // the worst stage
+  int slowest_stage = 0;
+  std::vector<std::string> notes;       // layout remarks (TP across nodes, ...)
+};
+
+// REQUIRES: a validated layout (layout_errors() empty).
+Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                  const Workload& workload);
+inline Estimate estimate(const Scenario& s) {
+  return estimate(s.model, s.cluster, s.plan, s.workload);
+}
+
+}  // namespace stepcast

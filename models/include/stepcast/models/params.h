@@ -1,0 +1,50 @@
+// Parameter counts (cost-models.md section 1.1-1.2; docs/model-reference.md "Parameters").
+#pragma once
+
+#include <cstdint>
+
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+struct ParamCounts {
+  std::int64_t total = 0;               // every weight (excl. MTP modules)
+  std::int64_t active = 0;              // per token: k routed + shared experts (MoE), else total
+  std::int64_t attention_per_layer = 0; // projections (+ biases), MLA terms when MLA
+  std::int64_t norms_per_layer = 0;     // two norms
+  std::int64_t dense_ffn_per_layer = 0; // G*h*F (+ biases)
+  std::int64_t expert_per_layer = 0;    // all routed experts of one MoE layer
+  std::int64_t shared_per_layer = 0;    // shared experts of one MoE layer
+  std::int64_t router_per_layer = 0;    // h*E (+ E bias)
+  std::int64_t embedding_input = 0;     // V*h
+  std::int64_t output_projection = 0;   // V*h when untied, else 0
+  std::int64_t position_embedding = 0;  // max_seq_len*h when learned
+  std::int64_t final_norm = 0;
+  int dense_layers = 0;
+  int moe_layers = 0;
+};
+
+ParamCounts count_params(const ModelSpec& model);
+
+// Layers of model chunk `chunk` (0-based) when `num_layers` are split into `chunks`
+// pipeline chunks: floor(L/chunks) each, the remainder going to the middle chunks first
+// (chunks 1, 2, ...), so that the first and last chunks, which also hold the embedding
+// and the output layer, get fewer (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
+int chunk_layers(int num_layers, int chunks, int chunk);
+// Index of the first layer of `chunk`.
+int chunk_first_layer(int num_layers, int chunks, int chunk);
+
+// Parameters held by one rank of pipeline stage `stage` (0-based), before ZeRO sharding.
+// Dense (non-expert) weights are split by TP; routed experts by EP and TP; the input
+// embedding sits on the first stage and the output projection on the last (a tied
+// embedding is also copied to the last stage when pp > 1, as Megatron does).
+struct RankParams {
+  double dense = 0;    // replicated across the dp x cp group
+  double expert = 0;   // replicated across the dp x cp / ep group
+  int layers = 0;
+  int moe_layers = 0;
+  double largest_layer = 0;  // one layer's weights on this rank (FSDP unit)
+};
+RankParams rank_params(const ModelSpec& model, const Plan& plan, int stage);
+
+}  // namespace stepcast

@@ -1,0 +1,39 @@
+// Scenario files (format 1, reference/interfaces.md): loading and validation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepcast/models/result.h"
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+struct Scenario {
+  std::string name;
+  ModelSpec model;
+  ClusterSpec cluster;
+  Plan plan;
+  Workload workload;
+  std::uint64_t seed = 0;
+  std::string network = "analytic";  // "analytic" (the only backend of this version)
+  std::string expect_json;           // the "expect" object, compact JSON; "" when absent
+};
+
+// Parses and validates a scenario document. Comments (// and /* */) are allowed.
+// On failure the error holds one line per problem, each naming the JSON path and the
+// reason, e.g. "plan.tp: 3 does not divide num_attention_heads (64)".
+Result<Scenario> parse_scenario(std::string_view text);
+
+// Reads `path` and parses it; messages are prefixed with "<path>: ".
+Result<Scenario> load_scenario_file(const std::string& path);
+
+// Semantic checks of a layout against model, cluster and workload (divisibility, world
+// size, batch). One message per problem, each naming the plan field (e.g. "plan.tp: ...").
+// Empty when the layout is valid. Used by the loader and by layout search.
+std::vector<std::string> layout_errors(const ModelSpec& model, const ClusterSpec& cluster,
+                                       const Plan& plan, const Workload& workload);
+
+}  // namespace stepcast

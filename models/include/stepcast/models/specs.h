@@ -1,0 +1,146 @@
+// The shared vocabulary: what is trained (ModelSpec), on what (GpuSpec, ClusterSpec),
+// how (Plan) and how much (Workload). Plain values, filled by the loaders in
+// scenario.h / presets.h, which validate every field; code receiving a spec may assume
+// the invariants the loader checks (documented per field below).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace stepcast {
+
+struct MoeSpec {
+  int num_experts = 0;                 // routed experts E >= 1
+  int top_k = 1;                       // experts per token, 1 <= k <= E
+  int num_shared_experts = 0;          // S_e
+  std::int64_t expert_ffn_hidden_size = 0;         // F_e
+  std::int64_t shared_expert_ffn_hidden_size = 0;  // F_s (0 -> F_e)
+  int num_dense_layers = 0;            // the first layers keep a dense FFN of ffn_hidden_size
+  double capacity_factor = 0;          // 0 = dropless
+  bool router_bias = false;            // per-expert score bias (DeepSeek-V3)
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3), cost-models.md section 1.1.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;  // 0: the q path is one h x a(d_n+d_r) matrix
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+enum class NormKind { kRmsNorm, kLayerNorm };
+enum class PositionEmbedding { kRope, kLearned };
+
+struct ModelSpec {
+  std::string name;                    // preset key or the scenario's "name"
+  std::string family;                  // "gpt", "llama", ... (informational)
+  int num_layers = 0;                  // L (dense + MoE)
+  std::int64_t hidden_size = 0;        // h
+  int num_attention_heads = 0;         // a
+  int num_kv_heads = 0;                // g, divides a
+  std::int64_t head_dim = 0;           // d_h (default h / a)
+  std::int64_t ffn_hidden_size = 0;    // F (dense FFN inner size)
+  std::string ffn_activation = "swiglu";  // "swiglu" | "geglu" | "gelu" | "relu"
+  int ffn_matrices = 3;                // G: 3 gated, 2 plain
+  NormKind norm = NormKind::kRmsNorm;
+  bool tied_embeddings = false;
+  bool linear_bias = false;
+  bool dropout = false;                // GPT-style dropout (activation memory, section 2.2)
+  std::int64_t vocab_size = 0;         // V (use the padded size)
+  PositionEmbedding position_embedding = PositionEmbedding::kRope;
+  std::int64_t max_seq_len = 0;
+  std::int64_t train_seq_len = 0;
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+  std::string source;                  // where the figures come from
+  std::optional<std::int64_t> reference_params_total;  // params_total recorded in the preset
+};
+
+struct GpuSpec {
+  std::string name;                    // preset key
+  std::string display_name;
+  double bf16_dense_tflops = 0;        // 1e12 FLOP/s, dense
+  double fp16_dense_tflops = 0;
+  double fp8_dense_tflops = 0;         // 0 = no FP8 tensor cores
+  double hbm_GiB = 0;
+  double hbm_bandwidth_GBps = 0;
+  int sms = 0;                         // streaming multiprocessors (wave quantization); 0 = unknown
+  double mamf_bf16_tflops = 0;         // measured maximum achievable matmul, 0 = unknown
+  double mamf_fp8_tflops = 0;
+  double scaleup_bandwidth_per_direction_GBps = 0;
+  int scaleup_domain_gpus = 0;
+  double nic_Gbps_per_gpu = 0;
+  // Achieved-efficiency model (cost-models.md section 6); see compute.h.
+  double gemm_efficiency = 0;          // 0 = derive from mamf/peak
+  double attention_efficiency = 0.6;   // FlashAttention-class kernels, fwd+bwd
+  double hbm_efficiency = 0.8;         // memory-bound kernels
+  std::string source;
+};
+
+enum class Topology { kSingleSwitch, kFatTree, kRailOptimized };
+
+struct ClusterSpec {
+  std::string name;                    // preset key or "custom"
+  GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  double intra_bandwidth_GBps = 0;     // per GPU per direction (scale-up)
+  double intra_latency_us = 2.5;
+  double intra_efficiency = 0.82;      // achieved/nominal busbw on the scale-up fabric
+  double nic_Gbps = 0;                 // per NIC
+  int nics_per_node = 0;
+  double inter_latency_us = 5.0;
+  double inter_efficiency = 0.9;       // achieved/nominal busbw on the scale-out fabric
+  Topology topology = Topology::kFatTree;
+  double oversubscription = 1.0;       // leaf uplink oversubscription (>= 1)
+  int nodes_per_leaf = 16;
+  double storage_write_GBps = 50;
+  double storage_read_GBps = 100;
+  double host_memory_GiB = 2048;
+  std::string source;
+
+  int world() const { return nodes * gpus_per_node; }
+  // Scale-out bandwidth available to one GPU, bytes/s (NICs shared evenly by the node's GPUs).
+  double nic_bytes_per_s_per_gpu() const {
+    return nic_Gbps * 1e9 / 8.0 * nics_per_node / gpus_per_node;
+  }
+};
+
+enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Precision { kBf16, kFp16, kFp8 };
+enum class Optimizer { kAdam, kSgd };
+
+struct Plan {
+  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;
+  Schedule schedule = Schedule::kOneFOneB;
+  int virtual_stages = 1;
+  int microbatch = 1;                  // sequences per microbatch per rank
+  std::int64_t global_batch = 1;       // sequences per optimizer step
+  int zero = 0;                        // 0 DDP, 1, 2, 3 (FSDP full shard)
+  Recompute recompute = Recompute::kNone;
+  Precision precision = Precision::kBf16;
+  bool replicate_kv_heads = false;    // tp > num_kv_heads: each KV head copied on tp/g ranks
+  bool flash_attention = true;         // attention without the s^2 score matrix in memory
+  int grad_bytes = 4;                  // gradient accumulation / reduction dtype (fp32 default)
+  Optimizer optimizer = Optimizer::kAdam;
+  double ddp_bucket_MiB = 25;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = false;
+  double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
+
+  int world() const { return tp * pp * dp * cp; }
+  // Gradient-accumulation steps m = global_batch / (microbatch * dp).
+  std::int64_t accumulation() const { return global_batch / (std::int64_t{microbatch} * dp); }
+};
+
+struct Workload {
+  std::int64_t seq_len = 0;            // tokens per sequence
+  double train_tokens = 0;             // whole training run, 0 = unknown
+  double input_time_s = 0;             // host-side input time per step not hidden by prefetch
+};
+
+}  // namespace stepcast

@@ -1,0 +1,87 @@
+#include "stepcast/models/compute.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "stepcast/models/params.h"
+
+namespace stepcast {
+
+TokenFlops token_flops(const ModelSpec& m, std::int64_t seq_len) {
+  const ParamCounts c = count_params(m);
+  TokenFlops f;
+  const double h = static_cast<double>(m.hidden_size);
+  const double a = m.num_attention_heads;
+  double d_qk = static_cast<double>(m.head_dim), d_v = d_qk;
+  if (m.mla) {
+    d_qk = static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim);
+    d_v = static_cast<double>(m.mla->v_head_dim);
+  }
+  // Weights used once per token: 2 FLOPs each. Biases and norms are not matmuls.
+  double attn_w = static_cast<double>(c.attention_per_layer);
+  double ffn_w = static_cast<double>(m.ffn_matrices) * h * m.ffn_hidden_size;
+  if (m.linear_bias && !m.mla) {
+    attn_w -= a * m.head_dim + 2.0 * m.num_kv_heads * m.head_dim + h;
+  }
+  if (m.mla) {  // MLA: the two norm gains inside the projections are not matmuls
+    attn_w -= static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
+  }
+  f.dense_layer = 2.0 * (attn_w + ffn_w);
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    const double g = m.ffn_matrices;
+    f.moe_layer = 2.0 * (attn_w + h * e.num_experts + e.top_k * g * h * e.expert_ffn_hidden_size +
+                         e.num_shared_experts * g * h * e.shared_expert_ffn_hidden_size);
+  }
+  f.attention_core = 2.0 * a * (d_qk + d_v) * static_cast<double>(seq_len);
+  f.logits = 2.0 * h * m.vocab_size;
+  f.forward = c.dense_layers * (f.dense_layer + f.attention_core) +
+              c.moe_layers * (f.moe_layer + f.attention_core) + f.logits;
+  f.training = 3.0 * f.forward;
+  return f;
+}
+
+double peak_flops(const GpuSpec& gpu, Precision p) {
+  switch (p) {
+    case Precision::kFp8: return gpu.fp8_dense_tflops * 1e12;
+    case Precision::kFp16: return (gpu.fp16_dense_tflops > 0 ? gpu.fp16_dense_tflops : gpu.bf16_dense_tflops) * 1e12;
+    case Precision::kBf16: break;
+  }
+  return gpu.bf16_dense_tflops * 1e12;
+}
+
+double gemm_efficiency_max(const GpuSpec& gpu, Precision p) {
+  if (gpu.gemm_efficiency > 0) return gpu.gemm_efficiency;
+  const double mamf = p == Precision::kFp8 ? gpu.mamf_fp8_tflops : gpu.mamf_bf16_tflops;
+  const double peak = peak_flops(gpu, p) / 1e12;
+  if (mamf > 0 && peak > 0) return std::min(1.0, mamf / peak);
+  return 0.75;
+}
+
+double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  (void)k;
+  constexpr double kTm = 128, kTn = 256;
+  const double tiles_m = std::ceil(m / kTm), tiles_n = std::ceil(n / kTn);
+  const double q_tile = (m * n) / (tiles_m * kTm * tiles_n * kTn);
+  double q_wave = 1.0;
+  if (gpu.sms > 0) {
+    const double tiles = tiles_m * tiles_n;
+    q_wave = tiles / (std::ceil(tiles / gpu.sms) * gpu.sms);
+  }
+  return gemm_efficiency_max(gpu, p) * q_tile * q_wave;
+}
+
+double memory_time_s(const GpuSpec& gpu, double bytes) {
+  return bytes / (gpu.hbm_efficiency * gpu.hbm_bandwidth_GBps * 1e9);
+}
+
+double gemm_time_s(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const double flops = 2.0 * m * n * k;
+  const double elem = p == Precision::kFp8 ? 1.0 : 2.0;
+  const double bytes = elem * (m * k + k * n) + 2.0 * m * n;
+  const double t_compute = flops / (gemm_efficiency(gpu, p, m, n, k) * peak_flops(gpu, p));
+  return std::max(t_compute, memory_time_s(gpu, bytes));
+}
+
+}  // namespace stepcast

@@ -1,0 +1,108 @@
+#include "stepcast/models/params.h"
+
+#include <algorithm>
+
+namespace stepcast {
+
+ParamCounts count_params(const ModelSpec& m) {
+  ParamCounts c;
+  const std::int64_t h = m.hidden_size, a = m.num_attention_heads, g = m.num_kv_heads;
+  const std::int64_t dh = m.head_dim, G = m.ffn_matrices, F = m.ffn_hidden_size, V = m.vocab_size;
+  const std::int64_t norm = (m.norm == NormKind::kLayerNorm ? 2 : 1) * h;
+  if (m.mla) {
+    const MlaSpec& x = *m.mla;
+    const std::int64_t qk = x.qk_nope_head_dim + x.qk_rope_head_dim;
+    std::int64_t q = x.q_lora_rank > 0 ? h * x.q_lora_rank + x.q_lora_rank + x.q_lora_rank * a * qk
+                                       : h * a * qk;
+    c.attention_per_layer = q + h * (x.kv_lora_rank + x.qk_rope_head_dim) + x.kv_lora_rank +
+                            x.kv_lora_rank * a * (x.qk_nope_head_dim + x.v_head_dim) +
+                            a * x.v_head_dim * h;
+  } else {
+    c.attention_per_layer = h * a * dh + 2 * h * g * dh + a * dh * h;
+    if (m.linear_bias) c.attention_per_layer += a * dh + 2 * g * dh + h;
+  }
+  c.norms_per_layer = 2 * norm;
+  c.dense_ffn_per_layer = G * h * F + (m.linear_bias ? F * (G - 1) + h : 0);
+  c.dense_layers = m.num_layers;
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    c.dense_layers = e.num_dense_layers;
+    c.moe_layers = m.num_layers - e.num_dense_layers;
+    c.expert_per_layer = std::int64_t{e.num_experts} * G * h * e.expert_ffn_hidden_size;
+    c.shared_per_layer = std::int64_t{e.num_shared_experts} * G * h * e.shared_expert_ffn_hidden_size;
+    c.router_per_layer = h * e.num_experts + (e.router_bias ? e.num_experts : 0);
+  }
+  c.embedding_input = V * h;
+  c.output_projection = m.tied_embeddings ? 0 : V * h;
+  c.position_embedding =
+      m.position_embedding == PositionEmbedding::kLearned ? m.max_seq_len * h : 0;
+  c.final_norm = norm;
+  const std::int64_t common = c.attention_per_layer + c.norms_per_layer;
+  const std::int64_t outside =
+      c.embedding_input + c.output_projection + c.position_embedding + c.final_norm;
+  const std::int64_t moe_layer = common + c.expert_per_layer + c.shared_per_layer + c.router_per_layer;
+  c.total = c.dense_layers * (common + c.dense_ffn_per_layer) + c.moe_layers * moe_layer + outside;
+  std::int64_t active_moe = moe_layer;
+  if (m.moe) {
+    active_moe = common + c.expert_per_layer / m.moe->num_experts * m.moe->top_k +
+                 c.shared_per_layer + c.router_per_layer;
+  }
+  c.active = c.dense_layers * (common + c.dense_ffn_per_layer) + c.moe_layers * active_moe + outside;
+  return c;
+}
+
+int chunk_layers(int num_layers, int chunks, int chunk) {
+  const int base = num_layers / chunks;
+  const int extra = num_layers % chunks;
+  if (extra == 0) return base;
+  // Middle chunks 1..chunks-2 first, then chunk 0, then the last one.
+  int rank_in_order;
+  if (chunk >= 1 && chunk <= chunks - 2) rank_in_order = chunk - 1;
+  else if (chunk == 0) rank_in_order = chunks - 2;
+  else rank_in_order = chunks - 1;
+  if (chunks == 1) rank_in_order = 0;
+  return base + (rank_in_order < extra ? 1 : 0);
+}
+
+int chunk_first_layer(int num_layers, int chunks, int chunk) {
+  int first = 0;
+  for (int i = 0; i < chunk; ++i) first += chunk_layers(num_layers, chunks, i);
+  return first;
+}
+
+RankParams rank_params(const ModelSpec& m, const Plan& p, int stage) {
+  const ParamCounts c = count_params(m);
+  RankParams r;
+  const double t = p.tp;
+  // K and V projections: each rank holds max(g/t, 1) KV heads (replicated when t > g).
+  double attn = static_cast<double>(c.attention_per_layer) / t;
+  if (!m.mla && p.tp > m.num_kv_heads) {
+    const double kv_full = 2.0 * m.hidden_size * m.head_dim;  // one KV head, K and V
+    attn += kv_full * (1.0 - static_cast<double>(m.num_kv_heads) / t);
+  }
+  const double dense_layer = attn + c.norms_per_layer + c.dense_ffn_per_layer / t;
+  const double moe_common = attn + c.norms_per_layer + (c.shared_per_layer + c.router_per_layer) / t;
+  const double moe_expert = static_cast<double>(c.expert_per_layer) / (t * p.ep);
+  const int chunks = p.pp * p.virtual_stages;
+  for (int v = 0; v < p.virtual_stages; ++v) {
+    const int chunk = stage + v * p.pp;
+    const int n = chunk_layers(m.num_layers, chunks, chunk);
+    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+    const int dense_end = std::clamp(c.dense_layers - first, 0, n);  // dense layers come first
+    r.layers += n;
+    r.moe_layers += n - dense_end;
+    r.dense += dense_end * dense_layer + (n - dense_end) * moe_common;
+    r.expert += (n - dense_end) * moe_expert;
+    if (dense_end > 0) r.largest_layer = std::max(r.largest_layer, dense_layer);
+    if (n - dense_end > 0) r.largest_layer = std::max(r.largest_layer, moe_common + moe_expert);
+  }
+  if (stage == 0) r.dense += c.embedding_input / t + c.position_embedding;
+  if (stage == p.pp - 1) {
+    r.dense += c.final_norm;
+    if (p.pp == 1) r.dense += c.output_projection / t;
+    else r.dense += (m.tied_embeddings ? c.embedding_input : c.output_projection) / t;
+  }
+  return r;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,178 @@
+#include "stepcast/models/report.h"
+
+#include <nlohmann/json.hpp>
+#include <fmt/format.h>
+
+#include "stepcast/models/compute.h"
+
+namespace stepcast {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string_view schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::kGpipe: return "gpipe";
+    case Schedule::kOneFOneB: return "1f1b";
+    case Schedule::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+std::string_view recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+// Integral byte counts are reported as integers.
+std::int64_t whole(double bytes) { return static_cast<std::int64_t>(std::llround(bytes)); }
+
+std::string human(double x) {  // 70553706496 -> "70.55 B"
+  if (x >= 1e12) return fmt::format("{:.2f} T", x / 1e12);
+  if (x >= 1e9) return fmt::format("{:.2f} B", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f} M", x / 1e6);
+  return fmt::format("{:.0f}", x);
+}
+
+std::string seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+
+}  // namespace
+
+std::string estimate_report_json(const Scenario& s, const Estimate& e) {
+  nlohmann::ordered_json j;
+  j["format"] = 1;
+  j["scenario"] = s.name;
+  j["command"] = "estimate";
+  j["world"] = e.world;
+  j["params_total"] = e.params.total;
+  j["params_active"] = e.params.active;
+  j["tokens_per_step"] = e.tokens_per_step;
+  j["model_flops_per_step"] = e.model_flops_per_step;
+  j["hardware_flops_per_step"] = e.hardware_flops_per_step;
+  j["step_time_s"] = e.step_time_s;
+  j["tokens_per_s"] = e.tokens_per_s;
+  j["mfu"] = e.mfu;
+  j["hfu"] = e.hfu;
+  j["mfu_convention"] = kMfuConvention;
+  j["breakdown_s"] = {{"compute", e.breakdown.compute},
+                      {"exposed_comm", e.breakdown.exposed_comm},
+                      {"bubble", e.breakdown.bubble},
+                      {"wait", e.breakdown.wait},
+                      {"optimizer", e.breakdown.optimizer},
+                      {"input", e.breakdown.input}};
+  j["exposed_comm_s"] = {{"tp", e.exposed.tp}, {"dp", e.exposed.dp}, {"pp", e.exposed.pp},
+                         {"cp", e.exposed.cp}, {"ep", e.exposed.ep}};
+  j["memory_bytes"] = {{"params", whole(e.memory.params)},
+                       {"grads", whole(e.memory.grads)},
+                       {"optimizer", whole(e.memory.optimizer)},
+                       {"activations", whole(e.memory.activations)},
+                       {"buffers", whole(e.memory.buffers)},
+                       {"total", whole(e.memory.total)},
+                       {"capacity", whole(e.memory.capacity)},
+                       {"usable", whole(e.memory.usable)}};
+  j["memory_stage"] = e.memory.stage;
+  j["fits"] = e.memory.fits;
+  j["microbatches"] = e.microbatches;
+  j["slowest_stage"] = e.slowest_stage;
+  const Plan& p = s.plan;
+  j["plan"] = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep},
+               {"sequence_parallel", p.sequence_parallel},
+               {"schedule", schedule_name(p.schedule)}, {"virtual_stages", p.virtual_stages},
+               {"microbatch", p.microbatch}, {"global_batch", p.global_batch}, {"zero", p.zero},
+               {"recompute", recompute_name(p.recompute)},
+               {"precision", precision_name(p.precision)}};
+  j["seed"] = s.seed;
+  j["network"] = s.network;
+  j["notes"] = e.notes;
+  return j.dump(2) + "\n";
+}
+
+std::string estimate_report_text(const Scenario& s, const Estimate& e) {
+  const Plan& p = s.plan;
+  const ClusterSpec& c = s.cluster;
+  std::string o;
+  auto line = [&](const std::string& x) { o += x + "\n"; };
+  line(fmt::format("stepcast estimate: {}", s.name));
+  line(fmt::format("  model    {} ({} layers, h={}, heads {}/{}{})", s.model.name, s.model.num_layers,
+                   s.model.hidden_size, s.model.num_attention_heads, s.model.num_kv_heads,
+                   s.model.moe ? fmt::format(", MoE {}x top-{}", s.model.moe->num_experts, s.model.moe->top_k) : ""));
+  line(fmt::format("  cluster  {}: {} nodes x {} {} = {} GPUs", c.name, c.nodes, c.gpus_per_node,
+                   c.gpu.name, c.world()));
+  line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={} sp={} schedule={}{} microbatch={} "
+                   "global_batch={} (m={}) zero={} recompute={} precision={}",
+                   p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "on" : "off",
+                   schedule_name(p.schedule),
+                   p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
+                   p.global_batch, e.microbatches, p.zero, recompute_name(p.recompute),
+                   precision_name(p.precision)));
+  line("");
+  line("Parameters");
+  line(fmt::format("  total {} ({})   active per token {} ({})", e.params.total, human(static_cast<double>(e.params.total)),
+                   e.params.active, human(static_cast<double>(e.params.active))));
+  line("");
+  line("FLOPs");
+  line(fmt::format("  tokens per step       {} ({} x {})", e.tokens_per_step, p.global_batch, s.workload.seq_len));
+  line(fmt::format("  model FLOPs per step  {:.4g}  ({:.4g} per token)", e.model_flops_per_step,
+                   e.model_flops_per_step / static_cast<double>(e.tokens_per_step)));
+  line(fmt::format("  executed FLOPs        {:.4g}  (recomputation, causal attention kernels)",
+                   e.hardware_flops_per_step));
+  line("");
+  line(fmt::format("Memory per GPU (worst rank: pipeline stage {})", e.memory.stage));
+  auto mem = [&](const char* name, double b) { line(fmt::format("  {:<12}{:>10.2f} GiB", name, b / kGiB)); };
+  mem("params", e.memory.params);
+  mem("grads", e.memory.grads);
+  mem("optimizer", e.memory.optimizer);
+  mem("activations", e.memory.activations);
+  mem("buffers", e.memory.buffers);
+  mem("total", e.memory.total);
+  line(fmt::format("  {:<12}{:>10.2f} GiB of {:.2f} GiB ({:.0f}% kept as headroom)", "usable",
+                   e.memory.usable / kGiB, e.memory.capacity / kGiB, p.memory_headroom * 100));
+  line(fmt::format("  fits: {}", e.memory.fits ? "yes" : fmt::format("NO, short by {:.2f} GiB",
+                                                                    (e.memory.total - e.memory.usable) / kGiB)));
+  line("");
+  line(fmt::format("Step time {} (slowest pipeline stage: {})", seconds(e.step_time_s), e.slowest_stage));
+  auto part = [&](const char* name, double t) {
+    line(fmt::format("  {:<22}{:>12}  {:5.1f}%", name, seconds(t), 100 * t / e.step_time_s));
+  };
+  part("compute", e.breakdown.compute);
+  part("exposed comm", e.breakdown.exposed_comm);
+  if (e.exposed.tp > 0) part("  tp", e.exposed.tp);
+  if (e.exposed.dp > 0) part("  dp", e.exposed.dp);
+  if (e.exposed.pp > 0) part("  pp", e.exposed.pp);
+  if (e.exposed.cp > 0) part("  cp", e.exposed.cp);
+  if (e.exposed.ep > 0) part("  ep", e.exposed.ep);
+  part("pipeline bubble", e.breakdown.bubble);
+  part("optimizer", e.breakdown.optimizer);
+  if (e.breakdown.input > 0) part("input", e.breakdown.input);
+  line("");
+  line(fmt::format("Throughput  {:.0f} tokens/s ({:.0f} per GPU)", e.tokens_per_s,
+                   e.tokens_per_s / static_cast<double>(e.world)));
+  line(fmt::format("MFU {:.1f}%  HFU {:.1f}%  ({:.0f} TFLOP/s per GPU of {:.1f} peak {})", 100 * e.mfu,
+                   100 * e.hfu, e.mfu * peak_flops(c.gpu, p.precision) / 1e12,
+                   peak_flops(c.gpu, p.precision) / 1e12, precision_name(p.precision)));
+  line(fmt::format("  ({})", kMfuConvention));
+  if (s.workload.train_tokens > 0) {
+    const double days = s.workload.train_tokens / e.tokens_per_s / 86400;
+    line(fmt::format("Training {:.3g} tokens: {:.1f} days without failures", s.workload.train_tokens, days));
+  }
+  for (const auto& n : e.notes) line("note: " + n);
+  return o;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,377 @@
+#include "stepcast/models/scenario.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "spec_json.h"
+#include "stepcast/models/presets.h"
+
+namespace stepcast {
+
+using detail::describe;
+using detail::Diagnostics;
+using detail::json;
+using detail::ObjectReader;
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+// Fields of the report that "expect" may name (reference/interfaces.md).
+const std::vector<std::string>& expectable_fields() {
+  static const std::vector<std::string> kFields = {
+      "fits", "step_time_s", "tokens_per_s", "mfu", "hfu", "world", "params_total",
+      "params_active", "tokens_per_step", "model_flops_per_step",
+      "breakdown_s.compute", "breakdown_s.exposed_comm", "breakdown_s.bubble",
+      "breakdown_s.wait", "breakdown_s.optimizer", "breakdown_s.input",
+      "exposed_comm_s.tp", "exposed_comm_s.dp", "exposed_comm_s.pp", "exposed_comm_s.cp",
+      "exposed_comm_s.ep", "memory_bytes.params", "memory_bytes.grads",
+      "memory_bytes.optimizer", "memory_bytes.activations", "memory_bytes.buffers",
+      "memory_bytes.total", "memory_bytes.capacity"};
+  return kFields;
+}
+
+// Rejects what the JSON parser should never see: empty input and nesting beyond
+// kMaxDepth (a scenario is 4 levels deep; deep nesting is garbage or an attack).
+std::optional<std::string> prescan(std::string_view text) {
+  std::size_t i = 0;
+  bool any = false;
+  int depth = 0, line = 1;
+  bool in_string = false;
+  for (; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '\n') ++line;
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      if (i < text.size()) ++line;
+      continue;
+    }
+    if (ch == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      i += 2;
+      while (i + 1 < text.size() && !(text[i] == '*' && text[i + 1] == '/')) {
+        if (text[i] == '\n') ++line;
+        ++i;
+      }
+      ++i;
+      continue;
+    }
+    if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') any = true;
+    if (ch == '"') in_string = true;
+    if (ch == '{' || ch == '[') {
+      if (++depth > kMaxDepth) {
+        return fmt::format("invalid JSON: nesting deeper than {} levels at line {}", kMaxDepth,
+                           line);
+      }
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+    }
+  }
+  if (!any) return std::string("empty document: expected a JSON object");
+  return std::nullopt;
+}
+
+void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
+  constexpr std::int64_t kMaxPar = 1'000'000;
+  auto set = [](auto& field, const auto& v) {
+    if (v) field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
+  };
+  set(p.tp, r.integer("tp", 1, kMaxPar));
+  set(p.pp, r.integer("pp", 1, kMaxPar));
+  dp_given = r.has("dp");
+  set(p.dp, r.integer("dp", 1, kMaxPar));
+  set(p.cp, r.integer("cp", 1, kMaxPar));
+  set(p.ep, r.integer("ep", 1, kMaxPar));
+  set(p.sequence_parallel, r.boolean("sequence_parallel"));
+  if (auto s = r.choice("schedule", {"gpipe", "1f1b", "interleaved"})) {
+    p.schedule = *s == "gpipe" ? Schedule::kGpipe
+                 : *s == "1f1b" ? Schedule::kOneFOneB
+                                : Schedule::kInterleaved;
+  }
+  set(p.virtual_stages, r.integer("virtual_stages", 1, 1000));
+  set(p.microbatch, r.integer("microbatch", 1, kMaxPar));
+  const bool gb_given = r.has("global_batch");
+  set(p.global_batch, r.integer("global_batch", 1, 1'000'000'000));
+  set(p.zero, r.integer("zero", 0, 3));
+  if (auto s = r.choice("recompute", {"none", "selective", "full"})) {
+    p.recompute = *s == "none" ? Recompute::kNone
+                  : *s == "selective" ? Recompute::kSelective
+                                      : Recompute::kFull;
+  }
+  if (auto s = r.choice("precision", {"bf16", "fp16", "fp8"})) {
+    p.precision = *s == "bf16" ? Precision::kBf16 : *s == "fp16" ? Precision::kFp16 : Precision::kFp8;
+  }
+  set(p.replicate_kv_heads, r.boolean("replicate_kv_heads"));
+  set(p.flash_attention, r.boolean("flash_attention"));
+  if (auto s = r.choice("grad_dtype", {"fp32", "bf16"})) p.grad_bytes = *s == "fp32" ? 4 : 2;
+  if (auto s = r.choice("optimizer", {"adam", "sgd"})) {
+    p.optimizer = *s == "adam" ? Optimizer::kAdam : Optimizer::kSgd;
+  }
+  set(p.ddp_bucket_MiB, r.number("ddp_bucket_MiB", 0, 1e6, false, true));
+  set(p.overlap_grad_reduce, r.boolean("overlap_grad_reduce"));
+  set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
+  set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
+  r.finish();
+  if (!gb_given) p.global_batch = -1;  // resolved once dp is known
+}
+
+void check_expect(const json& v, Diagnostics& diag) {
+  if (!v.is_object()) {
+    diag.add("expect", "expected an object, got " + describe(v));
+    return;
+  }
+  const auto& fields = expectable_fields();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string path = "expect." + it.key();
+    if (std::find(fields.begin(), fields.end(), it.key()) == fields.end()) {
+      std::string msg = "unknown report field";
+      const std::string near = detail::closest(it.key(), fields);
+      if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
+      diag.add(path, msg);
+      continue;
+    }
+    const json& c = it.value();
+    if (c.is_object()) {
+      ObjectReader r(c, path, diag);
+      auto lo = r.number("min", -1e300, 1e300);
+      auto hi = r.number("max", -1e300, 1e300);
+      r.finish();
+      if (!r.has("min") && !r.has("max")) diag.add(path, "a range needs \"min\" and/or \"max\"");
+      if (lo && hi && *lo > *hi) diag.add(path, fmt::format("min {} exceeds max {}", *lo, *hi));
+    } else if (!(c.is_number() || c.is_boolean() || c.is_string() || c.is_array())) {
+      diag.add(path, "expected a value, a {\"min\", \"max\"} range or a list, got " + describe(c));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
+                                       const Workload& w) {
+  std::vector<std::string> out;
+  auto add = [&](std::string s) { out.push_back(std::move(s)); };
+  if (m.num_attention_heads % p.tp != 0) {
+    add(fmt::format("plan.tp: {} does not divide num_attention_heads ({})", p.tp,
+                    m.num_attention_heads));
+  } else if (m.num_kv_heads % p.tp != 0) {
+    if (p.tp % m.num_kv_heads == 0) {
+      if (!p.replicate_kv_heads) {
+        add(fmt::format(
+            "plan.tp: {} does not divide num_kv_heads ({}); set plan.replicate_kv_heads to true "
+            "to replicate each KV head on {} ranks",
+            p.tp, m.num_kv_heads, p.tp / m.num_kv_heads));
+      }
+    } else {
+      add(fmt::format("plan.tp: {} does not divide num_kv_heads ({})", p.tp, m.num_kv_heads));
+    }
+  }
+  if (p.schedule == Schedule::kInterleaved) {
+    if (p.virtual_stages < 2) {
+      add(fmt::format("plan.schedule: \"interleaved\" needs virtual_stages >= 2 (got {})",
+                      p.virtual_stages));
+    }
+    if (p.pp < 2) add("plan.schedule: \"interleaved\" needs pp >= 2 (got 1)");
+  } else if (p.virtual_stages > 1) {
+    add(fmt::format("plan.virtual_stages: {} needs schedule \"interleaved\"", p.virtual_stages));
+  }
+  const std::int64_t chunks = std::int64_t{p.pp} * p.virtual_stages;
+  if (chunks > m.num_layers) {
+    add(fmt::format("plan.pp: {} stages x {} virtual stages = {} model chunks exceed num_layers ({})",
+                    p.pp, p.virtual_stages, chunks, m.num_layers));
+  }
+  const std::int64_t world = std::int64_t{p.tp} * p.pp * p.cp * p.dp;
+  if (world != c.world()) {
+    add(fmt::format("plan: tp x pp x cp x dp = {} x {} x {} x {} = {}, but the cluster has {} GPUs "
+                    "({} nodes x {})",
+                    p.tp, p.pp, p.cp, p.dp, world, c.world(), c.nodes, c.gpus_per_node));
+  }
+  if (w.seq_len % p.cp != 0) {
+    add(fmt::format("plan.cp: {} does not divide workload.seq_len ({})", p.cp, w.seq_len));
+  }
+  if (p.ep > 1) {
+    if (!m.moe) {
+      add(fmt::format("plan.ep: {} needs a mixture-of-experts model ({} has no moe)", p.ep, m.name));
+    } else {
+      if (m.moe->num_experts % p.ep != 0) {
+        add(fmt::format("plan.ep: {} does not divide moe.num_experts ({})", p.ep,
+                        m.moe->num_experts));
+      }
+      if ((std::int64_t{p.dp} * p.cp) % p.ep != 0) {
+        add(fmt::format("plan.ep: {} does not divide dp x cp ({} x {}): experts are sharded "
+                        "across data-parallel ranks",
+                        p.ep, p.dp, p.cp));
+      }
+    }
+  }
+  const std::int64_t per_step = std::int64_t{p.microbatch} * p.dp;
+  if (p.global_batch % per_step != 0) {
+    add(fmt::format("plan.global_batch: {} is not divisible by microbatch x dp = {} x {} = {}",
+                    p.global_batch, p.microbatch, p.dp, per_step));
+  } else if (p.schedule == Schedule::kInterleaved && p.pp >= 2 &&
+             (p.global_batch / per_step) % p.pp != 0) {
+    add(fmt::format("plan.global_batch: interleaved 1F1B needs the microbatch count ({}) to be a "
+                    "multiple of pp ({})",
+                    p.global_batch / per_step, p.pp));
+  }
+  if (p.precision == Precision::kFp8 && c.gpu.fp8_dense_tflops <= 0) {
+    add(fmt::format("plan.precision: \"fp8\" needs FP8 tensor cores; gpu {} has none", c.gpu.name));
+  }
+  if (w.seq_len > m.max_seq_len) {
+    add(fmt::format("workload.seq_len: {} exceeds the model's max_seq_len ({})", w.seq_len,
+                    m.max_seq_len));
+  }
+  return out;
+}
+
+Result<Scenario> parse_scenario(std::string_view text) {
+  if (auto bad = prescan(text)) return Error{*bad};
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
+                      /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    return Error{"invalid JSON: " + what};
+  }
+  if (!doc.is_object()) {
+    return Error{"expected a JSON object at the top level, got " + describe(doc)};
+  }
+  const PresetCatalog& presets = builtin_presets();
+  Diagnostics diag;
+  ObjectReader top(doc, "", diag);
+  Scenario s;
+  if (auto f = top.integer("format", 0, 1'000'000); f && *f != 1) {
+    diag.add("format", fmt::format("{} is not supported (this stepcast reads format 1)", *f));
+  }
+  if (auto n = top.string("name")) s.name = *n;
+  top.ignore({"description"});
+  if (auto seed = top.integer("seed", 0, std::numeric_limits<std::int64_t>::max())) {
+    s.seed = static_cast<std::uint64_t>(*seed);
+  }
+  if (auto n = top.choice("network", {"analytic", "simgrid"})) {
+    if (*n == "simgrid") {
+      diag.add("network", "\"simgrid\" is not available in this version (only \"analytic\")");
+    }
+    s.network = *n;
+  }
+  for (const char* k : {"faults", "checkpoint", "calibration"}) {
+    if (top.raw(k)) diag.add(k, "this section is not supported by this version of stepcast");
+  }
+  if (const json* e = top.raw("expect")) {
+    check_expect(*e, diag);
+    s.expect_json = e->dump();
+  }
+
+  bool model_ok = false, cluster_ok = false, plan_ok = false;
+  if (const json* v = top.raw("model")) {
+    ModelSpec defaults;
+    defaults.name = "custom";
+    if (auto m = detail::resolve_spec<ModelSpec>(
+            *v, "model", diag, presets.models, defaults, "model",
+            [](ObjectReader& r, ModelSpec base, bool fp) { return detail::read_model(r, std::move(base), fp); })) {
+      s.model = *m;
+      model_ok = true;
+    }
+  } else {
+    diag.add("model", "required: a preset name or an object");
+  }
+  if (const json* v = top.raw("cluster")) {
+    ClusterSpec defaults;
+    defaults.name = "custom";
+    if (auto c = detail::resolve_spec<ClusterSpec>(
+            *v, "cluster", diag, presets.clusters, defaults, "cluster",
+            [&](ObjectReader& r, ClusterSpec base, bool fp) {
+              return detail::read_cluster(r, std::move(base), fp, presets.gpus);
+            })) {
+      s.cluster = *c;
+      cluster_ok = true;
+    }
+  } else {
+    diag.add("cluster", "required: a preset name or an object");
+  }
+  bool dp_given = false;
+  if (const json* v = top.raw("plan")) {
+    if (!v->is_object()) {
+      diag.add("plan", "expected an object, got " + describe(*v));
+    } else {
+      const std::size_t before = diag.size();
+      ObjectReader r(*v, "plan", diag);
+      read_plan(r, s.plan, dp_given);
+      plan_ok = diag.size() == before;
+    }
+  } else {
+    diag.add("plan", "required: an object with tp, pp, dp, ...");
+  }
+  bool workload_ok = true;
+  if (const json* v = top.raw("workload")) {
+    if (!v->is_object()) {
+      diag.add("workload", "expected an object, got " + describe(*v));
+      workload_ok = false;
+    } else {
+      const std::size_t before = diag.size();
+      ObjectReader r(*v, "workload", diag);
+      if (auto x = r.integer("seq_len", 1, 100'000'000)) s.workload.seq_len = *x;
+      if (auto x = r.number("train_tokens", 0, 1e18)) s.workload.train_tokens = *x;
+      if (auto x = r.number("input_time_s", 0, 1e6)) s.workload.input_time_s = *x;
+      r.finish();
+      workload_ok = diag.size() == before;
+    }
+  }
+  top.finish();
+  if (!diag.empty()) return Error{diag.joined()};
+  if (!(model_ok && cluster_ok && plan_ok && workload_ok)) return Error{"invalid scenario"};
+
+  if (s.workload.seq_len == 0) s.workload.seq_len = s.model.train_seq_len;
+  Plan& p = s.plan;
+  if (!dp_given) {
+    const std::int64_t inner = std::int64_t{p.tp} * p.pp * p.cp;
+    if (s.cluster.world() % inner != 0) {
+      return Error{fmt::format("plan: tp x pp x cp = {} x {} x {} = {} does not divide the "
+                               "cluster's {} GPUs ({} nodes x {})",
+                               p.tp, p.pp, p.cp, inner, s.cluster.world(), s.cluster.nodes,
+                               s.cluster.gpus_per_node)};
+    }
+    p.dp = static_cast<int>(s.cluster.world() / inner);
+  }
+  if (p.global_batch < 0) p.global_batch = std::int64_t{p.microbatch} * p.dp;
+  if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
+  auto errors = layout_errors(s.model, s.cluster, p, s.workload);
+  if (!errors.empty()) {
+    std::string msg;
+    for (std::size_t i = 0; i < errors.size(); ++i) msg += (i ? "\n" : "") + errors[i];
+    return Error{msg};
+  }
+  return s;
+}
+
+Result<Scenario> load_scenario_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": cannot open file"};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error{path + ": cannot read file"};
+  auto r = parse_scenario(ss.str());
+  if (!r.ok()) {
+    // Prefix every line so each problem names the file.
+    std::string msg, line;
+    std::istringstream lines(r.error().message);
+    bool first = true;
+    while (std::getline(lines, line)) {
+      msg += (first ? "" : "\n") + path + ": " + line;
+      first = false;
+    }
+    return Error{msg};
+  }
+  return r;
+}
+
+}  // namespace stepcast

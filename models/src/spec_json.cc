@@ -1,0 +1,302 @@
+#include "spec_json.h"
+
+#include <fmt/format.h>
+
+namespace stepcast::detail {
+
+namespace {
+constexpr std::int64_t kMaxDim = 10'000'000;      // hidden/FFN sizes
+constexpr std::int64_t kMaxLayers = 100'000;
+constexpr std::int64_t kMaxHeads = 100'000;
+constexpr std::int64_t kMaxVocab = 100'000'000;
+constexpr std::int64_t kMaxSeq = 100'000'000;
+constexpr double kMaxTflops = 1e6;
+constexpr double kMaxGBps = 1e6;
+
+template <typename T, typename U>
+void set(T& field, const std::optional<U>& v) {
+  if (v) field = static_cast<T>(*v);
+}
+}  // namespace
+
+std::string unknown_preset_message(const std::string& kind, const std::string& name,
+                                   const std::vector<std::string>& names) {
+  std::string msg = fmt::format("unknown {} preset \"{}\"", kind, name);
+  const std::string near = closest(name, names);
+  if (!near.empty()) msg += fmt::format("; did you mean \"{}\"?", near);
+  msg += " (stepcast presets lists them)";
+  return msg;
+}
+
+static std::optional<MoeSpec> read_moe(ObjectReader& parent, std::optional<MoeSpec> base) {
+  const json* v = parent.raw("moe");
+  if (!v) return base;
+  if (v->is_null()) return std::nullopt;
+  const std::string path = parent.path_of("moe");
+  if (!v->is_object()) {
+    parent.diag().add(path, "expected an object or null, got " + describe(*v));
+    return base;
+  }
+  ObjectReader r(*v, path, parent.diag());
+  MoeSpec m = base.value_or(MoeSpec{});
+  const bool fresh = !base.has_value();
+  set(m.num_experts, r.integer("num_experts", 1, 1'000'000));
+  set(m.top_k, r.integer("top_k", 1, 1'000'000));
+  set(m.num_shared_experts, r.integer("num_shared_experts", 0, 1'000'000));
+  set(m.expert_ffn_hidden_size, r.integer("expert_ffn_hidden_size", 1, kMaxDim));
+  set(m.shared_expert_ffn_hidden_size, r.integer("shared_expert_ffn_hidden_size", 0, kMaxDim));
+  set(m.num_dense_layers, r.integer("num_dense_layers", 0, kMaxLayers));
+  if (auto f = r.integer("moe_layer_freq", 1, kMaxLayers); f && *f != 1) {
+    r.diag().add(r.path_of("moe_layer_freq"),
+                 fmt::format("{} is not supported (only 1: every layer after the dense ones is MoE)", *f));
+  }
+  set(m.capacity_factor, r.number("capacity_factor", 0, 1000, /*allow_null=*/true));
+  set(m.router_bias, r.boolean("router_bias"));
+  r.ignore({"router", "expert_groups", "limited_groups", "route_scale"});
+  r.finish();
+  if (fresh) {
+    if (!r.has("num_experts")) r.diag().add(r.path_of("num_experts"), "required");
+    if (!r.has("expert_ffn_hidden_size")) r.diag().add(r.path_of("expert_ffn_hidden_size"), "required");
+  }
+  if (m.top_k > m.num_experts && m.num_experts > 0) {
+    r.diag().add(r.path_of("top_k"),
+                 fmt::format("{} exceeds num_experts ({})", m.top_k, m.num_experts));
+  }
+  return m;
+}
+
+static std::optional<MlaSpec> read_mla(ObjectReader& parent, std::optional<MlaSpec> base) {
+  const json* v = parent.raw("mla");
+  if (!v) return base;
+  if (v->is_null()) return std::nullopt;
+  const std::string path = parent.path_of("mla");
+  if (!v->is_object()) {
+    parent.diag().add(path, "expected an object or null, got " + describe(*v));
+    return base;
+  }
+  ObjectReader r(*v, path, parent.diag());
+  MlaSpec m = base.value_or(MlaSpec{});
+  set(m.q_lora_rank, r.integer("q_lora_rank", 0, kMaxDim));
+  set(m.kv_lora_rank, r.integer("kv_lora_rank", 1, kMaxDim));
+  set(m.qk_nope_head_dim, r.integer("qk_nope_head_dim", 1, kMaxDim));
+  set(m.qk_rope_head_dim, r.integer("qk_rope_head_dim", 0, kMaxDim));
+  set(m.v_head_dim, r.integer("v_head_dim", 1, kMaxDim));
+  r.finish();
+  if (!base) {
+    for (const char* k : {"kv_lora_rank", "qk_nope_head_dim", "v_head_dim"}) {
+      if (!r.has(k)) r.diag().add(r.path_of(k), "required");
+    }
+  }
+  return m;
+}
+
+ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
+  const std::size_t before = r.diag().size();
+  set(m.name, r.string("name"));
+  set(m.family, r.string("family"));
+  if (auto v = r.choice("attention", {"mha", "gqa", "mqa", "mla"})) (void)v;  // informational
+  auto layers = r.integer("num_layers", 1, kMaxLayers);
+  auto hidden = r.integer("hidden_size", 1, kMaxDim);
+  auto heads = r.integer("num_attention_heads", 1, kMaxHeads);
+  auto kv = r.integer("num_kv_heads", 1, kMaxHeads);
+  auto head_dim = r.integer("head_dim", 1, kMaxDim);
+  auto ffn = r.integer("ffn_hidden_size", 1, kMaxDim);
+  auto act = r.choice("ffn_activation", {"swiglu", "geglu", "gelu", "relu"});
+  auto mats = r.integer("ffn_matrices", 2, 3);
+  auto norm = r.choice("norm", {"rmsnorm", "layernorm"});
+  auto pos = r.choice("position_embedding", {"rope", "learned"});
+  set(m.tied_embeddings, r.boolean("tied_embeddings"));
+  set(m.linear_bias, r.boolean("linear_bias"));
+  set(m.dropout, r.boolean("dropout"));
+  auto vocab = r.integer("vocab_size", 1, kMaxVocab);
+  auto max_seq = r.integer("max_seq_len", 1, kMaxSeq);
+  auto train_seq = r.integer("train_seq_len", 1, kMaxSeq);
+  set(m.source, r.string("source"));
+  if (auto p = r.integer("params_total", 0, std::int64_t{1} << 60)) m.reference_params_total = *p;
+  r.number("rope_theta", 0, 1e12, /*allow_null=*/true);
+  r.ignore({"notes", "verification", "params_official", "params_per_layer", "params_active",
+            "params_embedding_input", "params_attention_per_layer", "mtp_modules", "preset"});
+  m.moe = read_moe(r, m.moe);
+  m.mla = read_mla(r, m.mla);
+
+  set(m.num_layers, layers);
+  set(m.hidden_size, hidden);
+  set(m.num_attention_heads, heads);
+  set(m.vocab_size, vocab);
+  set(m.max_seq_len, max_seq);
+  set(m.train_seq_len, train_seq);
+  set(m.ffn_hidden_size, ffn);
+  if (act) {
+    m.ffn_activation = *act;
+    if (!mats) m.ffn_matrices = (*act == "swiglu" || *act == "geglu") ? 3 : 2;
+  }
+  set(m.ffn_matrices, mats);
+  if (norm) m.norm = *norm == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  if (pos) m.position_embedding = *pos == "learned" ? PositionEmbedding::kLearned : PositionEmbedding::kRope;
+  // An override of the head count keeps the preset's KV ratio only if the user says so.
+  if (kv) m.num_kv_heads = static_cast<int>(*kv);
+  else if (!from_preset && heads) m.num_kv_heads = static_cast<int>(*heads);
+  if (head_dim) m.head_dim = *head_dim;
+  else if (!from_preset && hidden && heads && *heads > 0) m.head_dim = *hidden / *heads;
+  if (!from_preset && !max_seq && train_seq) m.max_seq_len = *train_seq;
+  if (!from_preset && !train_seq && max_seq) m.train_seq_len = *max_seq;
+  if (!from_preset && !m.moe && !ffn && hidden) {
+    // The family's usual value: 4h for plain FFNs, the Llama rule 2/3 * 4h for gated ones.
+    m.ffn_hidden_size = m.ffn_matrices == 3 ? (8 * *hidden / 3 + 255) / 256 * 256 : 4 * *hidden;
+  }
+  if (!from_preset && m.moe && !ffn) m.ffn_hidden_size = m.moe->expert_ffn_hidden_size;
+  if (m.moe && m.moe->shared_expert_ffn_hidden_size == 0) {
+    m.moe->shared_expert_ffn_hidden_size = m.moe->expert_ffn_hidden_size;
+  }
+
+  if (!from_preset) {
+    for (const char* k : {"num_layers", "hidden_size", "num_attention_heads", "vocab_size"}) {
+      if (!r.has(k)) r.diag().add(r.path_of(k), "required (or give \"preset\")");
+    }
+    if (!r.has("max_seq_len") && !r.has("train_seq_len")) {
+      r.diag().add(r.path_of("max_seq_len"), "required (or give \"preset\")");
+    }
+  }
+  if (r.diag().size() != before) return m;
+  if (m.num_attention_heads % m.num_kv_heads != 0) {
+    r.diag().add(r.path_of("num_kv_heads"),
+                 fmt::format("{} does not divide num_attention_heads ({})", m.num_kv_heads,
+                             m.num_attention_heads));
+  }
+  if (m.moe && m.moe->num_dense_layers > m.num_layers) {
+    r.diag().add(r.path_of("moe.num_dense_layers"),
+                 fmt::format("{} exceeds num_layers ({})", m.moe->num_dense_layers, m.num_layers));
+  }
+  if (m.train_seq_len > m.max_seq_len) {
+    r.diag().add(r.path_of("train_seq_len"),
+                 fmt::format("{} exceeds max_seq_len ({})", m.train_seq_len, m.max_seq_len));
+  }
+  return m;
+}
+
+GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
+  set(g.display_name, r.string("name"));
+  set(g.bf16_dense_tflops, r.number("bf16_dense_tflops", 0, kMaxTflops, false, true));
+  set(g.fp16_dense_tflops, r.number("fp16_dense_tflops", 0, kMaxTflops, false, true));
+  if (const json* v = r.raw("fp8_dense_tflops"); v && v->is_null()) g.fp8_dense_tflops = 0;
+  else set(g.fp8_dense_tflops, r.number("fp8_dense_tflops", 0, kMaxTflops, false, true));
+  set(g.hbm_GiB, r.number("hbm_GiB", 0, 1e6, false, true));
+  set(g.hbm_bandwidth_GBps, r.number("hbm_bandwidth_GBps", 0, kMaxGBps, false, true));
+  set(g.sms, r.integer("sms", 1, 1'000'000));
+  if (const json* v = r.raw("mamf_bf16_tflops"); v && v->is_null()) g.mamf_bf16_tflops = 0;
+  else set(g.mamf_bf16_tflops, r.number("mamf_bf16_tflops", 0, kMaxTflops, false, true));
+  if (const json* v = r.raw("mamf_fp8_tflops"); v && v->is_null()) g.mamf_fp8_tflops = 0;
+  else set(g.mamf_fp8_tflops, r.number("mamf_fp8_tflops", 0, kMaxTflops, false, true));
+  set(g.scaleup_bandwidth_per_direction_GBps,
+      r.number("scaleup_bandwidth_per_direction_GBps", 0, kMaxGBps, false, true));
+  set(g.scaleup_domain_gpus, r.integer("scaleup_domain_gpus", 1, 1'000'000));
+  set(g.nic_Gbps_per_gpu, r.number("nic_Gbps_per_gpu", 0, 1e7, false, true));
+  set(g.gemm_efficiency, r.number("gemm_efficiency", 0, 1, false, true));
+  set(g.attention_efficiency, r.number("attention_efficiency", 0, 1, false, true));
+  set(g.hbm_efficiency, r.number("hbm_efficiency", 0, 1, false, true));
+  set(g.source, r.string("source"));
+  r.ignore({"vendor", "architecture", "tf32_dense_tflops", "fp4_dense_tflops", "int8_dense_tops",
+            "hbm_type", "scaleup_fabric", "scaleup_generation", "scaleup_links",
+            "scaleup_bandwidth_bidir_GBps", "scaleup_per_peer_per_direction_GBps",
+            "compute_units", "tdp_W", "verification", "notes", "preset"});
+  if (!from_preset) {
+    for (const char* k : {"bf16_dense_tflops", "hbm_GiB", "hbm_bandwidth_GBps"}) {
+      if (!r.has(k)) r.diag().add(r.path_of(k), "required (or give \"preset\")");
+    }
+    if (!r.has("fp16_dense_tflops")) g.fp16_dense_tflops = g.bf16_dense_tflops;
+  }
+  return g;
+}
+
+ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
+                         const std::map<std::string, GpuSpec>& gpus) {
+  set(c.name, r.string("name"));
+  const std::size_t before = r.diag().size();
+  bool gpu_given = false;
+  if (const json* v = r.raw("gpu")) {
+    GpuSpec defaults;
+    defaults.name = "custom";
+    if (auto g = resolve_spec<GpuSpec>(*v, r.path_of("gpu"), r.diag(), gpus, defaults, "gpu",
+                                       [](ObjectReader& rr, GpuSpec base, bool fp) {
+                                         return read_gpu(rr, std::move(base), fp);
+                                       })) {
+      c.gpu = *g;
+      gpu_given = true;
+    }
+  } else if (!from_preset) {
+    r.diag().add(r.path_of("gpu"), "required (or give \"preset\")");
+  }
+  set(c.nodes, r.integer("nodes", 1, 1'000'000));
+  auto gpn = r.integer("gpus_per_node", 1, 1024);
+  set(c.gpus_per_node, gpn);
+  if (!from_preset && !gpn && gpu_given && c.gpu.scaleup_domain_gpus > 0) {
+    c.gpus_per_node = c.gpu.scaleup_domain_gpus;
+  }
+  bool intra_bw = false, nic = false, nics = false;
+  if (const json* v = r.raw("intra_node")) {
+    if (!v->is_object()) {
+      r.diag().add(r.path_of("intra_node"), "expected an object, got " + describe(*v));
+    } else {
+      ObjectReader s(*v, r.path_of("intra_node"), r.diag());
+      auto bw = s.number("bandwidth_GBps", 0, kMaxGBps, false, true);
+      intra_bw = bw.has_value();
+      set(c.intra_bandwidth_GBps, bw);
+      set(c.intra_latency_us, s.number("latency_us", 0, 1e6));
+      set(c.intra_efficiency, s.number("efficiency", 0, 1, false, true));
+      s.finish();
+    }
+  }
+  if (const json* v = r.raw("inter_node")) {
+    if (!v->is_object()) {
+      r.diag().add(r.path_of("inter_node"), "expected an object, got " + describe(*v));
+    } else {
+      ObjectReader s(*v, r.path_of("inter_node"), r.diag());
+      auto n = s.number("nic_Gbps", 0, 1e7, false, true);
+      nic = n.has_value();
+      set(c.nic_Gbps, n);
+      auto k = s.integer("nics_per_node", 1, 1024);
+      nics = k.has_value();
+      set(c.nics_per_node, k);
+      set(c.inter_latency_us, s.number("latency_us", 0, 1e6));
+      set(c.inter_efficiency, s.number("efficiency", 0, 1, false, true));
+      if (auto t = s.choice("topology", {"single-switch", "fat-tree", "rail-optimized"})) {
+        c.topology = *t == "single-switch" ? Topology::kSingleSwitch
+                     : *t == "fat-tree"    ? Topology::kFatTree
+                                           : Topology::kRailOptimized;
+      }
+      set(c.oversubscription, s.number("oversubscription", 1, 1000));
+      set(c.nodes_per_leaf, s.integer("nodes_per_leaf", 1, 1'000'000));
+      s.finish();
+    }
+  }
+  if (const json* v = r.raw("storage")) {
+    if (!v->is_object()) {
+      r.diag().add(r.path_of("storage"), "expected an object, got " + describe(*v));
+    } else {
+      ObjectReader s(*v, r.path_of("storage"), r.diag());
+      set(c.storage_write_GBps, s.number("write_GBps", 0, kMaxGBps, false, true));
+      set(c.storage_read_GBps, s.number("read_GBps", 0, kMaxGBps, false, true));
+      s.finish();
+    }
+  }
+  set(c.host_memory_GiB, r.number("host_memory_GiB", 0, 1e9, false, true));
+  set(c.source, r.string("source"));
+  r.ignore({"preset"});
+  if (!from_preset && r.diag().size() == before) {
+    // A full cluster object: take the GPU's reference-server figures where not given.
+    if (c.name.empty()) c.name = "custom";
+    if (!intra_bw) c.intra_bandwidth_GBps = c.gpu.scaleup_bandwidth_per_direction_GBps;
+    if (!nics) c.nics_per_node = c.gpus_per_node;
+    if (!nic) c.nic_Gbps = c.gpu.nic_Gbps_per_gpu;
+    if (c.intra_bandwidth_GBps <= 0 && c.gpus_per_node > 1) {
+      r.diag().add(r.path_of("intra_node.bandwidth_GBps"),
+                   "required: the gpu gives no scaleup_bandwidth_per_direction_GBps");
+    }
+    if (c.nic_Gbps <= 0 && c.nodes > 1) {
+      r.diag().add(r.path_of("inter_node.nic_Gbps"), "required: the gpu gives no nic_Gbps_per_gpu");
+    }
+  }
+  return c;
+}
+
+}  // namespace stepcast::detail
