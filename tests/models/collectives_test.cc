@@ -1,0 +1,1 @@
+// collectives tests: see tests/CMakeLists.txt

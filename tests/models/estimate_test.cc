@@ -1,0 +1,1 @@
+// estimate tests: see tests/CMakeLists.txt

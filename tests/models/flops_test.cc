@@ -1,0 +1,1 @@
+// flops tests: see tests/CMakeLists.txt

@@ -1,0 +1,1 @@
+// memory tests: see tests/CMakeLists.txt

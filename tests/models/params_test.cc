@@ -1,0 +1,1 @@
+// params tests: see tests/CMakeLists.txt

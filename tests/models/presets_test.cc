@@ -1,0 +1,1 @@
+// presets tests: see tests/CMakeLists.txt

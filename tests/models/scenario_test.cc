@@ -1,0 +1,1 @@
+// scenario tests: see tests/CMakeLists.txt
