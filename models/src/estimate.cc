@@ -7,6 +7,7 @@
 
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
+#include "stepcast/models/layer_cost.h"
 
 namespace stepcast {
 
@@ -36,156 +37,17 @@ HeadDims head_dims(const ModelSpec& m) {
   return {static_cast<double>(m.head_dim), static_cast<double>(m.head_dim)};
 }
 
-// Compute time and executed FLOPs of one layer for one microbatch on one rank.
-struct LayerCost {
-  double fwd_s = 0, bwd_s = 0;          // incl. recomputation in bwd
-  double attn_core_fwd_s = 0, attn_core_bwd_s = 0;
-  double flops = 0;                     // executed, fwd + bwd + recompute
-};
-
-LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, double seq,
-                     bool moe) {
-  const GpuSpec& gpu = c.gpu;
-  const Precision prec = p.precision;
-  const double t = p.tp;
-  const double T = p.microbatch * seq / p.cp;  // tokens per rank per microbatch
-  const double h = static_cast<double>(m.hidden_size);
-  const double a_r = m.num_attention_heads / t;
-  const double g_r = kv_heads_per_rank(m, p);
-  const HeadDims d = head_dims(m);
-  const bool sp = p.sequence_parallel && p.tp > 1;
-  LayerCost lc;
-  double gemm_fwd = 0, gemm_flops = 0;
-  auto gemm = [&](double mm, double nn, double kk) {
-    if (mm <= 0 || nn <= 0 || kk <= 0) return;
-    gemm_fwd += gemm_time_s(gpu, prec, mm, nn, kk);
-    gemm_flops += 2 * mm * nn * kk;
-  };
-  if (m.mla) {
-    const double attn_w = static_cast<double>(count_params(m).attention_per_layer) / t;
-    gemm(T, attn_w / h, h);  // all MLA projections as one GEMM of the same size
-  } else {
-    gemm(T, a_r * d.qk + g_r * (d.qk + d.v), h);
-    gemm(T, h, a_r * d.v);
-  }
-  double ffn_inner = 0;  // per-token FFN inner width on this rank (elementwise traffic)
-  const double G = m.ffn_matrices;
-  if (!moe) {
-    const double F = static_cast<double>(m.ffn_hidden_size) / t;
-    gemm(T, (G - 1) * F, h);
-    gemm(T, h, F);
-    ffn_inner = F;
-  } else {
-    const MoeSpec& e = *m.moe;
-    gemm(T, e.num_experts, h);  // router
-    const double local = static_cast<double>(e.num_experts) / p.ep;
-    const double rows = T * e.top_k * p.ep / e.num_experts;  // tokens per local expert
-    const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / t;
-    for (int i = 0; i < 1; ++i) {  // identical experts: cost one, scale by count
-      const double before_t = gemm_fwd, before_f = gemm_flops;
-      gemm(rows, (G - 1) * Fe, h);
-      gemm(rows, h, Fe);
-      gemm_fwd = before_t + (gemm_fwd - before_t) * local;
-      gemm_flops = before_f + (gemm_flops - before_f) * local;
-    }
-    if (e.num_shared_experts > 0) {
-      const double Fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
-      gemm(T, (G - 1) * Fs, h);
-      gemm(T, h, Fs);
-      ffn_inner += Fs;
-    }
-    ffn_inner += e.top_k * Fe;
-  }
-  // Core attention, causal: each query sees (s+1)/2 keys on average (CP balanced).
-  const double core_flops = 2.0 * a_r * (d.qk + d.v) * T * (seq + 1) / 2;
-  const double peak16 = peak_flops(gpu, Precision::kBf16);
-  lc.attn_core_fwd_s = core_flops / (gpu.attention_efficiency * peak16);
-  double core_mem_fwd = 0;
-  if (!p.flash_attention) {
-    // Scores written, read by softmax, probabilities written and read by .V (2 bytes each).
-    core_mem_fwd = memory_time_s(gpu, 4.0 * kActBytes * a_r * T * seq);
-    lc.attn_core_fwd_s += core_mem_fwd;
-  }
-  const double core_bwd_factor = p.flash_attention ? 2.5 : 2.0;  // FA recomputes scores
-  lc.attn_core_bwd_s = core_bwd_factor * lc.attn_core_fwd_s;
-  // Memory-bound work per token: 2 norms (read+write), 2 residual adds (2 reads, 1 write),
-  // activation function (G-1 inputs, 1 output), RoPE on q and k.
-  const double replicated = sp ? 1.0 / t : 1.0;
-  double elem = 10.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
-  if (m.position_embedding == PositionEmbedding::kRope) elem += 2.0 * (a_r + g_r) * d.qk;
-  const double elem_fwd = memory_time_s(gpu, kActBytes * T * elem);
-
-  const double fwd = gemm_fwd + lc.attn_core_fwd_s + elem_fwd;
-  double bwd = 2 * gemm_fwd + lc.attn_core_bwd_s + 2 * elem_fwd;
-  double flops = 3 * gemm_flops + core_flops * (1 + core_bwd_factor);
-  if (p.recompute == Recompute::kFull) {
-    bwd += fwd;
-    flops += gemm_flops + core_flops;
-  } else if (p.recompute == Recompute::kSelective && !p.flash_attention) {
-    bwd += lc.attn_core_fwd_s;
-    flops += core_flops;
-  }
-  lc.fwd_s = fwd;
-  lc.bwd_s = bwd;
-  lc.flops = flops;
-  return lc;
-}
-
 int dense_layers_of(const ModelSpec& m) { return m.moe ? m.moe->num_dense_layers : m.num_layers; }
-
-// Communication of one layer for one microbatch that sits on the critical path.
-struct LayerComm {
-  double tp = 0, cp = 0, ep = 0;
-};
-
-LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, double seq, bool moe,
-                     const LayerCost& lc) {
-  LayerComm out;
-  const int gpn = c.gpus_per_node;
-  const double T = p.microbatch * seq / p.cp;
-  const double h = static_cast<double>(m.hidden_size);
-  const bool sp = p.sequence_parallel && p.tp > 1;
-  if (p.tp > 1) {
-    const GroupShape g = group_shape(p.tp, 1, gpn);
-    const double S = T * h * kActBytes;
-    const double one = sp ? collective_cost(c, CollKind::kAllGather, g, S).time_s +
-                                collective_cost(c, CollKind::kReduceScatter, g, S).time_s
-                          : collective_cost(c, CollKind::kAllReduce, g, S).time_s;
-    // Megatron: 2 in forward (attention out-proj, FFN down-proj), 2 in backward,
-    // 2 more when the forward is recomputed.
-    out.tp = one * (p.recompute == Recompute::kFull ? 6 : 4);
-  }
-  if (p.cp > 1) {
-    // Ring attention: c-1 K/V exchanges with a neighbour, each hidden behind the
-    // attention of one chunk; backward also returns dK, dV (twice the bytes).
-    const GroupShape g = group_shape(p.cp, p.tp, gpn);
-    const GroupShape pair{2, g.nodes > 1 ? 1 : 2, g.nodes > 1 ? 2 : 1};
-    const HeadDims d = head_dims(m);
-    const double bytes = T * kv_heads_per_rank(m, p) * (d.qk + d.v) * kActBytes;
-    const double step = collective_cost(c, CollKind::kSendRecv, pair, bytes).time_s;
-    const double step_b = collective_cost(c, CollKind::kSendRecv, pair, 2 * bytes).time_s;
-    const double steps = p.cp - 1;
-    out.cp = steps * (std::max(0.0, step - lc.attn_core_fwd_s / p.cp) +
-                      std::max(0.0, step_b - lc.attn_core_bwd_s / p.cp));
-    if (p.recompute == Recompute::kFull) out.cp += steps * std::max(0.0, step - lc.attn_core_fwd_s / p.cp);
-  }
-  if (moe && p.ep > 1) {
-    const GroupShape g = group_shape(p.ep, p.tp * p.cp, gpn);
-    const double tokens = sp ? T / p.tp : T;
-    const double S = tokens * m.moe->top_k * h * kActBytes;
-    const double one = collective_cost(c, CollKind::kAllToAll, g, S).time_s;
-    out.ep = one * (p.recompute == Recompute::kFull ? 6 : 4);  // dispatch + combine, fwd + bwd
-  }
-  return out;
-}
 
 double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stage, double inflight) {
   const double T = p.microbatch * seq / p.cp;
   double bytes = 0;
   if (stage == 0) bytes += 8.0 * T * inflight;  // token ids (int64)
   if (stage == p.pp - 1) {
-    // Output layer and cross entropy (Megatron estimator): 4 T h (1 + V/h) / t, one microbatch.
-    bytes += 4.0 * T * (static_cast<double>(m.hidden_size) + m.vocab_size) / p.tp;
+    // Output layer and cross entropy (Megatron estimator): 4 T h (1 + V/h) / t per
+    // microbatch whose backward has not run: all m with GPipe, one with 1F1B schedules.
+    const double held = p.schedule == Schedule::kGpipe ? static_cast<double>(p.accumulation()) : 1.0;
+    bytes += held * 4.0 * T * (static_cast<double>(m.hidden_size) + m.vocab_size) / p.tp;
   }
   return bytes;
 }
@@ -304,21 +166,16 @@ struct Layers {
 
 Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
   Layers L;
-  const double seq = static_cast<double>(w.seq_len);
-  L.dense = layer_cost(m, c, p, seq, false);
-  L.dense_comm = layer_comm(m, c, p, seq, false, L.dense);
+  L.dense = layer_cost(m, c, p, w.seq_len, false);
+  L.dense_comm = layer_comm(m, c, p, w.seq_len, false, L.dense);
   if (m.moe) {
-    L.moe = layer_cost(m, c, p, seq, true);
-    L.moe_comm = layer_comm(m, c, p, seq, true, L.moe);
+    L.moe = layer_cost(m, c, p, w.seq_len, true);
+    L.moe_comm = layer_comm(m, c, p, w.seq_len, true, L.moe);
   }
-  const double T = p.microbatch * seq / p.cp;
-  const double Vr = static_cast<double>(m.vocab_size) / p.tp;
-  const double g = gemm_time_s(c.gpu, p.precision, T, Vr, static_cast<double>(m.hidden_size));
-  // Cross entropy on fp32 logits: write, read for softmax, write gradient.
-  const double ce = memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
-  L.logits_fwd = g + ce / 2;
-  L.logits_bwd = 2 * g + ce / 2;
-  L.logits_flops = 3 * 2.0 * T * Vr * static_cast<double>(m.hidden_size);
+  const LogitsCost lg = logits_cost(m, c, p, w.seq_len);
+  L.logits_fwd = lg.fwd_s;
+  L.logits_bwd = lg.bwd_s;
+  L.logits_flops = lg.flops;
   return L;
 }
 
@@ -329,17 +186,17 @@ StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan
   const RankParams rp = rank_params(m, p, stage);
   if (rp_out) *rp_out = rp;
   const int moe_n = rp.moe_layers, dense_n = rp.layers - rp.moe_layers;
-  st.forward = dense_n * L.dense.fwd_s + moe_n * L.moe.fwd_s;
-  st.backward = dense_n * L.dense.bwd_s + moe_n * L.moe.bwd_s;
-  double fl = dense_n * L.dense.flops + moe_n * L.moe.flops;
+  st.forward = dense_n * L.dense.fwd_s() + moe_n * L.moe.fwd_s();
+  st.backward = dense_n * L.dense.bwd_s() + moe_n * L.moe.bwd_s();
+  double fl = dense_n * L.dense.flops() + moe_n * L.moe.flops();
   if (stage == p.pp - 1) {
     st.forward += L.logits_fwd;
     st.backward += L.logits_bwd;
     fl += L.logits_flops;
   }
-  st.tp = dense_n * L.dense_comm.tp + moe_n * L.moe_comm.tp;
-  st.cp = dense_n * L.dense_comm.cp + moe_n * L.moe_comm.cp;
-  st.ep = moe_n * L.moe_comm.ep;
+  st.tp = dense_n * L.dense_comm.tp_exposed_s + moe_n * L.moe_comm.tp_exposed_s;
+  st.cp = dense_n * L.dense_comm.cp_exposed_s + moe_n * L.moe_comm.cp_exposed_s;
+  st.ep = moe_n * L.moe_comm.ep_exposed_s;
   const int gpn = c.gpus_per_node;
   const double seq = static_cast<double>(w.seq_len);
   const double T = p.microbatch * seq / p.cp;
@@ -433,8 +290,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double slack = s * st.backward / p.virtual_stages;
     const double dp_exposed = std::max(0.0, dp_time - slack);
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / (nd / p.ep) : rp.dense + rp.expert;
-    const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
-    const double t_opt = memory_time_s(c.gpu, opt_params * per_param);
+    const double t_opt = optimizer_time_s(c, p, opt_params);
     if (dp_exposed + t_opt > tail_best) {
       tail_best = dp_exposed + t_opt;
       tail_dp = dp_exposed;

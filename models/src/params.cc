@@ -70,9 +70,8 @@ int chunk_first_layer(int num_layers, int chunks, int chunk) {
   return first;
 }
 
-RankParams rank_params(const ModelSpec& m, const Plan& p, int stage) {
+LayerRankParams layer_rank_params(const ModelSpec& m, const Plan& p, bool moe) {
   const ParamCounts c = count_params(m);
-  RankParams r;
   const double t = p.tp;
   // K and V projections: each rank holds max(g/t, 1) KV heads (replicated when t > g).
   double attn = static_cast<double>(c.attention_per_layer) / t;
@@ -80,9 +79,25 @@ RankParams rank_params(const ModelSpec& m, const Plan& p, int stage) {
     const double kv_full = 2.0 * m.hidden_size * m.head_dim;  // one KV head, K and V
     attn += kv_full * (1.0 - static_cast<double>(m.num_kv_heads) / t);
   }
-  const double dense_layer = attn + c.norms_per_layer + c.dense_ffn_per_layer / t;
-  const double moe_common = attn + c.norms_per_layer + (c.shared_per_layer + c.router_per_layer) / t;
-  const double moe_expert = static_cast<double>(c.expert_per_layer) / (t * p.ep);
+  LayerRankParams out;
+  if (!moe) {
+    out.dense = attn + c.norms_per_layer + c.dense_ffn_per_layer / t;
+  } else {
+    out.dense = attn + c.norms_per_layer + (c.shared_per_layer + c.router_per_layer) / t;
+    out.expert = static_cast<double>(c.expert_per_layer) / (t * p.ep);
+  }
+  return out;
+}
+
+RankParams rank_params(const ModelSpec& m, const Plan& p, int stage) {
+  const ParamCounts c = count_params(m);
+  RankParams r;
+  const double t = p.tp;
+  const LayerRankParams dl = layer_rank_params(m, p, false);
+  const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
+  const double dense_layer = dl.dense;
+  const double moe_common = ml.dense;
+  const double moe_expert = ml.expert;
   const int chunks = p.pp * p.virtual_stages;
   for (int v = 0; v < p.virtual_stages; ++v) {
     const int chunk = stage + v * p.pp;

@@ -1,1 +1,205 @@
-// collectives tests: see tests/CMakeLists.txt
+// Alpha-beta collective costs (cost-models.md section 5), computed by hand on a cluster
+// object whose every figure the test sets.
+#include "stepcast/models/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace stepcast {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// 8 GPUs per node; NVLink 450 GB/s per direction at 82 % achieved, 2.5 us per hop;
+// 8 x 400 Gb/s NICs per node (50 GB/s per GPU) at 90 % achieved, 5 us per hop.
+ClusterSpec test_cluster(int nodes) {
+  ClusterSpec c;
+  c.name = "test";
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.intra_bandwidth_GBps = 450;
+  c.intra_efficiency = 0.82;
+  c.intra_latency_us = 2.5;
+  c.nic_Gbps = 400;
+  c.nics_per_node = 8;
+  c.inter_efficiency = 0.9;
+  c.inter_latency_us = 5.0;
+  c.topology = Topology::kFatTree;
+  c.oversubscription = 1.0;
+  c.nodes_per_leaf = 16;
+  return c;
+}
+constexpr double kBnv = 450e9 * 0.82;         // bytes/s per GPU inside a node
+constexpr double kBnet = 400e9 / 8 * 0.9;     // bytes/s per GPU across nodes (one NIC each)
+constexpr double kAnv = 2.5e-6, kAnet = 5e-6;  // seconds per message
+
+void expect_rel(double actual, double expected, double rel) {
+  EXPECT_NEAR(actual, expected, rel * std::max(expected, -expected));
+}
+
+TEST(Collective, BusFactorsAreTheNcclTestsOnes) {
+  // nccl-tests PERFORMANCE.md: 2(n-1)/n, (n-1)/n, (n-1)/n, (n-1)/n, 1, 1; n = 8.
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kAllReduce, 8), 14.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kAllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kReduceScatter, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kAllToAll, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kSendRecv, 8), 1.0);
+  // n = 3 (not a power of two): 4/3 and 2/3.
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kAllReduce, 3), 4.0 / 3);
+  EXPECT_DOUBLE_EQ(bus_factor(CollKind::kAllGather, 3), 2.0 / 3);
+}
+
+TEST(Collective, GroupShapeOfConsecutiveRanksFillsNodes) {
+  // 8 consecutive ranks on 8-GPU nodes: one node of 8.
+  GroupShape g = group_shape(8, 1, 8);
+  EXPECT_EQ(g.ranks, 8);
+  EXPECT_EQ(g.ranks_per_node, 8);
+  EXPECT_EQ(g.nodes, 1);
+  // 16 consecutive ranks: 2 nodes of 8.
+  g = group_shape(16, 1, 8);
+  EXPECT_EQ(g.ranks_per_node, 8);
+  EXPECT_EQ(g.nodes, 2);
+  // 8 ranks 2 apart (e.g. DP after TP2): 4 per node on 2 nodes.
+  g = group_shape(8, 2, 8);
+  EXPECT_EQ(g.ranks_per_node, 4);
+  EXPECT_EQ(g.nodes, 2);
+}
+
+TEST(Collective, GroupShapeWithStrideOfANodeHasOneRankPerNode) {
+  // 16 ranks 8 apart (DP after TP8): one per node on 16 nodes.
+  const GroupShape g = group_shape(16, 8, 8);
+  EXPECT_EQ(g.ranks, 16);
+  EXPECT_EQ(g.ranks_per_node, 1);
+  EXPECT_EQ(g.nodes, 16);
+}
+
+TEST(Collective, RingAllReduceInsideANodeIsTheAlphaBetaFormula) {
+  const ClusterSpec c = test_cluster(1);
+  const GroupShape g = group_shape(8, 1, 8);
+  const double S = kGiB;
+  // Section 5.1 ring: 2(n-1) alpha + 2(n-1)/n S/B with n = 8, B = 450e9*0.82 = 369e9:
+  //   14 * 2.5e-6 + 1.75 * 1,073,741,824 / 369e9 = 35 us + 5.0922 ms = 5.1272 ms.
+  const double expected = 2 * 7 * kAnv + 2 * 7.0 / 8 * S / kBnv;
+  const CollectiveCost r = collective_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kRing);
+  EXPECT_EQ(r.algo, CollAlgo::kRing);
+  expect_rel(r.time_s, expected, 1e-12);
+  EXPECT_NEAR(r.time_s, 5.1272e-3, 0.0001e-3);
+  // nccl-tests: algbw = S/t (GB = 1e9), busbw = algbw * 2(n-1)/n.
+  expect_rel(r.algbw_GBps, S / expected / 1e9, 1e-12);
+  expect_rel(r.busbw_GBps, S / expected / 1e9 * 1.75, 1e-12);
+  // For a large message busbw approaches the link: 369 GB/s * 5.0922/5.1272 = 366.5 GB/s.
+  EXPECT_NEAR(r.busbw_GBps, 366.5, 0.1);
+}
+
+TEST(Collective, RingAllGatherAndReduceScatterInsideANodeTakeHalfTheSteps) {
+  const ClusterSpec c = test_cluster(1);
+  const GroupShape g = group_shape(8, 1, 8);
+  const double S = kGiB;  // the whole gathered buffer (nccl-tests convention)
+  // (n-1) alpha + (n-1)/n S/B = 7 * 2.5 us + 0.875 * S / 369e9.
+  const double expected = 7 * kAnv + 7.0 / 8 * S / kBnv;
+  expect_rel(collective_cost(c, CollKind::kAllGather, g, S, CollAlgo::kRing).time_s, expected,
+             1e-12);
+  expect_rel(collective_cost(c, CollKind::kReduceScatter, g, S, CollAlgo::kRing).time_s, expected,
+             1e-12);
+}
+
+TEST(Collective, HierarchicalAllReduceAcrossNodesIsSection5_2) {
+  // g = 8 GPUs per node, N = 4 nodes, rail-aligned, one NIC (B_net = 45 GB/s) per GPU:
+  //   (g-1)/g S/B_nv            reduce-scatter inside the node
+  // + 2(N-1)/N (S/g)/B_net      all-reduce of each 1/g shard across nodes, 8 rails
+  // + (g-1)/g S/B_nv            all-gather inside the node
+  // + 2(g-1) alpha_nv + 2(N-1) alpha_net (ring latency)
+  // = 2*2.5461 ms + 1.5*134,217,728/45e9 (4.4739 ms) + 35 us + 30 us = 9.6312 ms.
+  const ClusterSpec c = test_cluster(4);
+  const GroupShape g = group_shape(32, 1, 8);
+  ASSERT_EQ(g.nodes, 4);
+  const double S = kGiB;
+  const double expected = 2 * (7.0 / 8 * S / kBnv) + 2 * 3.0 / 4 * (S / 8) / kBnet + 2 * 7 * kAnv +
+                          2 * 3 * kAnet;
+  const CollectiveCost h = collective_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kHierarchical);
+  EXPECT_EQ(h.algo, CollAlgo::kHierarchical);
+  expect_rel(h.time_s, expected, 1e-12);
+  EXPECT_NEAR(h.time_s, 9.6312e-3, 0.0001e-3);
+}
+
+TEST(Collective, OversubscribedUplinksSlowGroupsSpanningMoreThanALeaf) {
+  // 32 nodes > 16 per leaf with 2:1 oversubscription: B_net = 45/2 GB/s in the
+  // cross-node term of the hierarchical formula; the NVLink terms are unchanged.
+  ClusterSpec c = test_cluster(32);
+  c.oversubscription = 2.0;
+  const GroupShape g = group_shape(256, 1, 8);
+  ASSERT_EQ(g.nodes, 32);
+  const double S = kGiB;
+  const double expected = 2 * (7.0 / 8 * S / kBnv) + 2 * 31.0 / 32 * (S / 8) / (kBnet / 2) +
+                          2 * 7 * kAnv + 2 * 31 * kAnet;
+  expect_rel(collective_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kHierarchical).time_s,
+             expected, 1e-12);
+}
+
+TEST(Collective, AutoPicksTheFastestAvailableAlgorithm) {
+  const ClusterSpec c = test_cluster(4);
+  const GroupShape g = group_shape(32, 1, 8);
+  for (const double S : {1e3, 1e6, 1e9}) {
+    const double ring = collective_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kRing).time_s;
+    const double tree = collective_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kTree).time_s;
+    const double hier =
+        collective_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kHierarchical).time_s;
+    ASSERT_GT(ring, 0);
+    ASSERT_GT(tree, 0);
+    ASSERT_GT(hier, 0);
+    const CollectiveCost best = collective_cost(c, CollKind::kAllReduce, g, S);
+    EXPECT_DOUBLE_EQ(best.time_s, std::min({ring, tree, hier})) << S << " bytes";
+    const double picked = best.algo == CollAlgo::kRing ? ring
+                          : best.algo == CollAlgo::kTree ? tree
+                                                          : hier;
+    EXPECT_DOUBLE_EQ(picked, best.time_s) << S << " bytes";
+  }
+  // Which one wins, by hand (4 nodes x 8, 32 ranks):
+  // 1 kB: ring 62 steps x mean hop alpha (28*2.5 + 4*5)/32 = 2.8125 us -> 174 us;
+  //       tree 2*(log2(4)*5 + 7*2.5) us = 55 us; hierarchical 2*7*2.5 + 2*3*5 = 65 us.
+  EXPECT_EQ(collective_cost(c, CollKind::kAllReduce, g, 1e3).algo, CollAlgo::kTree);
+  // 1 GB: ring 2*31/32 * 1e9 / min(369e9, 8 rails * 45e9) = 5.382 ms + 174 us = 5.556 ms;
+  //       tree 2e9/360e9 + 55 us = 5.611 ms; hierarchical 2*2.3713 + 4.1667 + 0.065
+  //       = 8.974 ms (its NVLink phases do not overlap the NIC phase).
+  EXPECT_EQ(collective_cost(c, CollKind::kAllReduce, g, 1e9).algo, CollAlgo::kRing);
+}
+
+TEST(Collective, PairwiseAllToAllInsideANodeSendsSevenEighths) {
+  // Section 5.1 pairwise exchange: (n-1) alpha + S_out / B, S_out = (n-1)/n S the bytes a
+  // rank sends to the others: 7 * 2.5 us + 0.875 * S / 369e9.
+  const ClusterSpec c = test_cluster(1);
+  const GroupShape g = group_shape(8, 1, 8);
+  const double S = kGiB;
+  const double expected = 7 * kAnv + 7.0 / 8 * S / kBnv;
+  const CollectiveCost a = collective_cost(c, CollKind::kAllToAll, g, S);
+  EXPECT_EQ(a.algo, CollAlgo::kPairwise);
+  expect_rel(a.time_s, expected, 1e-12);
+  // busbw = algbw * (n-1)/n = the link rate for the bandwidth part.
+  expect_rel(a.busbw_GBps, S / expected / 1e9 * 7 / 8, 1e-12);
+}
+
+TEST(Collective, SendRecvIsOneAlphaPlusBytesOverTheLink) {
+  // alpha + S/B: inside a node over NVLink, across nodes over one GPU's NIC.
+  const ClusterSpec c = test_cluster(2);
+  const double S = 1e8;
+  expect_rel(collective_cost(c, CollKind::kSendRecv, group_shape(2, 1, 8), S).time_s,
+             kAnv + S / kBnv, 1e-12);
+  expect_rel(collective_cost(c, CollKind::kSendRecv, group_shape(2, 8, 8), S).time_s,
+             kAnet + S / kBnet, 1e-12);
+}
+
+TEST(Collective, AGroupOfOneRankCostsNothing) {
+  const ClusterSpec c = test_cluster(1);
+  const GroupShape one = group_shape(1, 1, 8);
+  for (const CollKind k : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
+                           CollKind::kAllToAll, CollKind::kBroadcast}) {
+    const CollectiveCost r = collective_cost(c, k, one, kGiB);
+    EXPECT_EQ(r.time_s, 0.0) << to_string(k);
+    EXPECT_EQ(r.busbw_GBps, 0.0) << to_string(k);
+  }
+}
+
+}  // namespace
+}  // namespace stepcast

@@ -1,1 +1,160 @@
-// flops tests: see tests/CMakeLists.txt
+// Model FLOPs per token (cost-models.md sections 1.3, 1.4, 1.6) and the roofline
+// compute-time model (section 6).
+#include "stepcast/models/compute.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "stepcast/models/presets.h"
+
+namespace stepcast {
+namespace {
+
+const ModelSpec& preset_model(const char* name) { return builtin_presets().models.at(name); }
+
+// |actual - expected| <= rel * |expected|
+void expect_rel(double actual, double expected, double rel) {
+  EXPECT_NEAR(actual, expected, rel * (expected < 0 ? -expected : expected));
+}
+
+TEST(Flops, Llama3_70bAt8192Is1_605e11ForwardAnd4_814e11TrainingPerToken) {
+  const TokenFlops f = token_flops(preset_model("llama3-70b"), 8192);
+  // Section 1.3 per token per layer, full-square attention, h=8192, a=64, g=8, d_h=128:
+  //   projections + FFN = 2 x weights = 2*(150,994,944 + 704,643,072) = 1,711,276,032
+  //   (QKV 1.678e8 + out-proj 1.342e8 + FFN 1.409e9; the norms are not matmuls)
+  expect_rel(f.dense_layer, 1'711'276'032.0, 1e-12);
+  //   scores + .V = 2*a*(d_qk + d_v)*s = 2*64*256*8192 = 268,435,456
+  expect_rel(f.attention_core, 268'435'456.0, 1e-12);
+  //   logits 2*h*V = 2*8192*128256 = 2,101,346,304
+  expect_rel(f.logits, 2'101'346'304.0, 1e-12);
+  // forward = 80*(1,711,276,032 + 268,435,456) + 2,101,346,304 = 160,478,265,344
+  expect_rel(f.forward, 160'478'265'344.0, 1e-12);
+  // training = 3 x forward (fwd, data-grad, weight-grad GEMMs) = 481,434,796,032
+  expect_rel(f.training, 481'434'796'032.0, 1e-12);
+  // The rounded figures printed in section 1.4/1.6 (4 significant digits).
+  EXPECT_NEAR(f.forward, 1.605e11, 0.0005e11);
+  EXPECT_NEAR(f.training, 4.814e11, 0.0005e11);
+}
+
+TEST(Flops, Gpt3TrainingTimesTokensEqualsNarayanan72Formula) {
+  const ModelSpec& m = preset_model("gpt3-175b");
+  const double L = 96, h = 12288, V = 50257;
+  ASSERT_EQ(m.vocab_size, 50257);
+  // Narayanan et al. eq. 3 without recomputation, per iteration of B sequences of s:
+  //   72*B*s*L*h^2*(1 + s/(6h) + V/(12*L*h)) = B*s*(72*L*h^2 + 12*L*h*s + 6*V*h).
+  // Per token the code counts 3 x [L*(2*(4h^2 + 8h^2) + 2*a*(2*d_h)*s) + 2*h*V]
+  //   = 72*L*h^2 + 12*L*h*s + 6*h*V   (a*d_h = h),
+  // because it drops the biases (not matmuls) and the learned position table (a lookup),
+  // exactly the parameters the 72-formula does not see. So the two agree for every s and
+  // B, with V = the preset's unpadded 50257.
+  const double B = 1536;
+  for (const std::int64_t s : {2048, 4096, 8192}) {
+    const double sd = static_cast<double>(s);
+    const double narayanan = 72 * B * sd * L * h * h * (1 + sd / (6 * h) + V / (12 * L * h));
+    expect_rel(token_flops(m, s).training * B * sd, narayanan, 1e-12);
+  }
+  // At s = 2048: 1,043,677,052,928 + 28,991,029,248 + 3,705,348,096
+  //            = 1,076,373,430,272 = 1.0764e12 FLOPs per token (section 1.4).
+  expect_rel(token_flops(m, 2048).training, 1'076'373'430'272.0, 1e-12);
+  // Biases excluded: one layer's projections + FFN are 2*12h^2 = 3,623,878,656.
+  expect_rel(token_flops(m, 2048).dense_layer, 3'623'878'656.0, 1e-12);
+}
+
+TEST(Flops, MixtralMoeLayerCountsRouterAndTopKExperts) {
+  const TokenFlops f = token_flops(preset_model("mixtral-8x7b"), 4096);
+  // 2*(attention 41,943,040 + router h*E = 32,768 + k*G*h*F_e = 2*3*4096*14336)
+  //   = 2*(41,943,040 + 32,768 + 352,321,536) = 788,594,688
+  expect_rel(f.moe_layer, 788'594'688.0, 1e-12);
+  // 2*a*(2*d_h)*s = 2*32*256*4096 = 67,108,864
+  expect_rel(f.attention_core, 67'108'864.0, 1e-12);
+  // 32 MoE layers and the logits 2*4096*32000.
+  expect_rel(f.forward, 32 * (788'594'688.0 + 67'108'864.0) + 262'144'000.0, 1e-12);
+}
+
+TEST(Flops, DeepSeekV3UsesMlaHeadDimsAndExcludesNormGains) {
+  const TokenFlops f = token_flops(preset_model("deepseek-v3"), 4096);
+  // MLA core: d_qk = d_n + d_r = 192, d_v = 128: 2*128*(192 + 128)*4096 = 335,544,320.
+  expect_rel(f.attention_core, 335'544'320.0, 1e-12);
+  // Projection matrices = 187,107,328 - the two LoRA norm gains (1536 + 512) = 187,105,280.
+  // Dense layer: 2*(187,105,280 + 3*7168*18432) = 2*(187,105,280 + 396,361,728)
+  //   = 1,166,934,016
+  expect_rel(f.dense_layer, 1'166'934'016.0, 1e-12);
+  // MoE layer: 2*(187,105,280 + router 7168*256 + 8 routed + 1 shared of 3*7168*2048)
+  //   = 2*(187,105,280 + 1,835,008 + 9*44,040,192) = 1,170,604,032
+  // (the router bias is an addition, not a matmul).
+  expect_rel(f.moe_layer, 1'170'604'032.0, 1e-12);
+}
+
+GpuSpec test_gpu() {
+  // Round figures chosen for the test, not a real part.
+  GpuSpec g;
+  g.name = "test";
+  g.bf16_dense_tflops = 1000;
+  g.fp16_dense_tflops = 0;  // unknown: falls back to bf16
+  g.fp8_dense_tflops = 2000;
+  g.mamf_bf16_tflops = 800;
+  g.mamf_fp8_tflops = 1500;
+  g.hbm_bandwidth_GBps = 3000;
+  g.hbm_efficiency = 0.8;
+  g.sms = 132;
+  return g;
+}
+
+TEST(Flops, PeakFlopsFollowsPrecisionAndFp16FallsBackToBf16) {
+  const GpuSpec g = test_gpu();
+  EXPECT_DOUBLE_EQ(peak_flops(g, Precision::kBf16), 1000e12);
+  EXPECT_DOUBLE_EQ(peak_flops(g, Precision::kFp8), 2000e12);
+  EXPECT_DOUBLE_EQ(peak_flops(g, Precision::kFp16), 1000e12);
+}
+
+TEST(Flops, GemmCeilingIsGivenEfficiencyElseMamfOverPeakElse0_75) {
+  GpuSpec g = test_gpu();
+  // MAMF / peak: 800/1000 (bf16), 1500/2000 (fp8).
+  EXPECT_DOUBLE_EQ(gemm_efficiency_max(g, Precision::kBf16), 0.8);
+  EXPECT_DOUBLE_EQ(gemm_efficiency_max(g, Precision::kFp8), 0.75);
+  g.gemm_efficiency = 0.6;  // an explicit (calibrated) value wins
+  EXPECT_DOUBLE_EQ(gemm_efficiency_max(g, Precision::kBf16), 0.6);
+  g.gemm_efficiency = 0;
+  g.mamf_bf16_tflops = 0;  // nothing known: the default
+  EXPECT_DOUBLE_EQ(gemm_efficiency_max(g, Precision::kBf16), 0.75);
+}
+
+TEST(Flops, GemmEfficiencyAppliesTileAndWaveQuantization) {
+  GpuSpec g = test_gpu();
+  // 8192 x 8192 output in 128 x 256 tiles: 64*32 = 2048 tiles, no partial tile;
+  // 2048 tiles on 132 SMs take ceil(2048/132) = 16 waves = 2112 slots -> 2048/2112.
+  EXPECT_DOUBLE_EQ(gemm_efficiency(g, Precision::kBf16, 8192, 8192, 8192), 0.8 * 2048 / 2112);
+  // M = 100 fills 100 of the 128 tile rows: q_tile = 100*256/(128*256) = 0.78125; with the
+  // SM count unknown there is no wave term.
+  g.sms = 0;
+  EXPECT_DOUBLE_EQ(gemm_efficiency(g, Precision::kBf16, 100, 256, 4096), 0.8 * 0.78125);
+}
+
+TEST(Flops, GemmTimeIsTheRooflineMaximum) {
+  GpuSpec g = test_gpu();
+  // Compute-bound: 2*8192^3 FLOPs at 0.8*2048/2112 of 1e15 FLOP/s = 1.417 ms, against
+  // 2*3*8192^2 bytes at 0.8*3000 GB/s = 0.168 ms.
+  const double big = 8192.0;
+  EXPECT_DOUBLE_EQ(gemm_time_s(g, Precision::kBf16, big, big, big),
+                   2 * big * big * big / (0.8 * 2048 / 2112 * 1000e12));
+  // Memory-bound (SM count unknown, so no wave term): M=128, N=K=8192.
+  // FLOPs 2*128*8192^2 = 1.718e10 at 0.8e15 -> 21.5 us; bytes 2*(128*8192 + 8192^2)
+  // (inputs) + 2*128*8192 (output) = 138,412,032 at 0.8*3000e9 -> 57.7 us.
+  g.sms = 0;
+  EXPECT_DOUBLE_EQ(gemm_time_s(g, Precision::kBf16, 128, big, big), 138'412'032.0 / 2.4e12);
+  // FP8 inputs are 1 byte, the output stays 2 bytes: 128*8192 + 8192^2 + 2*128*8192
+  //   = 1,048,576 + 67,108,864 + 2,097,152 = 70,254,592 bytes -> 29.3 us; FLOPs 1.718e10
+  //   at 0.75*2e15 -> 11.5 us.
+  EXPECT_DOUBLE_EQ(gemm_time_s(g, Precision::kFp8, 128, big, big), 70'254'592.0 / 2.4e12);
+  // An empty GEMM takes no time.
+  EXPECT_EQ(gemm_time_s(g, Precision::kBf16, 0, big, big), 0.0);
+}
+
+TEST(Flops, MemoryTimeIsBytesOverEfficiencyTimesBandwidth) {
+  // 2.4e9 bytes at 0.8 * 3000 GB/s = 1 ms.
+  EXPECT_DOUBLE_EQ(memory_time_s(test_gpu(), 2.4e9), 1e-3);
+}
+
+}  // namespace
+}  // namespace stepcast

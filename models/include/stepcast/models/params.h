@@ -47,4 +47,11 @@ struct RankParams {
 };
 RankParams rank_params(const ModelSpec& model, const Plan& plan, int stage);
 
+// Parameters of one transformer layer held by one rank (TP, EP and KV replication applied).
+struct LayerRankParams {
+  double dense = 0;   // attention, norms, dense FFN or router + shared experts
+  double expert = 0;  // this rank's routed experts
+};
+LayerRankParams layer_rank_params(const ModelSpec& model, const Plan& plan, bool moe_layer);
+
 }  // namespace stepcast

@@ -1,0 +1,81 @@
+// Cost of one transformer layer for one microbatch on one rank, split into the pieces
+// the Program IR executes as separate ops. The closed form (estimate.h) sums the same
+// pieces, so the event engine and the closed form price identical work.
+#pragma once
+
+#include <cstdint>
+
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+struct LayerCost {
+  // Forward pieces, seconds.
+  double attn_gemm_s = 0;       // QKV and output projections
+  double attn_core_s = 0;       // Q.K^T, softmax, .V (causal kernels)
+  double attn_elem_s = 0;       // norm, RoPE, residual (memory-bound)
+  double mlp_gemm_s = 0;        // dense FFN, or router + shared experts + routed experts
+  double mlp_elem_s = 0;        // norm, activation function, residual
+  double core_bwd_factor = 2.5; // attention backward / forward (FlashAttention recomputes)
+  // Executed FLOPs of the forward pieces.
+  double attn_gemm_flops = 0, attn_core_flops = 0, mlp_flops = 0;
+
+  double attn_fwd_s() const { return attn_gemm_s + attn_core_s + attn_elem_s; }
+  double mlp_fwd_s() const { return mlp_gemm_s + mlp_elem_s; }
+  double fwd_s() const { return attn_fwd_s() + mlp_fwd_s(); }
+  // Backward: GEMMs twice (data and weight gradients), attention core x core_bwd_factor,
+  // memory-bound work twice.
+  double attn_bwd_s() const { return 2 * attn_gemm_s + core_bwd_factor * attn_core_s + 2 * attn_elem_s; }
+  double mlp_bwd_s() const { return 2 * mlp_gemm_s + 2 * mlp_elem_s; }
+  // Extra forward work before the backward: the whole layer (full), the attention core
+  // without FlashAttention (selective), else nothing.
+  double recompute_s = 0;
+  double recompute_flops = 0;
+  double bwd_s() const { return attn_bwd_s() + mlp_bwd_s() + recompute_s; }
+  double flops() const {
+    return 3 * (attn_gemm_flops + mlp_flops) + (1 + core_bwd_factor) * attn_core_flops + recompute_flops;
+  }
+};
+
+LayerCost layer_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                     std::int64_t seq_len, bool moe_layer);
+
+// Communication of one layer for one microbatch, per op (seconds when alone on the
+// fabric) and bytes (nccl-tests sizes).
+struct LayerComm {
+  // Tensor parallel: per direction two all-reduces, or with SP two all-gather +
+  // reduce-scatter pairs, each on `tp_bytes`.
+  double tp_bytes = 0;
+  double tp_allreduce_s = 0, tp_allgather_s = 0, tp_reducescatter_s = 0;
+  // Context parallel ring attention: cp-1 neighbour exchanges forward (K, V) and
+  // backward (K, V and their gradients: twice the bytes).
+  double cp_step_bytes = 0;
+  double cp_step_fwd_s = 0, cp_step_bwd_s = 0;
+  // Expert parallel: all-to-all dispatch and combine, each on `ep_bytes`.
+  double ep_bytes = 0;
+  double ep_a2a_s = 0;
+  // Exposed seconds per microbatch, as the closed form counts them.
+  double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
+};
+
+LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                     std::int64_t seq_len, bool moe_layer, const LayerCost& cost);
+
+}  // namespace stepcast
+
+namespace stepcast {
+
+// Output layer and cross entropy of one microbatch on a last-stage rank.
+struct LogitsCost {
+  double fwd_s = 0, bwd_s = 0;
+  double flops = 0;  // executed, fwd + bwd
+};
+LogitsCost logits_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                       std::int64_t seq_len);
+
+// The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
+// gradient, master weights, two moments and writes them back plus the 16-bit weights:
+// 26 + grad bytes per parameter; SGD with momentum 18 + grad bytes).
+double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
+
+}  // namespace stepcast

@@ -1,0 +1,99 @@
+// The Program IR: one training step for every rank, shared by the simulator (sim/) and
+// the executor. Ranks of one pipeline stage run the same op list, so a Program stores one
+// RoleTemplate per stage; groups are symbolic (GroupKind) and resolved from a rank's
+// coordinates (Placement). Built by lower() (lower.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepcast/models/collectives.h"
+#include "stepcast/models/sim_time.h"
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+enum class OpKind : std::uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFree };
+enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput };
+// Which parallelism a communication op serves (the report's exposed_comm_s keys).
+enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
+// Symbolic groups. kDp is the data-parallel group including CP ranks (dense gradients,
+// ZeRO/FSDP sharding, as Megatron); kEdp the expert-data-parallel group.
+enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp };
+// Streams of a rank; ops on one stream run in program order, one at a time.
+enum class Stream : std::uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
+inline constexpr int kNumStreams = 6;
+
+const char* to_string(OpKind k);
+const char* to_string(ComputeClass c);
+const char* to_string(CommClass c);
+const char* to_string(GroupKind g);
+const char* to_string(Stream s);
+
+struct Op {
+  OpKind kind = OpKind::kCompute;
+  Stream stream = Stream::kCompute;
+  ComputeClass cclass = ComputeClass::kGemm;
+  CommClass comm = CommClass::kNone;
+  CollKind coll = CollKind::kAllReduce;   // kCollective
+  GroupKind group = GroupKind::kTp;       // kCollective
+  std::int32_t peer_stage = -1;           // kSend/kRecv: pipeline stage of the peer
+  std::int32_t layer = -1;                // -1: not a layer op
+  std::int32_t microbatch = -1;
+  std::uint32_t name = 0;                 // index into Program::names
+  std::uint32_t tag = 0;                  // kSend/kRecv: matches a send with its recv
+  double flops = 0;                       // kCompute (executed FLOPs)
+  double bytes = 0;                       // compute: HBM bytes; comm: nccl-tests size; alloc/free
+  SimTime duration;                       // kCompute: cost-model time; comm: set by the backend
+  std::uint32_t dep_begin = 0, dep_count = 0;  // indices into RoleTemplate::deps
+};
+
+// The ops of one pipeline stage, in program order. `deps` holds, for each op, the ops
+// (of the same template) that must finish before it starts, besides its stream
+// predecessor.
+struct RoleTemplate {
+  int stage = 0;
+  std::vector<Op> ops;
+  std::vector<std::uint32_t> deps;
+  double static_bytes = 0;  // memory allocated before the step (weights, grads, optimizer, buffers)
+};
+
+// Rank coordinates. Order tp-cp-ep-dp-pp with TP innermost:
+// rank = t + T*(c + C*(d + D*p)); the flattened (c + C*d) index is split into EP groups of
+// E consecutive values (expert parallelism is carved out of dp x cp).
+struct Coords {
+  int t = 0, c = 0, d = 0, p = 0;
+};
+
+struct Placement {
+  int tp = 1, cp = 1, dp = 1, pp = 1, ep = 1;
+  int gpus_per_node = 8;
+
+  int world() const { return tp * cp * dp * pp; }
+  Coords coords(int rank) const;
+  int rank(const Coords& c) const;
+  int node(int rank) const { return rank / gpus_per_node; }
+  // Size and stride (in ranks) of a group kind, and the lowest rank of `rank`'s group.
+  int group_size(GroupKind g) const;
+  int group_stride(GroupKind g) const;
+  int group_root(GroupKind g, int rank) const;
+  // The i-th member (0-based, ascending) of `rank`'s group.
+  int group_member(GroupKind g, int rank, int i) const;
+  // The rank with the same t, c, d at pipeline stage `stage`.
+  int stage_peer(int rank, int stage) const;
+};
+
+struct Program {
+  Placement placement;
+  std::vector<RoleTemplate> roles;   // roles[s] = stage s
+  std::vector<std::string> names;    // op names ("L3.attn.fwd mb2")
+  std::int64_t tokens_per_step = 0;
+  double model_flops_per_step = 0;
+  double peak_flops_per_gpu = 0;
+
+  int stage_of(int rank) const { return placement.coords(rank).p; }
+  std::uint32_t intern(std::string name);
+};
+
+}  // namespace stepcast

@@ -1,0 +1,180 @@
+#include "stepcast/models/layer_cost.h"
+
+#include <algorithm>
+
+#include "stepcast/models/collectives.h"
+#include "stepcast/models/compute.h"
+#include "stepcast/models/params.h"
+
+namespace stepcast {
+
+namespace {
+
+constexpr double kActBytes = 2;  // 16-bit activations
+
+double kv_heads_per_rank(const ModelSpec& m, const Plan& p) {
+  return std::max(1.0, static_cast<double>(m.num_kv_heads) / p.tp);
+}
+
+struct HeadDims {
+  double qk, v;
+};
+HeadDims head_dims(const ModelSpec& m) {
+  if (m.mla) {
+    return {static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim),
+            static_cast<double>(m.mla->v_head_dim)};
+  }
+  return {static_cast<double>(m.head_dim), static_cast<double>(m.head_dim)};
+}
+
+}  // namespace
+
+LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
+                     bool moe) {
+  const GpuSpec& gpu = c.gpu;
+  const Precision prec = p.precision;
+  const double seq = static_cast<double>(seq_len);
+  const double t = p.tp;
+  const double T = p.microbatch * seq / p.cp;  // tokens per rank per microbatch
+  const double h = static_cast<double>(m.hidden_size);
+  const double a_r = m.num_attention_heads / t;
+  const double g_r = kv_heads_per_rank(m, p);
+  const HeadDims d = head_dims(m);
+  const bool sp = p.sequence_parallel && p.tp > 1;
+  LayerCost lc;
+  // A GEMM (M x K).(K x N): roofline time and 2MNK FLOPs.
+  auto gemm = [&](double& time, double& flops, double mm, double nn, double kk) {
+    if (mm <= 0 || nn <= 0 || kk <= 0) return;
+    time += gemm_time_s(gpu, prec, mm, nn, kk);
+    flops += 2 * mm * nn * kk;
+  };
+  if (m.mla) {
+    const double attn_w = static_cast<double>(count_params(m).attention_per_layer) / t;
+    gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, attn_w / h, h);  // MLA projections as one GEMM
+  } else {
+    gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, a_r * d.qk + g_r * (d.qk + d.v), h);
+    gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, h, a_r * d.v);
+  }
+  double ffn_inner = 0;  // per-token FFN inner width on this rank (elementwise traffic)
+  const double G = m.ffn_matrices;
+  if (!moe) {
+    const double F = static_cast<double>(m.ffn_hidden_size) / t;
+    gemm(lc.mlp_gemm_s, lc.mlp_flops, T, (G - 1) * F, h);
+    gemm(lc.mlp_gemm_s, lc.mlp_flops, T, h, F);
+    ffn_inner = F;
+  } else {
+    const MoeSpec& e = *m.moe;
+    gemm(lc.mlp_gemm_s, lc.mlp_flops, T, e.num_experts, h);  // router
+    // Routed experts: the ep ranks' tokens spread evenly over the E experts, so each of
+    // this rank's E/ep experts sees T*k*ep/E rows. Experts are identical: cost one.
+    const double local = static_cast<double>(e.num_experts) / p.ep;
+    const double rows = T * e.top_k * p.ep / e.num_experts;
+    const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / t;
+    double one_t = 0, one_f = 0;
+    gemm(one_t, one_f, rows, (G - 1) * Fe, h);
+    gemm(one_t, one_f, rows, h, Fe);
+    lc.mlp_gemm_s += one_t * local;
+    lc.mlp_flops += one_f * local;
+    if (e.num_shared_experts > 0) {
+      const double Fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
+      gemm(lc.mlp_gemm_s, lc.mlp_flops, T, (G - 1) * Fs, h);
+      gemm(lc.mlp_gemm_s, lc.mlp_flops, T, h, Fs);
+      ffn_inner += Fs;
+    }
+    ffn_inner += e.top_k * Fe;
+  }
+  // Core attention, causal: each query sees (s+1)/2 keys on average (CP balanced).
+  lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * (seq + 1) / 2;
+  lc.attn_core_s = lc.attn_core_flops / (gpu.attention_efficiency * peak_flops(gpu, Precision::kBf16));
+  if (!p.flash_attention) {
+    // Scores written, read by softmax, probabilities written and read by .V.
+    lc.attn_core_s += memory_time_s(gpu, 4.0 * kActBytes * a_r * T * seq);
+  }
+  lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
+  // Memory-bound work per token: 2 norms (read + write), 2 residual adds (2 reads, 1
+  // write) -- half in each block --, the activation function (G-1 inputs, 1 output),
+  // RoPE on q and k.
+  const double replicated = sp ? 1.0 / t : 1.0;
+  double attn_elem = 5.0 * h * replicated;
+  if (m.position_embedding == PositionEmbedding::kRope) attn_elem += 2.0 * (a_r + g_r) * d.qk;
+  const double mlp_elem = 5.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
+  lc.attn_elem_s = memory_time_s(gpu, kActBytes * T * attn_elem);
+  lc.mlp_elem_s = memory_time_s(gpu, kActBytes * T * mlp_elem);
+  if (p.recompute == Recompute::kFull) {
+    lc.recompute_s = lc.fwd_s();
+    lc.recompute_flops = lc.attn_gemm_flops + lc.attn_core_flops + lc.mlp_flops;
+  } else if (p.recompute == Recompute::kSelective && !p.flash_attention) {
+    lc.recompute_s = lc.attn_core_s;
+    lc.recompute_flops = lc.attn_core_flops;
+  }
+  return lc;
+}
+
+LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
+                     bool moe, const LayerCost& lc) {
+  LayerComm out;
+  const int gpn = c.gpus_per_node;
+  const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden_size);
+  const bool sp = p.sequence_parallel && p.tp > 1;
+  const double recompute_factor = p.recompute == Recompute::kFull ? 3.0 : 2.0;  // passes
+  if (p.tp > 1) {
+    const GroupShape g = group_shape(p.tp, 1, gpn);
+    out.tp_bytes = T * h * kActBytes;
+    out.tp_allreduce_s = collective_cost(c, CollKind::kAllReduce, g, out.tp_bytes).time_s;
+    out.tp_allgather_s = collective_cost(c, CollKind::kAllGather, g, out.tp_bytes).time_s;
+    out.tp_reducescatter_s = collective_cost(c, CollKind::kReduceScatter, g, out.tp_bytes).time_s;
+    // Megatron: 2 per pass (attention out-proj, FFN down-proj forward; QKV and FFN up-proj
+    // input gradients backward); a recomputed forward repeats its 2.
+    const double one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
+    out.tp_exposed_s = 2 * one * recompute_factor;
+  }
+  if (p.cp > 1) {
+    // Ring attention: cp-1 exchanges with a neighbour, overlapped with the attention of
+    // the local chunks: exposed = (cp-1) * max(0, step - core/cp) per pass.
+    const GroupShape g = group_shape(p.cp, p.tp, gpn);
+    const GroupShape pair{2, g.nodes > 1 ? 1 : 2, g.nodes > 1 ? 2 : 1};
+    const HeadDims d = head_dims(m);
+    out.cp_step_bytes = T * kv_heads_per_rank(m, p) * (d.qk + d.v) * kActBytes;
+    out.cp_step_fwd_s = collective_cost(c, CollKind::kSendRecv, pair, out.cp_step_bytes).time_s;
+    out.cp_step_bwd_s = collective_cost(c, CollKind::kSendRecv, pair, 2 * out.cp_step_bytes).time_s;
+    const double steps = p.cp - 1;
+    const double fwd = steps * std::max(0.0, out.cp_step_fwd_s - lc.attn_core_s / p.cp);
+    const double bwd =
+        steps * std::max(0.0, out.cp_step_bwd_s - lc.core_bwd_factor * lc.attn_core_s / p.cp);
+    out.cp_exposed_s = fwd + bwd + (p.recompute == Recompute::kFull ? fwd : 0.0);
+  }
+  if (moe && p.ep > 1) {
+    const GroupShape g = group_shape(p.ep, p.tp, gpn);
+    const double tokens = sp ? T / p.tp : T;
+    out.ep_bytes = tokens * m.moe->top_k * h * kActBytes;
+    out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
+    out.ep_exposed_s = 2 * out.ep_a2a_s * recompute_factor;  // dispatch + combine per pass
+  }
+  return out;
+}
+
+}  // namespace stepcast
+
+namespace stepcast {
+
+LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len) {
+  LogitsCost out;
+  const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
+  const double Vr = static_cast<double>(m.vocab_size) / p.tp;
+  const double h = static_cast<double>(m.hidden_size);
+  const double g = gemm_time_s(c.gpu, p.precision, T, Vr, h);
+  // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
+  const double ce = memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
+  out.fwd_s = g + ce / 2;
+  out.bwd_s = 2 * g + ce / 2;
+  out.flops = 3 * 2.0 * T * Vr * h;
+  return out;
+}
+
+double optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
+  const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
+  return memory_time_s(c.gpu, params * per_param);
+}
+
+}  // namespace stepcast

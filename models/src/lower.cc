@@ -1,0 +1,490 @@
+#include "stepcast/models/lower.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "stepcast/models/compute.h"
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/layer_cost.h"
+#include "stepcast/models/params.h"
+
+namespace stepcast {
+
+std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage) {
+  const int p = plan.pp, m = static_cast<int>(plan.accumulation());
+  std::vector<ScheduleStep> out;
+  if (plan.schedule == Schedule::kGpipe) {
+    for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
+    for (int i = 0; i < m; ++i) out.push_back({false, i, 0});
+    return out;
+  }
+  const int v = plan.schedule == Schedule::kInterleaved ? plan.virtual_stages : 1;
+  const int total = m * v;
+  const int warmup = v == 1 ? std::min(p - stage - 1, m)
+                            : std::min(2 * (p - stage - 1) + (v - 1) * p, total);
+  // k-th forward (backward) chunk-microbatch of this stage, Megatron's interleaving.
+  auto fwd = [&](int k) {
+    if (v == 1) return ScheduleStep{true, k, 0};
+    return ScheduleStep{true, (k / (p * v)) * p + k % p, (k / p) % v};
+  };
+  auto bwd = [&](int k) {
+    if (v == 1) return ScheduleStep{false, k, 0};
+    return ScheduleStep{false, (k / (p * v)) * p + k % p, v - 1 - (k / p) % v};
+  };
+  for (int k = 0; k < warmup; ++k) out.push_back(fwd(k));
+  for (int i = 0; i < total - warmup; ++i) {
+    out.push_back(fwd(warmup + i));
+    out.push_back(bwd(i));
+  }
+  for (int i = total - warmup; i < total; ++i) out.push_back(bwd(i));
+  return out;
+}
+
+namespace {
+
+constexpr std::uint32_t kNone = UINT32_MAX;
+
+class StageBuilder {
+ public:
+  StageBuilder(Program& prog, const ModelSpec& m, const ClusterSpec& c, const Plan& p,
+               const Workload& w, int stage)
+      : prog_(prog), m_(m), c_(c), p_(p), w_(w), stage_(stage), role_(prog.roles[static_cast<std::size_t>(stage)]) {
+    role_.stage = stage;
+    dense_ = layer_cost(m, c, p, w.seq_len, false);
+    dense_comm_ = layer_comm(m, c, p, w.seq_len, false, dense_);
+    if (m.moe) {
+      moe_ = layer_cost(m, c, p, w.seq_len, true);
+      moe_comm_ = layer_comm(m, c, p, w.seq_len, true, moe_);
+    }
+    logits_ = logits_cost(m, c, p, w.seq_len);
+    chunks_ = p.pp * p.virtual_stages;
+    tokens_ = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
+    act_dense_ = layer_activation_bytes(m, p, w.seq_len, false);
+    act_moe_ = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
+    Plan no_rc = p;
+    no_rc.recompute = Recompute::kNone;
+    full_dense_ = layer_activation_bytes(m, no_rc, w.seq_len, false);
+    full_moe_ = m.moe ? layer_activation_bytes(m, no_rc, w.seq_len, true) : 0.0;
+    sp_ = p.sequence_parallel && p.tp > 1;
+    m_count_ = static_cast<int>(p.accumulation());
+    const MemoryBreakdown mem = stage_memory(m, c, p, w, stage);
+    role_.static_bytes = mem.params + mem.grads + mem.optimizer + mem.buffers;
+    dense_layers_ = m.moe ? m.moe->num_dense_layers : m.num_layers;
+    layer_dense_ = layer_rank_params(m, p, false);
+    if (m.moe) layer_moe_ = layer_rank_params(m, p, true);
+  }
+
+  void build() {
+    std::uint32_t input = kNone;
+    if (stage_ == 0 && w_.input_time_s > 0) {
+      Op op = compute(ComputeClass::kInput, SimTime::from_s(w_.input_time_s), 0, 0);
+      input = add(op, "input", {});
+    }
+    if (p_.zero >= 1 && p_.zero < 3 && p_.overlap_param_gather) param_gather_ = gather_params({});
+    for (const ScheduleStep& st : pipeline_schedule(p_, stage_)) {
+      if (st.forward) forward(st.microbatch, st.chunk, input);
+      else backward(st.microbatch, st.chunk);
+    }
+    finish_step();
+  }
+
+ private:
+  // --- op helpers -----------------------------------------------------------------
+  std::uint32_t add(Op op, std::string name, std::initializer_list<std::uint32_t> deps) {
+    op.dep_begin = static_cast<std::uint32_t>(role_.deps.size());
+    for (std::uint32_t d : deps) {
+      if (d != kNone) role_.deps.push_back(d);
+    }
+    op.dep_count = static_cast<std::uint32_t>(role_.deps.size()) - op.dep_begin;
+    op.name = prog_.intern(std::move(name));
+    role_.ops.push_back(op);
+    return static_cast<std::uint32_t>(role_.ops.size() - 1);
+  }
+  void add_dep(std::uint32_t op, std::uint32_t dep) {
+    // Only valid for the op just added (its deps are the last entries).
+    if (dep == kNone) return;
+    role_.deps.push_back(dep);
+    ++role_.ops[op].dep_count;
+  }
+  Op compute(ComputeClass cc, SimTime d, double flops, int layer, int mb = -1) const {
+    Op op;
+    op.kind = OpKind::kCompute;
+    op.stream = Stream::kCompute;
+    op.cclass = cc;
+    op.duration = d;
+    op.flops = flops;
+    op.layer = layer;
+    op.microbatch = mb;
+    return op;
+  }
+  Op collective(CollKind k, GroupKind g, double bytes, int layer, int mb) const {
+    Op op;
+    op.kind = OpKind::kCollective;
+    op.coll = k;
+    op.group = g;
+    op.bytes = bytes;
+    op.layer = layer;
+    op.microbatch = mb;
+    switch (g) {
+      case GroupKind::kTp: op.stream = Stream::kTp; op.comm = CommClass::kTp; break;
+      case GroupKind::kCp: op.stream = Stream::kCp; op.comm = CommClass::kCp; break;
+      case GroupKind::kEp: op.stream = Stream::kEp; op.comm = CommClass::kEp; break;
+      case GroupKind::kDp:
+      case GroupKind::kEdp: op.stream = Stream::kDp; op.comm = CommClass::kDp; break;
+      case GroupKind::kPp: op.stream = Stream::kPp; op.comm = CommClass::kPp; break;
+    }
+    return op;
+  }
+  std::uint32_t memory(bool alloc, double bytes, std::string name, std::uint32_t dep) {
+    Op op;
+    op.kind = alloc ? OpKind::kAlloc : OpKind::kFree;
+    op.stream = Stream::kCompute;
+    op.bytes = bytes;
+    return add(op, std::move(name), {dep});
+  }
+
+  bool is_moe(int layer) const { return m_.moe && layer >= dense_layers_; }
+  int chunk_of(int j) const { return stage_ + j * p_.pp; }
+  int stage_of_chunk(int k) const { return k % p_.pp; }
+  std::uint32_t tag(int mb, int sender_chunk, bool backward) const {
+    return static_cast<std::uint32_t>((mb * chunks_ + sender_chunk) * 2 + (backward ? 1 : 0));
+  }
+
+  // TP collectives around a block: with SP an all-gather before and a reduce-scatter
+  // after; without SP an all-reduce after.
+  std::uint32_t tp_before(std::uint32_t prev, int layer, int mb, const std::string& what) {
+    if (!sp_) return prev;
+    return add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+               "tp.ag " + what, {prev});
+  }
+  std::uint32_t tp_after(std::uint32_t prev, int layer, int mb, const std::string& what) {
+    if (p_.tp <= 1) return prev;
+    const CollKind k = sp_ ? CollKind::kReduceScatter : CollKind::kAllReduce;
+    return add(collective(k, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+               std::string(sp_ ? "tp.rs " : "tp.ar ") + what, {prev});
+  }
+
+  // Attention block (forward or backward or recompute) with CP ring exchange overlapped
+  // with the attention core. Returns the last op.
+  std::uint32_t attention(std::uint32_t prev, int layer, int mb, char pass) {
+    const LayerCost& lc = is_moe(layer) ? moe_ : dense_;
+    const LayerComm& cm = is_moe(layer) ? moe_comm_ : dense_comm_;
+    const bool bwd = pass == 'B';
+    const double scale = bwd ? 2.0 : 1.0;
+    const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
+    const double gemm = scale * lc.attn_gemm_s, elem = scale * lc.attn_elem_s;
+    const double flops = (bwd ? 2 : 1) * lc.attn_gemm_flops + (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
+    const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
+    if (p_.cp <= 1) {
+      return add(compute(ComputeClass::kAttention, SimTime::from_s(gemm + core + elem), flops, layer, mb), name,
+                 {prev});
+    }
+    const double c = p_.cp;
+    const std::uint32_t pre = add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2 + elem), 0, layer, mb),
+                                  name + ".qkv", {prev});
+    const double step = bwd ? cm.cp_step_bwd_s : cm.cp_step_fwd_s;
+    const std::uint32_t ring =
+        add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * cm.cp_step_bytes, layer, mb),
+            fmt::format("cp.ring {} mb{} L{}", pass, mb, layer), {pre});
+    // The ring's duration: cp-1 neighbour exchanges (set by the engine's backend for one
+    // exchange; lower() records the count in `flops` = 0 and the multiplier in bytes).
+    role_.ops[ring].duration = SimTime::from_s((c - 1) * step);
+    role_.ops[ring].kind = OpKind::kCompute;  // a fixed-duration transfer on the CP stream
+    role_.ops[ring].cclass = ComputeClass::kElementwise;
+    const std::uint32_t main = add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
+                                           flops * (c - 1) / c, layer, mb),
+                                   name + ".core", {pre});
+    const std::uint32_t last = add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), flops / c, layer, mb),
+                                   name + ".core_last", {main, ring});
+    return add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2), 0, layer, mb), name + ".proj", {last});
+  }
+
+  std::uint32_t mlp(std::uint32_t prev, int layer, int mb, char pass) {
+    const bool moe = is_moe(layer);
+    const LayerCost& lc = moe ? moe_ : dense_;
+    const bool bwd = pass == 'B';
+    const double t = bwd ? lc.mlp_bwd_s() : lc.mlp_fwd_s();
+    const double flops = (bwd ? 2 : 1) * lc.mlp_flops;
+    const std::string name = fmt::format("{} mb{} L{} {}", pass, mb, layer, moe ? "moe" : "mlp");
+    if (moe && p_.ep > 1) {
+      const double bytes = moe_comm_.ep_bytes;
+      const std::uint32_t a = add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),
+                                  fmt::format("ep.a2a {} mb{} L{} {}", pass, mb, layer, bwd ? "combine" : "dispatch"),
+                                  {prev});
+      const std::uint32_t e = add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {a});
+      return add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),
+                 fmt::format("ep.a2a {} mb{} L{} {}", pass, mb, layer, bwd ? "dispatch" : "combine"), {e});
+    }
+    return add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {prev});
+  }
+
+  // One layer's forward (pass 'F') or its recomputation ('R').
+  std::uint32_t layer_forward(std::uint32_t prev, int layer, int mb, char pass) {
+    const std::string tag_s = fmt::format("{} mb{} L{}", pass, mb, layer);
+    std::uint32_t x = tp_before(prev, layer, mb, tag_s + " attn");
+    x = attention(x, layer, mb, pass);
+    x = tp_after(x, layer, mb, tag_s + " attn");
+    x = tp_before(x, layer, mb, tag_s + " mlp");
+    x = mlp(x, layer, mb, pass);
+    return tp_after(x, layer, mb, tag_s + " mlp");
+  }
+
+  // --- FSDP (ZeRO-3) --------------------------------------------------------------
+  std::uint32_t fsdp_gather(int layer, int mb, char pass, std::uint32_t window_dep) {
+    const LayerRankParams& lp = is_moe(layer) ? layer_moe_ : layer_dense_;
+    return add(collective(CollKind::kAllGather, GroupKind::kDp, (lp.dense + lp.expert) * 2.0, layer, mb),
+               fmt::format("fsdp.ag {} mb{} L{}", pass, mb, layer), {window_dep});
+  }
+
+  // --- passes ------------------------------------------------------------------------
+  void forward(int mb, int j, std::uint32_t input) {
+    const int k = chunk_of(j);
+    const int first = chunk_first_layer(m_.num_layers, chunks_, k);
+    const int n = chunk_layers(m_.num_layers, chunks_, k);
+    std::uint32_t x = kNone;
+    if (k == 0) {
+      x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
+    } else {
+      Op r;
+      r.kind = OpKind::kRecv;
+      r.stream = Stream::kPp;
+      r.comm = CommClass::kPp;
+      r.peer_stage = stage_of_chunk(k - 1);
+      r.tag = tag(mb, k - 1, false);
+      r.bytes = p2p_bytes();
+      r.microbatch = mb;
+      x = add(r, fmt::format("pp.recv F mb{} chunk{}", mb, k), {});
+    }
+    if (param_gather_ != kNone) add_dep_to_next_ = param_gather_;
+    std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);
+    for (int i = 0; i < n; ++i) {
+      const int layer = first + i;
+      std::uint32_t gather = kNone;
+      if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+        // Prefetch: at most two gathered layers, so gather i waits for layer i-2.
+        gather = fsdp_gather(layer, mb, 'F', i >= 2 ? done[static_cast<std::size_t>(i - 2)] : kNone);
+      }
+      const double act = p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
+                                                          : (is_moe(layer) ? act_moe_ : act_dense_);
+      std::uint32_t a = memory(true, act, fmt::format("alloc act mb{} L{}", mb, layer), x);
+      add_dep(a, gather);
+      if (add_dep_to_next_ != kNone) {
+        add_dep(a, add_dep_to_next_);
+        add_dep_to_next_ = kNone;
+      }
+      x = layer_forward(a, layer, mb, 'F');
+      done[static_cast<std::size_t>(i)] = x;
+    }
+    if (k == chunks_ - 1) {
+      x = memory(true, logits_bytes(), fmt::format("alloc logits mb{}", mb), x);
+      x = add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
+              fmt::format("F mb{} logits+loss", mb), {x});
+    } else {
+      Op s;
+      s.kind = OpKind::kSend;
+      s.stream = Stream::kPp;
+      s.comm = CommClass::kPp;
+      s.peer_stage = stage_of_chunk(k + 1);
+      s.tag = tag(mb, k, false);
+      s.bytes = p2p_bytes();
+      s.microbatch = mb;
+      add(s, fmt::format("pp.send F mb{} chunk{}", mb, k), {x});
+    }
+    last_compute_ = x;
+  }
+
+  void backward(int mb, int j) {
+    const int k = chunk_of(j);
+    const int first = chunk_first_layer(m_.num_layers, chunks_, k);
+    const int n = chunk_layers(m_.num_layers, chunks_, k);
+    std::uint32_t x = kNone;
+    if (k == chunks_ - 1) {
+      x = add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
+              fmt::format("B mb{} logits", mb), {last_compute_});
+    } else {
+      Op r;
+      r.kind = OpKind::kRecv;
+      r.stream = Stream::kPp;
+      r.comm = CommClass::kPp;
+      r.peer_stage = stage_of_chunk(k + 1);
+      r.tag = tag(mb, k + 1, true);
+      r.bytes = p2p_bytes();
+      r.microbatch = mb;
+      x = add(r, fmt::format("pp.recv B mb{} chunk{}", mb, k), {});
+    }
+    const bool last_mb = is_last_backward(mb, j);
+    std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);
+    double bucket_dense = 0, bucket_expert = 0;
+    std::uint32_t bucket_n = 0;
+    if (last_mb && k == chunks_ - 1) bucket_dense += extra_params_last();
+    for (int i = n - 1; i >= 0; --i) {
+      const int layer = first + i;
+      const bool moe = is_moe(layer);
+      std::uint32_t gather = kNone;
+      const int idx = n - 1 - i;
+      if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+        gather = fsdp_gather(layer, mb, 'B', idx >= 2 ? done[static_cast<std::size_t>(idx - 2)] : kNone);
+      }
+      std::uint32_t full_alloc = kNone;
+      if (p_.recompute == Recompute::kFull) {
+        full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
+        add_dep(full_alloc, gather);
+        x = layer_forward(full_alloc, layer, mb, 'R');
+      } else if (p_.recompute == Recompute::kSelective && !p_.flash_attention) {
+        const LayerCost& lc = moe ? moe_ : dense_;
+        x = add(compute(ComputeClass::kAttention, SimTime::from_s(lc.recompute_s), lc.recompute_flops, layer, mb),
+                fmt::format("R mb{} L{} core", mb, layer), {x, gather});
+      } else if (gather != kNone) {
+        x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), fmt::format("wait fsdp.ag B mb{} L{}", mb, layer),
+                {x, gather});
+      }
+      const std::string t = fmt::format("B mb{} L{}", mb, layer);
+      x = tp_before(x, layer, mb, t + " mlp");
+      x = mlp(x, layer, mb, 'B');
+      x = tp_after(x, layer, mb, t + " mlp");
+      x = tp_before(x, layer, mb, t + " attn");
+      x = attention(x, layer, mb, 'B');
+      x = tp_after(x, layer, mb, t + " attn");
+      done[static_cast<std::size_t>(idx)] = x;
+      const double act = p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
+                                                          : (moe ? act_moe_ : act_dense_);
+      x = memory(false, act, fmt::format("free act mb{} L{}", mb, layer), x);
+      if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", mb, layer), x);
+      if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+        const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
+        dp_ops_.push_back(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
+                                         (lp.dense + lp.expert) * p_.grad_bytes, layer, mb),
+                              fmt::format("fsdp.rs mb{} L{}", mb, layer), {x}));
+      } else if (last_mb && p_.overlap_grad_reduce) {
+        const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
+        bucket_dense += lp.dense;
+        bucket_expert += lp.expert;
+        if (i == 0 && k == 0) bucket_dense += extra_params_first();
+        if ((bucket_dense + bucket_expert) * p_.grad_bytes >= bucket_bytes() || i == 0) {
+          flush_bucket(bucket_dense, bucket_expert, x, k, bucket_n++);
+          bucket_dense = bucket_expert = 0;
+        }
+      }
+    }
+    if (k == 0) {
+      x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", mb), x);
+    } else {
+      Op s;
+      s.kind = OpKind::kSend;
+      s.stream = Stream::kPp;
+      s.comm = CommClass::kPp;
+      s.peer_stage = stage_of_chunk(k - 1);
+      s.tag = tag(mb, k, true);
+      s.bytes = p2p_bytes();
+      s.microbatch = mb;
+      add(s, fmt::format("pp.send B mb{} chunk{}", mb, k), {x});
+    }
+    if (k == chunks_ - 1) x = memory(false, logits_bytes(), fmt::format("free logits mb{}", mb), x);
+    last_compute_ = x;
+  }
+
+  // The last backward of chunk j in this stage's schedule.
+  bool is_last_backward(int mb, int j) {
+    const auto key = static_cast<std::size_t>(j);
+    if (backwards_seen_.size() <= key) backwards_seen_.resize(key + 1, 0);
+    (void)mb;
+    return ++backwards_seen_[key] == m_count_;
+  }
+
+  void flush_bucket(double dense, double expert, std::uint32_t after, int chunk, std::uint32_t n) {
+    const CollKind kind = p_.zero == 0 ? CollKind::kAllReduce : CollKind::kReduceScatter;
+    if (p_.dp * p_.cp > 1 && dense > 0) {
+      dp_ops_.push_back(add(collective(kind, GroupKind::kDp, dense * p_.grad_bytes, -1, -1),
+                            fmt::format("dp.{} grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n), {after}));
+    }
+    if (p_.dp * p_.cp / p_.ep > 1 && expert > 0) {
+      dp_ops_.push_back(add(collective(kind, GroupKind::kEdp, expert * p_.grad_bytes, -1, -1),
+                            fmt::format("edp.{} expert grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n),
+                            {after}));
+    }
+  }
+
+  std::uint32_t gather_params(std::initializer_list<std::uint32_t> deps) {
+    const RankParams rp = rank_params(m_, p_, stage_);
+    std::uint32_t last = kNone;
+    if (p_.dp * p_.cp > 1) {
+      last = add(collective(CollKind::kAllGather, GroupKind::kDp, rp.dense * 2.0, -1, -1), "dp.ag params", deps);
+    }
+    if (p_.dp * p_.cp / p_.ep > 1 && rp.expert > 0) {
+      last = add(collective(CollKind::kAllGather, GroupKind::kEdp, rp.expert * 2.0, -1, -1), "edp.ag expert params",
+                 deps);
+    }
+    return last;
+  }
+
+  void finish_step() {
+    const RankParams rp = rank_params(m_, p_, stage_);
+    if (p_.zero < 3 && !p_.overlap_grad_reduce) {
+      // One reduction of all gradients after the last backward.
+      flush_bucket(rp.dense, rp.expert, last_compute_, -1, 0);
+    }
+    const double nd = static_cast<double>(p_.dp) * p_.cp;
+    const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / (nd / p_.ep) : rp.dense + rp.expert;
+    Op opt = compute(ComputeClass::kOptimizer, SimTime::from_s(optimizer_time_s(c_, p_, params)), 0, -1);
+    const std::uint32_t o = add(opt, "optimizer", {last_compute_});
+    for (std::uint32_t d : dp_ops_) add_dep(o, d);
+    if (p_.zero >= 1 && p_.zero < 3 && !p_.overlap_param_gather) gather_params({o});
+  }
+
+  double p2p_bytes() const {
+    return tokens_ * static_cast<double>(m_.hidden_size) * 2.0 / (sp_ ? p_.tp : 1);
+  }
+  double logits_bytes() const {
+    return 4.0 * tokens_ * (static_cast<double>(m_.hidden_size) + m_.vocab_size) / p_.tp;
+  }
+  double bucket_bytes() const { return p_.ddp_bucket_MiB * 1024 * 1024; }
+  // Parameters outside the transformer layers (embedding, output layer, final norm).
+  double extra_params_first() const {
+    const ParamCounts c = count_params(m_);
+    return static_cast<double>(c.embedding_input) / p_.tp + static_cast<double>(c.position_embedding);
+  }
+  double extra_params_last() const {
+    const ParamCounts c = count_params(m_);
+    double x = static_cast<double>(c.final_norm);
+    if (p_.pp == 1) x += static_cast<double>(c.output_projection) / p_.tp;
+    else x += static_cast<double>(m_.tied_embeddings ? c.embedding_input : c.output_projection) / p_.tp;
+    return x;
+  }
+
+  Program& prog_;
+  const ModelSpec& m_;
+  const ClusterSpec& c_;
+  const Plan& p_;
+  const Workload& w_;
+  int stage_;
+  RoleTemplate& role_;
+  LayerCost dense_, moe_;
+  LayerComm dense_comm_, moe_comm_;
+  LogitsCost logits_;
+  LayerRankParams layer_dense_, layer_moe_;
+  int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
+  double tokens_ = 0, act_dense_ = 0, act_moe_ = 0, full_dense_ = 0, full_moe_ = 0;
+  bool sp_ = false;
+  std::uint32_t last_compute_ = kNone, param_gather_ = kNone, add_dep_to_next_ = kNone;
+  std::vector<std::uint32_t> dp_ops_;
+  std::vector<int> backwards_seen_;
+};
+
+}  // namespace
+
+Program lower(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
+  Program prog;
+  prog.placement = Placement{p.tp, p.cp, p.dp, p.pp, p.ep, c.gpus_per_node};
+  prog.roles.resize(static_cast<std::size_t>(p.pp));
+  prog.tokens_per_step = p.global_batch * w.seq_len;
+  prog.model_flops_per_step = token_flops(m, w.seq_len).training * static_cast<double>(prog.tokens_per_step);
+  prog.peak_flops_per_gpu = peak_flops(c.gpu, p.precision);
+  for (int s = 0; s < p.pp; ++s) {
+    StageBuilder b(prog, m, c, p, w, s);
+    b.build();
+  }
+  return prog;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,374 @@
+#include "stepcast/sim/engine.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace stepcast::sim {
+
+namespace {
+
+// Per-template data derived once: dependents (CSR), initial dependency counts, roots,
+// durations from the backend.
+struct TemplateIndex {
+  std::vector<std::uint32_t> dep_begin, dependents;
+  std::vector<std::uint32_t> initial;
+  std::vector<std::uint32_t> roots;
+  std::vector<SimTime> duration;
+};
+
+TemplateIndex index_template(const Program& program, const RoleTemplate& role,
+                             NetworkBackend& backend) {
+  TemplateIndex ix;
+  const std::size_t n = role.ops.size();
+  ix.initial.assign(n, 0);
+  ix.duration.resize(n);
+  std::vector<std::vector<std::uint32_t>> out(n);
+  std::uint32_t last_on_stream[kNumStreams];
+  std::fill(std::begin(last_on_stream), std::end(last_on_stream), UINT32_MAX);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Op& op = role.ops[i];
+    const auto s = static_cast<std::size_t>(op.stream);
+    if (last_on_stream[s] != UINT32_MAX) {
+      out[last_on_stream[s]].push_back(i);
+      ++ix.initial[i];
+    }
+    last_on_stream[s] = i;
+    for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+      const std::uint32_t d = role.deps[op.dep_begin + k];
+      out[d].push_back(i);
+      ++ix.initial[i];
+    }
+    switch (op.kind) {
+      case OpKind::kCompute: ix.duration[i] = op.duration; break;
+      case OpKind::kCollective: ix.duration[i] = backend.collective_time(program, op); break;
+      case OpKind::kRecv: ix.duration[i] = backend.p2p_time(program, op, op.peer_stage, role.stage); break;
+      case OpKind::kSend: ix.duration[i] = backend.p2p_time(program, op, role.stage, op.peer_stage); break;
+      default: break;
+    }
+  }
+  ix.dep_begin.resize(n + 1);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ix.dep_begin[i] = static_cast<std::uint32_t>(ix.dependents.size());
+    ix.dependents.insert(ix.dependents.end(), out[i].begin(), out[i].end());
+    if (ix.initial[i] == 0) ix.roots.push_back(i);
+  }
+  ix.dep_begin[n] = static_cast<std::uint32_t>(ix.dependents.size());
+  return ix;
+}
+
+struct Event {
+  std::int64_t time;
+  std::uint64_t seq;
+  std::uint32_t rank;  // index into the simulated ranks
+  std::uint32_t op;
+  SimTime post, begin;
+  bool operator>(const Event& o) const { return std::tie(time, seq) > std::tie(o.time, o.seq); }
+};
+
+struct RankState {
+  int rank = 0;
+  int stage = 0;
+  int step = 0;
+  std::uint32_t done = 0;
+  double mem = 0;
+  std::vector<std::uint32_t> remaining;
+};
+
+struct CollKey {
+  int root;
+  int step;
+  std::uint32_t op;
+  bool operator==(const CollKey&) const = default;
+};
+struct CollKeyHash {
+  std::size_t operator()(const CollKey& k) const {
+    return (static_cast<std::size_t>(k.root) * 1000003u) ^ (static_cast<std::size_t>(k.step) << 40) ^
+           (static_cast<std::size_t>(k.op) * 2654435761u);
+  }
+};
+struct PendingColl {
+  int arrived = 0;
+  SimTime last;
+  std::vector<std::pair<std::uint32_t, SimTime>> members;  // (sim rank, arrival)
+};
+
+struct P2pKey {
+  int src, dst, step;
+  std::uint32_t tag;
+  bool operator==(const P2pKey&) const = default;
+};
+struct P2pKeyHash {
+  std::size_t operator()(const P2pKey& k) const {
+    return (static_cast<std::size_t>(k.src) * 1000003u) ^ (static_cast<std::size_t>(k.dst) << 21) ^
+           (static_cast<std::size_t>(k.step) << 42) ^ (static_cast<std::size_t>(k.tag) * 2654435761u);
+  }
+};
+struct PendingP2p {
+  bool sent = false, received = false;
+  SimTime send_post, recv_post;
+  std::uint32_t send_rank = 0, send_op = 0, recv_rank = 0, recv_op = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Program& program, NetworkBackend& backend, const EngineOptions& opt)
+      : program_(program), opt_(opt) {
+    for (const RoleTemplate& role : program.roles) index_.push_back(index_template(program, role, backend));
+    const Placement& pl = program.placement;
+    sim_index_.assign(static_cast<std::size_t>(pl.world()), UINT32_MAX);
+    if (opt.full) {
+      for (int r = 0; r < pl.world(); ++r) add_rank(r);
+    } else {
+      for (int s = 0; s < pl.pp; ++s) add_rank(pl.stage_peer(0, s));
+    }
+  }
+
+  SimOutput run() {
+    for (std::uint32_t i = 0; i < ranks_.size(); ++i) start_step(i, SimTime{});
+    while (!queue_.empty()) {
+      const Event e = queue_.top();
+      queue_.pop();
+      complete(e);
+    }
+    SimOutput out;
+    out.events = events_;
+    finish(out);
+    return out;
+  }
+
+ private:
+  void add_rank(int rank) {
+    RankState st;
+    st.rank = rank;
+    st.stage = program_.stage_of(rank);
+    sim_index_[static_cast<std::size_t>(rank)] = static_cast<std::uint32_t>(ranks_.size());
+    st.mem = program_.roles[static_cast<std::size_t>(st.stage)].static_bytes;
+    ranks_.push_back(std::move(st));
+    RankTimeline tl;
+    tl.rank = rank;
+    tl.stage = ranks_.back().stage;
+    tl.peak_bytes = ranks_.back().mem;
+    if (opt_.record_memory) tl.memory.push_back({SimTime{}, tl.peak_bytes});
+    timelines_.push_back(std::move(tl));
+  }
+
+  const RoleTemplate& role(std::uint32_t r) const {
+    return program_.roles[static_cast<std::size_t>(ranks_[r].stage)];
+  }
+
+  void push(std::uint32_t r, std::uint32_t op, SimTime end, SimTime post, SimTime begin) {
+    queue_.push(Event{end.ns(), seq_++, r, op, post, begin});
+  }
+
+  void start_step(std::uint32_t r, SimTime now) {
+    RankState& st = ranks_[r];
+    const TemplateIndex& ix = index_[static_cast<std::size_t>(st.stage)];
+    st.remaining = ix.initial;
+    st.done = 0;
+    for (std::uint32_t op : ix.roots) start(r, op, now);
+  }
+
+  void start(std::uint32_t r, std::uint32_t i, SimTime now) {
+    RankState& st = ranks_[r];
+    const Op& op = role(r).ops[i];
+    const TemplateIndex& ix = index_[static_cast<std::size_t>(st.stage)];
+    switch (op.kind) {
+      case OpKind::kCompute:
+        push(r, i, now + ix.duration[i], now, now);
+        break;
+      case OpKind::kAlloc:
+      case OpKind::kFree: {
+        st.mem += op.kind == OpKind::kAlloc ? op.bytes : -op.bytes;
+        RankTimeline& tl = timelines_[r];
+        tl.peak_bytes = std::max(tl.peak_bytes, st.mem);
+        if (opt_.record_memory) tl.memory.push_back({now, st.mem});
+        push(r, i, now, now, now);
+        break;
+      }
+      case OpKind::kCollective: arrive(r, i, now); break;
+      case OpKind::kSend: post_send(r, i, now); break;
+      case OpKind::kRecv: post_recv(r, i, now); break;
+    }
+  }
+
+  void arrive(std::uint32_t r, std::uint32_t i, SimTime now) {
+    const RankState& st = ranks_[r];
+    const Op& op = role(r).ops[i];
+    const Placement& pl = program_.placement;
+    const int expected = opt_.full ? pl.group_size(op.group) : 1;
+    if (expected <= 1) {
+      const SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
+      push(r, i, now + d, now, now);
+      return;
+    }
+    const CollKey key{pl.group_root(op.group, st.rank), st.step, i};
+    PendingColl& p = colls_[key];
+    ++p.arrived;
+    p.last = std::max(p.last, now);
+    p.members.emplace_back(r, now);
+    if (p.arrived < expected) return;
+    const SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
+    for (const auto& [m, arrival] : p.members) push(m, i, p.last + d, arrival, p.last);
+    colls_.erase(key);
+  }
+
+  P2pKey p2p_key(std::uint32_t r, const Op& op, bool is_send) const {
+    const RankState& st = ranks_[r];
+    const int peer = program_.placement.stage_peer(st.rank, op.peer_stage);
+    return is_send ? P2pKey{st.rank, peer, st.step, op.tag} : P2pKey{peer, st.rank, st.step, op.tag};
+  }
+
+  void post_send(std::uint32_t r, std::uint32_t i, SimTime now) {
+    const Op& op = role(r).ops[i];
+    // The send does not block its stream: it completes for its rank at once.
+    push(r, i, now, now, now);
+    const P2pKey key = p2p_key(r, op, true);
+    PendingP2p& p = p2ps_[key];
+    p.sent = true;
+    p.send_post = now;
+    p.send_rank = r;
+    p.send_op = i;
+    if (p.received) match(key, p);
+  }
+
+  void post_recv(std::uint32_t r, std::uint32_t i, SimTime now) {
+    const Op& op = role(r).ops[i];
+    const P2pKey key = p2p_key(r, op, false);
+    PendingP2p& p = p2ps_[key];
+    p.received = true;
+    p.recv_post = now;
+    p.recv_rank = r;
+    p.recv_op = i;
+    if (p.sent) match(key, p);
+  }
+
+  void match(const P2pKey& key, PendingP2p& p) {
+    const std::uint32_t r = p.recv_rank;
+    const SimTime begin = std::max(p.send_post, p.recv_post);
+    const SimTime d = index_[static_cast<std::size_t>(ranks_[r].stage)].duration[p.recv_op];
+    push(r, p.recv_op, begin + d, p.recv_post, begin);
+    // The sender's span shows the transfer (its stream was not blocked).
+    Span s{p.send_post, begin, begin + d, p.send_op, static_cast<std::uint16_t>(ranks_[p.send_rank].step),
+           role(p.send_rank).ops[p.send_op].stream};
+    send_spans_.push_back({p.send_rank, s});
+    p2ps_.erase(key);
+  }
+
+  void complete(const Event& e) {
+    ++events_;
+    const std::uint32_t r = e.rank;
+    RankState& st = ranks_[r];
+    const RoleTemplate& rl = role(r);
+    const Op& op = rl.ops[e.op];
+    const SimTime now = SimTime::from_ns(e.time);
+    if (op.kind != OpKind::kSend) {
+      timelines_[r].spans.push_back(Span{e.post, e.begin, now, e.op, static_cast<std::uint16_t>(st.step), op.stream});
+    }
+    const TemplateIndex& ix = index_[static_cast<std::size_t>(st.stage)];
+    for (std::uint32_t k = ix.dep_begin[e.op]; k < ix.dep_begin[e.op + 1]; ++k) {
+      const std::uint32_t d = ix.dependents[k];
+      if (--st.remaining[d] == 0) start(r, d, now);
+    }
+    if (++st.done == rl.ops.size()) {
+      timelines_[r].step_end.push_back(now);
+      if (st.step + 1 < opt_.steps) {
+        ++st.step;
+        start_step(r, now);
+      } else {
+        st.step = opt_.steps;  // finished
+      }
+    }
+  }
+
+  void finish(SimOutput& out) {
+    // Sender spans go to their ranks, then every rank's spans in (end, op) order is not
+    // needed: completion order is already deterministic.
+    for (auto& [r, s] : send_spans_) timelines_[r].spans.push_back(s);
+    out.timeline.step_end.assign(static_cast<std::size_t>(opt_.steps), SimTime{});
+    std::vector<std::string> blocked;
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+      const RankState& st = ranks_[r];
+      RankTimeline& tl = timelines_[r];
+      for (std::size_t k = 0; k < tl.step_end.size(); ++k) {
+        out.timeline.step_end[k] = std::max(out.timeline.step_end[k], tl.step_end[k]);
+      }
+      if (st.step < opt_.steps) out.deadlock = true;
+    }
+    if (out.deadlock) out.deadlock_report = deadlock_report();
+    // Ascending rank order.
+    std::vector<std::uint32_t> order(ranks_.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return ranks_[a].rank < ranks_[b].rank; });
+    for (auto i : order) out.timeline.ranks.push_back(std::move(timelines_[i]));
+  }
+
+  std::string deadlock_report() const {
+    std::vector<std::string> lines;
+    const Placement& pl = program_.placement;
+    std::map<std::tuple<int, int, std::uint32_t>, const PendingColl*> colls;
+    for (const auto& [k, p] : colls_) colls[{k.root, k.step, k.op}] = &p;
+    for (const auto& [k, p] : colls) {
+      const auto [root, step, opi] = k;
+      const std::uint32_t any = p->members.front().first;
+      const Op& op = role(any).ops[opi];
+      std::vector<int> arrived;
+      for (const auto& m : p->members) arrived.push_back(ranks_[m.first].rank);
+      std::sort(arrived.begin(), arrived.end());
+      std::string missing;
+      int n_missing = 0;
+      for (int i = 0; i < pl.group_size(op.group); ++i) {
+        const int member = pl.group_member(op.group, root, i);
+        if (!std::binary_search(arrived.begin(), arrived.end(), member)) {
+          if (n_missing < 8) missing += (n_missing ? ", " : "") + std::to_string(member);
+          ++n_missing;
+        }
+      }
+      if (n_missing > 8) missing += fmt::format(" and {} more", n_missing - 8);
+      lines.push_back(fmt::format("{} {} on the {} group of rank {} (step {}): {} of {} arrived; never arrived: {}",
+                                  to_string(op.coll), program_.names[op.name], to_string(op.group), root, step,
+                                  p->arrived, pl.group_size(op.group), missing));
+    }
+    std::map<std::tuple<int, int, int, std::uint32_t>, const PendingP2p*> p2ps;
+    for (const auto& [k, p] : p2ps_) p2ps[{k.src, k.dst, k.step, k.tag}] = &p;
+    for (const auto& [k, p] : p2ps) {
+      const auto [src, dst, step, tag] = k;
+      if (p->received) {
+        lines.push_back(fmt::format("recv {} on rank {} from rank {} (step {}): no matching send",
+                                    program_.names[role(p->recv_rank).ops[p->recv_op].name], dst, src, step));
+      } else {
+        lines.push_back(fmt::format("send {} from rank {} to rank {} (step {}): no matching recv",
+                                    program_.names[role(p->send_rank).ops[p->send_op].name], src, dst, step));
+      }
+    }
+    if (lines.empty()) lines.push_back("ranks stopped with unfinished ops but nothing pending (inconsistent dependencies)");
+    std::string out = "deadlock: the program cannot finish";
+    for (const auto& l : lines) out += "\n  " + l;
+    return out;
+  }
+
+  const Program& program_;
+  EngineOptions opt_;
+  std::vector<TemplateIndex> index_;
+  std::vector<std::uint32_t> sim_index_;
+  std::vector<RankState> ranks_;
+  std::vector<RankTimeline> timelines_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::uint64_t seq_ = 0, events_ = 0;
+  std::unordered_map<CollKey, PendingColl, CollKeyHash> colls_;
+  std::unordered_map<P2pKey, PendingP2p, P2pKeyHash> p2ps_;
+  std::vector<std::pair<std::uint32_t, Span>> send_spans_;
+};
+
+}  // namespace
+
+SimOutput simulate(const Program& program, NetworkBackend& backend, const EngineOptions& options) {
+  Engine engine(program, backend, options);
+  return engine.run();
+}
+
+}  // namespace stepcast::sim
