@@ -15,6 +15,8 @@
 #include "stepcast/models/presets.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
+#include "simulate.h"
+#include "validate.h"
 
 namespace {
 
@@ -103,6 +105,29 @@ int run(int argc, char** argv) {
   est->add_option("SCENARIO", estimate_path, "Scenario JSON file")->required();
   est->add_flag("--json", estimate_json, "Print the JSON report");
 
+  std::string validate_path;
+  bool validate_json = false;
+  CLI::App* val = app.add_subcommand(
+      "validate", "Predict published training runs and compare with their measurements");
+  val->add_option("FILE", validate_path, "Validation runs JSON (docs/data/validation-runs.json)")
+      ->required();
+  val->add_flag("--json", validate_json, "Print the comparison as JSON");
+  std::string validate_scenarios;
+  val->add_option("--scenarios", validate_scenarios,
+                  "Also write each record's generated scenario to DIR/<id>.json");
+
+  stepcast::cli::SimulateArgs sim_args;
+  CLI::App* simc = app.add_subcommand("simulate", "Event simulation of the scenario's training step(s)");
+  simc->add_option("SCENARIO", sim_args.scenario, "Scenario JSON file")->required();
+  simc->add_flag("--json", sim_args.json, "Print the JSON report");
+  simc->add_option("--trace", sim_args.trace, "Write a Chrome/Perfetto trace-event JSON file");
+  simc->add_flag("--full", sim_args.full, "Simulate every rank (default: one per pipeline stage)");
+  simc->add_option("--steps", sim_args.steps, "Training steps to simulate (default 1)");
+
+  std::vector<std::string> check_paths;
+  CLI::App* checkc = app.add_subcommand("check", "Run the expect block of every scenario (files or folders)");
+  checkc->add_option("PATH", check_paths, "Scenario files or folders")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -112,11 +137,25 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and usage
+    // CLI11 reports an unknown command as "A subcommand is required"; name it instead.
+    if (argc >= 2 && argv[1][0] != '-') {
+      const std::string word = argv[1];
+      std::string names;
+      bool known = false;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        known = known || sub->get_name() == word;
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
+      if (!known) return input_error("unknown command \"" + word + "\" (commands: " + names + ")");
+    }
+    std::fprintf(stderr, "stepcast: error: %s\nRun with --help for more information.\n", e.what());
     return kExitInput;
   }
+  if (simc->parsed()) return stepcast::cli::cmd_simulate(sim_args);
+  if (checkc->parsed()) return stepcast::cli::cmd_check(check_paths);
   if (presets->parsed()) return cmd_presets(presets_json);
   if (est->parsed()) return cmd_estimate(estimate_path, estimate_json);
+  if (val->parsed()) return stepcast::cli::cmd_validate(validate_path, validate_json, validate_scenarios);
   return kExitInput;
 }
 

@@ -8,7 +8,61 @@
 namespace stepcast::detail {
 
 void Diagnostics::add(const std::string& path, const std::string& reason) {
-  lines_.push_back(path.empty() ? reason : path + ": " + reason);
+  lines_.push_back(printable(path.empty() ? reason : path + ": " + reason));
+}
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (2 to 4), or 0 when there is none.
+static std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte (RFC 3629 table)
+  if (b >= 0xC2 && b <= 0xDF) n = 2;
+  else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    std::size_t n = 1;
+    if (b >= 0x20 && b < 0x7F) {
+      out += text[i];
+    } else if (b == '\n') {
+      out += "\\n";
+    } else if (b == '\r') {
+      out += "\\r";
+    } else if (b == '\t') {
+      out += "\\t";
+    } else if (b < 0x80) {  // other control characters, DEL
+      out += fmt::format("\\u{:04X}", b);
+    } else if ((n = utf8_sequence_length(text, i)) != 0) {
+      out.append(text.substr(i, n));
+    } else {
+      n = 1;
+      out += fmt::format("\\x{:02X}", b);
+    }
+    i += n;
+  }
+  return out;
 }
 
 std::string Diagnostics::joined() const {
@@ -37,6 +91,20 @@ int edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  // A unique completion beats edit distance: "h100" is 2 edits from "b200" but the
+  // start of "h100-sxm".
+  if (word.size() >= 3) {
+    const std::string* completion = nullptr;
+    int completions = 0;
+    for (const auto& c : candidates) {
+      if (c.size() > word.size() && std::string_view(c).substr(0, word.size()) == word &&
+          (!completion || c != *completion)) {
+        completion = &c;
+        ++completions;
+      }
+    }
+    if (completions == 1) return *completion;
+  }
   std::string best;
   int best_d = 0;
   const int limit = std::max(2, static_cast<int>(word.size()) / 3);
@@ -53,7 +121,11 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
 std::string describe(const json& v) {
   if (v.is_number_float()) return fmt::format("{}", v.get<double>());
   std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  if (s.size() > 40) {
+    std::size_t cut = 37;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 characters
+    s = s.substr(0, cut) + "...";
+  }
   return s;
 }
 
@@ -94,7 +166,8 @@ std::optional<std::int64_t> ObjectReader::integer(std::string_view key, std::int
       diag_.add(path_of(key), "expected an integer, got " + describe(*v));
       return std::nullopt;
     }
-    if (x < static_cast<double>(min) || x > static_cast<double>(max)) {
+    // 2^63 is the first double above every int64; casting it (or more) is undefined.
+    if (x < static_cast<double>(min) || x > static_cast<double>(max) || x >= 0x1p63) {
       diag_.add(path_of(key), fmt::format("{} is out of range ({} to {})", describe(*v), min, max));
       return std::nullopt;
     }

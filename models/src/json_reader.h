@@ -26,9 +26,16 @@ class Diagnostics {
   std::vector<std::string> lines_;
 };
 
+// `text` made safe for a one-line message: control characters become \n, \r, \t or
+// \u00XX, and bytes that are not well-formed UTF-8 become \xNN (so a key or preset name
+// holding a newline, or binary garbage quoted by the parser, cannot split or garble a line).
+std::string printable(std::string_view text);
+
 // Edit distance, for "did you mean".
 int edit_distance(std::string_view a, std::string_view b);
-// The closest candidate within a small distance, or "" when none is close.
+// The candidate `word` is the start of when exactly one is (and `word` has at least 3
+// characters: "h100" -> "h100-sxm"); else the closest candidate within a small edit
+// distance; "" when none is close.
 std::string closest(std::string_view word, const std::vector<std::string>& candidates);
 // A JSON value as a user would recognise it in a message: 8, 2.5, 1e+15, "400G", true.
 std::string describe(const json& value);

@@ -1,6 +1,9 @@
 #include "stepcast/models/scenario.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -33,9 +36,18 @@ const std::vector<std::string>& expectable_fields() {
   return kFields;
 }
 
-// Rejects what the JSON parser should never see: empty input and nesting beyond
+// Rejects what the JSON parser should never see: NUL bytes, empty input and nesting beyond
 // kMaxDepth (a scenario is 4 levels deep; deep nesting is garbage or an attack).
 std::optional<std::string> prescan(std::string_view text) {
+  // JSON text never holds a NUL byte (strings escape it as \u0000), and nlohmann's lexer
+  // takes one for the end of input, silently dropping what follows ("{}\0garbage" would load).
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::string_view before = text.substr(0, nul);
+    const auto line_start = before.rfind('\n');
+    const std::size_t column = line_start == std::string_view::npos ? nul + 1 : nul - line_start;
+    return fmt::format("invalid JSON: NUL byte at line {}, column {} (is this a binary file?)",
+                       std::count(before.begin(), before.end(), '\n') + 1, column);
+  }
   std::size_t i = 0;
   bool any = false;
   int depth = 0, line = 1;
@@ -150,6 +162,24 @@ void check_expect(const json& v, Diagnostics& diag) {
   }
 }
 
+// The product of positive factors, or nullopt when it exceeds int64 (an absurd layout
+// such as tp = pp = cp = dp = 1000000; the check must not overflow on it).
+std::optional<std::int64_t> checked_product(std::initializer_list<std::int64_t> factors) {
+  std::int64_t out = 1;
+  for (std::int64_t f : factors) {
+    if (f != 0 && out > std::numeric_limits<std::int64_t>::max() / f) return std::nullopt;
+    out *= f;
+  }
+  return out;
+}
+
+// Joins messages one per line, each made printable (a model "name" may hold a newline).
+std::string one_per_line(const std::vector<std::string>& lines) {
+  std::string msg;
+  for (std::size_t i = 0; i < lines.size(); ++i) msg += (i ? "\n" : "") + detail::printable(lines[i]);
+  return msg;
+}
+
 }  // namespace
 
 std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
@@ -185,11 +215,14 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
     add(fmt::format("plan.pp: {} stages x {} virtual stages = {} model chunks exceed num_layers ({})",
                     p.pp, p.virtual_stages, chunks, m.num_layers));
   }
-  const std::int64_t world = std::int64_t{p.tp} * p.pp * p.cp * p.dp;
+  const auto world = checked_product({p.tp, p.pp, p.cp, p.dp});
   if (world != c.world()) {
+    const std::string product =
+        world ? std::to_string(*world)
+              : fmt::format("{:g}", double{1.0} * p.tp * p.pp * p.cp * p.dp);
     add(fmt::format("plan: tp x pp x cp x dp = {} x {} x {} x {} = {}, but the cluster has {} GPUs "
                     "({} nodes x {})",
-                    p.tp, p.pp, p.cp, p.dp, world, c.world(), c.nodes, c.gpus_per_node));
+                    p.tp, p.pp, p.cp, p.dp, product, c.world(), c.nodes, c.gpus_per_node));
   }
   if (w.seq_len % p.cp != 0) {
     add(fmt::format("plan.cp: {} does not divide workload.seq_len ({})", p.cp, w.seq_len));
@@ -231,16 +264,73 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
 
 Result<Scenario> parse_scenario(std::string_view text) {
   if (auto bad = prescan(text)) return Error{*bad};
+  // The parser's callback tracks the JSON path of the value being read, so that a number
+  // the parser rejects ("tp": 1e400) is reported at its field, and finds repeated keys
+  // (the parser would silently keep the last one).
+  struct Frame {
+    bool array = false;
+    std::string key;                // objects: the current key
+    std::vector<std::string> keys;  // objects: every key so far
+    std::size_t done = 0;           // arrays: elements completed
+  };
+  std::vector<Frame> frames;
+  std::vector<std::string> duplicates;  // paths, in document order
+  auto path_now = [&frames] {
+    std::string path;
+    for (const Frame& f : frames) {
+      path = f.array ? path + "[" + std::to_string(f.done) + "]" : detail::join(path, f.key);
+    }
+    return path;
+  };
+  auto track = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      frames.push_back(Frame{event == E::array_start, "", {}, 0});
+    } else if (event == E::key) {
+      if (!frames.empty()) {
+        Frame& f = frames.back();
+        f.key = parsed.get<std::string>();
+        if (std::find(f.keys.begin(), f.keys.end(), f.key) != f.keys.end()) {
+          duplicates.push_back(path_now());
+        } else {
+          f.keys.push_back(f.key);
+        }
+      }
+    } else if (event == E::object_end || event == E::array_end || event == E::value) {
+      if (event != E::value && !frames.empty()) frames.pop_back();
+      if (!frames.empty() && frames.back().array) ++frames.back().done;
+    }
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
+    doc = json::parse(text.begin(), text.end(), track, /*allow_exceptions=*/true,
                       /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::out_of_range& e) {
+    // 406: a number beyond the range of a double. The message quotes the number.
+    std::string what = e.what();
+    const auto open = what.find('\'');
+    const auto close = what.rfind('\'');
+    if (e.id == 406 && open != std::string::npos && close > open) {
+      Diagnostics diag;
+      diag.add(path_now(), what.substr(open + 1, close - open - 1) +
+                               " is beyond the range of a number (about 1.8e308)");
+      return Error{diag.joined()};
+    }
+    return Error{detail::printable("invalid JSON: " + what)};
+  } catch (const json::exception& e) {
+    // parse_error: the library's "[json.exception.parse_error.101] " prefix is dropped,
+    // and the bytes it quotes from the input are made printable (the input may be binary).
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);
     }
-    return Error{"invalid JSON: " + what};
+    return Error{detail::printable("invalid JSON: " + what)};
+  }
+  if (!duplicates.empty()) {
+    Diagnostics diag;
+    for (const auto& path : duplicates) diag.add(path, "duplicate key (each key may appear once)");
+    return Error{diag.joined()};
   }
   if (!doc.is_object()) {
     return Error{"expected a JSON object at the top level, got " + describe(doc)};
@@ -345,15 +435,18 @@ Result<Scenario> parse_scenario(std::string_view text) {
   if (p.global_batch < 0) p.global_batch = std::int64_t{p.microbatch} * p.dp;
   if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
   auto errors = layout_errors(s.model, s.cluster, p, s.workload);
-  if (!errors.empty()) {
-    std::string msg;
-    for (std::size_t i = 0; i < errors.size(); ++i) msg += (i ? "\n" : "") + errors[i];
-    return Error{msg};
-  }
+  if (!errors.empty()) return Error{one_per_line(errors)};
   return s;
 }
 
 Result<Scenario> load_scenario_file(const std::string& path) {
+  // Checked first: a directory opens as a stream on some systems and reads as empty.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found) {
+    return Error{path + ": no such file or directory"};
+  }
+  if (st.type() == std::filesystem::file_type::directory) return Error{path + ": is a directory"};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{path + ": cannot open file"};
   std::ostringstream ss;

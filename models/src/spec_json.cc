@@ -158,6 +158,12 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
     }
   }
   if (r.diag().size() != before) return m;
+  if (!from_preset && !head_dim && m.hidden_size % m.num_attention_heads != 0) {
+    // The default head_dim = h / a would silently round down.
+    r.diag().add(r.path_of("num_attention_heads"),
+                 fmt::format("{} does not divide hidden_size ({}); give head_dim explicitly",
+                             m.num_attention_heads, m.hidden_size));
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     r.diag().add(r.path_of("num_kv_heads"),
                  fmt::format("{} does not divide num_attention_heads ({})", m.num_kv_heads,

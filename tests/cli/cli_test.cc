@@ -1,1 +1,306 @@
-// cli tests
+// The built `stepcast` binary, run as a user would (reference/interfaces.md "Command
+// line"): exit code 0 success, 2 bad input or usage with "stepcast: error: " on stderr;
+// `--json` reports carry the fields of interfaces.md "Report" and are byte-identical
+// across runs and across key orders of the scenario (STYLE.md habit 12).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kShipped = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string quoted(const std::string& arg) {  // for /bin/sh
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Each test gets its own folder for inputs and captured output.
+class Cli : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(testing::TempDir()) / (std::string("stepcast_cli_") + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path.string();
+  }
+
+  Outcome run(const std::vector<std::string>& args) {
+    std::string cmd = quoted(STEPCAST_BIN);
+    for (const auto& a : args) cmd += " " + quoted(a);
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    cmd += " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Outcome r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+
+  // Bad input: exit 2, nothing on stdout, and stderr starts with the error prefix.
+  void expect_input_error(const Outcome& r) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.rfind("stepcast: error: ", 0), 0u) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Bad input and usage: exit 2 with a message naming the problem.
+
+TEST_F(Cli, EmptyFileExitsTwo) {
+  const std::string path = write("empty.json", "");
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + path + ": empty document: expected a JSON object\n");
+}
+
+TEST_F(Cli, BinaryGarbageFileExitsTwo) {
+  // Bytes 0..255 from a fixed linear congruential sequence, NULs included (x = 0 first).
+  std::string bytes;
+  unsigned x = 0;
+  for (int i = 0; i < 4096; ++i) {
+    bytes += static_cast<char>(x >> 24);
+    x = x * 1664525u + 1013904223u;
+  }
+  ASSERT_NE(bytes.find('\0'), std::string::npos);
+  const std::string path = write("garbage.bin", bytes);
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  // The first byte is a NUL.
+  EXPECT_EQ(r.err, "stepcast: error: " + path +
+                       ": invalid JSON: NUL byte at line 1, column 1 (is this a binary file?)\n");
+}
+
+TEST_F(Cli, TruncatedJsonExitsTwo) {
+  // The shipped scenario cut just before "virtual_stages", the 5th character of line 11
+  // (after 4 spaces of indentation): the input ends where a key was expected.
+  const std::string text = read_file(kShipped);
+  const auto cut = text.find("\"virtual_stages\"");
+  ASSERT_NE(cut, std::string::npos);
+  const std::string path = write("truncated.json", text.substr(0, cut));
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + path +
+                       ": invalid JSON: parse error at line 11, column 5: syntax error while "
+                       "parsing object key - unexpected end of input; expected string literal\n");
+}
+
+TEST_F(Cli, TenThousandLevelsOfNestingExitTwoWithoutCrashing) {
+  const std::string path =
+      write("deep.json", std::string(10'000, '[') + std::string(10'000, ']'));
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err,
+            "stepcast: error: " + path + ": invalid JSON: nesting deeper than 64 levels at line 1\n");
+}
+
+TEST_F(Cli, MissingFileExitsTwo) {
+  const std::string path = (dir_ / "absent.json").string();
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + path + ": no such file or directory\n");
+}
+
+TEST_F(Cli, DirectoryExitsTwo) {
+  const Outcome r = run({"estimate", dir_.string()});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + dir_.string() + ": is a directory\n");
+}
+
+TEST_F(Cli, InvalidScenarioNamesEveryProblemOnItsOwnLine) {
+  const std::string path = write("bad.json", R"({"format": 1})");
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + path + ": model: required: a preset name or an object\n" +
+                       path + ": cluster: required: a preset name or an object\n" + path +
+                       ": plan: required: an object with tp, pp, dp, ...\n");
+}
+
+TEST_F(Cli, UnknownSubcommandExitsTwo) {
+  const Outcome r = run({"estimat", kShipped});
+  expect_input_error(r);
+  EXPECT_EQ(r.err.rfind("stepcast: error: unknown command \"estimat\" (commands: ", 0), 0u)
+      << r.err;
+  EXPECT_NE(r.err.find("estimate"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MissingScenarioArgumentExitsTwo) {
+  const Outcome r = run({"estimate"});
+  expect_input_error(r);
+  EXPECT_EQ(r.err,
+            "stepcast: error: SCENARIO is required\nRun with --help for more information.\n");
+}
+
+TEST_F(Cli, UnknownOptionExitsTwo) {
+  const Outcome r = run({"estimate", kShipped, "--bogus"});
+  expect_input_error(r);
+  EXPECT_EQ(r.err,
+            "stepcast: error: The following argument was not expected: --bogus\n"
+            "Run with --help for more information.\n");
+}
+
+TEST_F(Cli, NoCommandExitsTwo) {
+  const Outcome r = run({});
+  expect_input_error(r);
+}
+
+// ---------------------------------------------------------------------------------------
+// Success.
+
+TEST_F(Cli, PresetsListsTheBuiltInNames) {
+  const Outcome r = run({"presets"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* name : {"llama3-70b", "deepseek-v3", "h100-sxm", "dgx-b200"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+}
+
+TEST_F(Cli, PresetsJsonIsValidJsonWithTheModels) {
+  const Outcome r = run({"presets", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j.at("format"), 1);
+  ASSERT_TRUE(j.at("models").contains("llama3-70b"));
+  // cost-models.md section 1.6: 70,553,706,496.
+  EXPECT_EQ(j["models"]["llama3-70b"]["params_total"], 70'553'706'496);
+  EXPECT_EQ(j["clusters"]["dgx-h100"]["gpus_per_node"], 8);
+}
+
+TEST_F(Cli, EstimatePrintsTheTextReport) {
+  const Outcome r = run({"estimate", kShipped});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("stepcast estimate: llama3-70b, 64 x H100\n", 0), 0u) << r.out;
+}
+
+TEST_F(Cli, EstimateJsonHasTheReportFieldsOfInterfacesMd) {
+  const Outcome r = run({"estimate", kShipped, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  for (const char* key : {"format", "scenario", "world", "params_total", "tokens_per_step",
+                          "model_flops_per_step", "step_time_s", "tokens_per_s", "mfu",
+                          "breakdown_s", "exposed_comm_s", "memory_bytes", "fits"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  for (const char* key : {"compute", "exposed_comm", "bubble", "wait", "optimizer", "input"}) {
+    EXPECT_TRUE(j["breakdown_s"].contains(key)) << "breakdown_s." << key;
+  }
+  for (const char* key : {"tp", "dp", "pp", "cp", "ep"}) {
+    EXPECT_TRUE(j["exposed_comm_s"].contains(key)) << "exposed_comm_s." << key;
+  }
+  for (const char* key :
+       {"params", "grads", "optimizer", "activations", "buffers", "total", "capacity"}) {
+    EXPECT_TRUE(j["memory_bytes"].contains(key)) << "memory_bytes." << key;
+  }
+  EXPECT_EQ(j["format"], 1);
+  EXPECT_EQ(j["scenario"], "llama3-70b, 64 x H100");
+  // 8 nodes x 8 GPUs; tp 8 x pp 4 x dp 2.
+  EXPECT_EQ(j["world"], 64);
+  // cost-models.md section 1.6.
+  EXPECT_EQ(j["params_total"], 70'553'706'496);
+  // global_batch 64 x seq_len 8192.
+  EXPECT_EQ(j["tokens_per_step"], 524'288);
+  EXPECT_TRUE(j["fits"].is_boolean());
+}
+
+TEST_F(Cli, EstimateBreakdownAddsUpToTheStepTime) {
+  const Outcome r = run({"estimate", kShipped, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  double sum = 0;
+  for (const auto& [key, part] : j.at("breakdown_s").items()) {
+    EXPECT_GE(part.get<double>(), 0.0) << key;
+    sum += part.get<double>();
+  }
+  const double step = j.at("step_time_s").get<double>();
+  ASSERT_GT(step, 0.0);
+  // interfaces.md: the parts add up to step_time_s; six doubles summed in another order
+  // differ by a few ulps at most.
+  EXPECT_LE(std::abs(sum - step), 1e-9 * step) << "sum " << sum << " step " << step;
+}
+
+// ---------------------------------------------------------------------------------------
+// Determinism.
+
+TEST_F(Cli, EstimateJsonIsByteIdenticalAcrossRuns) {
+  const Outcome a = run({"estimate", kShipped, "--json"});
+  const Outcome b = run({"estimate", kShipped, "--json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_FALSE(a.out.empty());
+  EXPECT_EQ(a.out, b.out);
+}
+
+// The same document with every object's keys in reverse order.
+nlohmann::ordered_json reversed_keys(const nlohmann::ordered_json& v) {
+  if (v.is_object()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    std::vector<std::string> keys;
+    for (const auto& [k, _] : v.items()) keys.push_back(k);
+    for (auto it = keys.rbegin(); it != keys.rend(); ++it) out[*it] = reversed_keys(v.at(*it));
+    return out;
+  }
+  if (v.is_array()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& e : v) out.push_back(reversed_keys(e));
+    return out;
+  }
+  return v;
+}
+
+TEST_F(Cli, EstimateJsonDoesNotDependOnKeyOrder) {
+  const auto original = nlohmann::ordered_json::parse(read_file(kShipped), nullptr,
+                                                      /*allow_exceptions=*/true,
+                                                      /*ignore_comments=*/true);
+  const auto permuted = reversed_keys(original);
+  // The permutation is real: "format" comes first in the shipped file and last here.
+  ASSERT_EQ(original.begin().key(), "format");
+  ASSERT_EQ(std::prev(permuted.end()).key(), "format");
+  const std::string path = write("permuted.json", permuted.dump(2));
+  const Outcome a = run({"estimate", kShipped, "--json"});
+  const Outcome b = run({"estimate", path, "--json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+}  // namespace

@@ -1,0 +1,189 @@
+#include "simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/lower.h"
+#include "stepcast/models/report.h"
+#include "stepcast/models/scenario.h"
+#include "stepcast/models/timeline.h"
+#include "stepcast/sim/analysis.h"
+#include "stepcast/sim/backend.h"
+#include "stepcast/sim/engine.h"
+
+namespace stepcast::cli {
+
+namespace {
+
+struct Simulated {
+  Program program;
+  sim::SimOutput out;
+  sim::SimSummary summary;
+};
+
+Simulated run_simulation(const Scenario& s, bool full, int steps) {
+  Simulated r;
+  r.program = lower(s);
+  sim::AnalyticBackend backend(s.cluster);
+  sim::EngineOptions opt;
+  opt.full = full;
+  opt.steps = steps;
+  r.out = sim::simulate(r.program, backend, opt);
+  if (!r.out.deadlock) r.summary = sim::analyze(r.program, r.out.timeline);
+  return r;
+}
+
+}  // namespace
+
+int cmd_simulate(const SimulateArgs& a) {
+  auto s = load_scenario_file(a.scenario);
+  if (!s.ok()) {
+    std::fprintf(stderr, "stepcast: error: %s\n", s.error().message.c_str());
+    return 2;
+  }
+  if (a.steps < 1 || a.steps > 10000) {
+    std::fprintf(stderr, "stepcast: error: --steps: %d is out of range (1 to 10000)\n", a.steps);
+    return 2;
+  }
+  const Simulated r = run_simulation(*s, a.full, a.steps);
+  if (!a.trace.empty()) {
+    std::ofstream f(a.trace, std::ios::binary);
+    f << chrome_trace_json(r.program, r.out.timeline);
+    if (!f) {
+      std::fprintf(stderr, "stepcast: error: --trace: cannot write %s\n", a.trace.c_str());
+      return 2;
+    }
+  }
+  if (r.out.deadlock) {
+    std::fprintf(stderr, "stepcast: %s\n", r.out.deadlock_report.c_str());
+    return 1;
+  }
+  std::cout << (a.json ? sim::simulate_report_json(*s, r.program, r.summary, a.full, a.steps)
+                       : sim::simulate_report_text(*s, r.program, r.summary, a.full, a.steps));
+  return 0;
+}
+
+namespace {
+
+const nlohmann::json* lookup(const nlohmann::json& j, const std::string& dotted) {
+  const nlohmann::json* cur = &j;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+    if (dot == std::string::npos) return cur;
+    start = dot + 1;
+  }
+}
+
+std::string show(const nlohmann::json& v) {
+  if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
+  return v.dump();
+}
+
+bool equal(const nlohmann::json& want, const nlohmann::json& got) {
+  if (want.is_number() && got.is_number()) {
+    const double a = want.get<double>(), b = got.get<double>();
+    return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(a));
+  }
+  return want == got;
+}
+
+// One expectation: returns "" when met, else why not.
+std::string check_one(const std::string& key, const nlohmann::json& want, const nlohmann::json& report) {
+  const nlohmann::json* got = lookup(report, key);
+  if (!got) return fmt::format("{}: not in the report", key);
+  if (want.is_object()) {
+    const double x = got->get<double>();
+    const bool lo_ok = !want.contains("min") || x >= want["min"].get<double>();
+    const bool hi_ok = !want.contains("max") || x <= want["max"].get<double>();
+    if (lo_ok && hi_ok) return "";
+    return fmt::format("{} = {} not in [{}, {}]", key, show(*got), want.contains("min") ? show(want["min"]) : "-inf",
+                       want.contains("max") ? show(want["max"]) : "inf");
+  }
+  if (want.is_array()) {
+    for (const auto& w : want) {
+      if (equal(w, *got)) return "";
+    }
+    return fmt::format("{} = {} not one of {}", key, show(*got), want.dump());
+  }
+  if (equal(want, *got)) return "";
+  return fmt::format("{} = {}, expected {}", key, show(*got), show(want));
+}
+
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(p, ec)) {
+        if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path().string());
+      }
+    } else {
+      files.push_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  int passed = 0, failed = 0, errors = 0;
+  for (const std::string& f : files) {
+    auto s = load_scenario_file(f);
+    if (!s.ok()) {
+      std::cout << "ERROR " << s.error().message << "\n";
+      ++errors;
+      continue;
+    }
+    if (s->expect_json.empty()) {
+      std::cout << "PASS  " << f << " (no expectations)\n";
+      ++passed;
+      continue;
+    }
+    const Simulated r = run_simulation(*s, false, 1);
+    if (r.out.deadlock) {
+      std::cout << "FAIL  " << f << ": " << r.out.deadlock_report << "\n";
+      ++failed;
+      continue;
+    }
+    nlohmann::json report = nlohmann::json::parse(sim::simulate_report_json(*s, r.program, r.summary, false, 1));
+    // Fields only the closed form reports (e.g. params_active, hfu) come from it.
+    const nlohmann::json closed = nlohmann::json::parse(estimate_report_json(*s, estimate(*s)));
+    for (auto it = closed.begin(); it != closed.end(); ++it) {
+      if (!report.contains(it.key())) report[it.key()] = it.value();
+    }
+    const nlohmann::json expect = nlohmann::json::parse(s->expect_json);
+    std::vector<std::string> misses, met;
+    for (auto it = expect.begin(); it != expect.end(); ++it) {
+      const std::string why = check_one(it.key(), it.value(), report);
+      if (why.empty()) met.push_back(fmt::format("{} {}", it.key(), show(*lookup(report, it.key()))));
+      else misses.push_back(why);
+    }
+    if (misses.empty()) {
+      std::string m;
+      for (std::size_t i = 0; i < met.size(); ++i) m += (i ? ", " : "") + met[i];
+      std::cout << "PASS  " << f << " (" << m << ")\n";
+      ++passed;
+    } else {
+      std::string m;
+      for (std::size_t i = 0; i < misses.size(); ++i) m += (i ? "; " : "") + misses[i];
+      std::cout << "FAIL  " << f << ": " << m << "\n";
+      ++failed;
+    }
+  }
+  std::cout << fmt::format("{} passed, {} failed", passed, failed + errors) << "\n";
+  if (errors > 0) return 2;
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace stepcast::cli

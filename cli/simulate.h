@@ -1,0 +1,21 @@
+// `stepcast simulate` and `stepcast check`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stepcast::cli {
+
+struct SimulateArgs {
+  std::string scenario;
+  bool json = false;
+  std::string trace;
+  bool full = false;
+  int steps = 1;
+};
+int cmd_simulate(const SimulateArgs& args);
+
+// Runs every scenario's `expect` block (files, or folders searched for *.json).
+int cmd_check(const std::vector<std::string>& paths);
+
+}  // namespace stepcast::cli
