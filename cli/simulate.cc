@@ -29,13 +29,14 @@ struct Simulated {
   sim::SimSummary summary;
 };
 
-Simulated run_simulation(const Scenario& s, bool full, int steps) {
+Simulated run_simulation(const Scenario& s, bool full, int steps, bool record_memory) {
   Simulated r;
   r.program = lower(s);
   sim::AnalyticBackend backend(s.cluster);
   sim::EngineOptions opt;
   opt.full = full;
   opt.steps = steps;
+  opt.record_memory = record_memory;
   r.out = sim::simulate(r.program, backend, opt);
   if (!r.out.deadlock) r.summary = sim::analyze(r.program, r.out.timeline);
   return r;
@@ -53,7 +54,7 @@ int cmd_simulate(const SimulateArgs& a) {
     std::fprintf(stderr, "stepcast: error: --steps: %d is out of range (1 to 10000)\n", a.steps);
     return 2;
   }
-  const Simulated r = run_simulation(*s, a.full, a.steps);
+  const Simulated r = run_simulation(*s, a.full, a.steps, !a.trace.empty());
   if (!a.trace.empty()) {
     std::ofstream f(a.trace, std::ios::binary);
     f << chrome_trace_json(r.program, r.out.timeline);
@@ -150,7 +151,7 @@ int cmd_check(const std::vector<std::string>& paths) {
       ++passed;
       continue;
     }
-    const Simulated r = run_simulation(*s, false, 1);
+    const Simulated r = run_simulation(*s, false, 1, false);
     if (r.out.deadlock) {
       std::cout << "FAIL  " << f << ": " << r.out.deadlock_report << "\n";
       ++failed;

@@ -313,8 +313,18 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
   const double peak = peak_flops(c.gpu, p.precision) * static_cast<double>(e.world);
   e.mfu = e.model_flops_per_step / (e.step_time_s * peak);
-  e.hardware_flops_per_step = hw_flops;
-  e.hfu = hw_flops / (e.step_time_s * peak);
+  e.executed_flops_per_step = hw_flops;
+  // HFU (PaLM, Korthikanti): model FLOPs plus the recomputation the plan requests, in the
+  // same full-square convention as MFU, so HFU >= MFU.
+  {
+    const TokenFlops tf = token_flops(m, w.seq_len);
+    const double layers_fwd = tf.forward - tf.logits;
+    double extra = 0;
+    if (p.recompute == Recompute::kFull) extra = layers_fwd;
+    else if (p.recompute == Recompute::kSelective && !p.flash_attention) extra = m.num_layers * tf.attention_core;
+    e.hardware_flops_per_step = e.model_flops_per_step + extra * static_cast<double>(e.tokens_per_step);
+  }
+  e.hfu = e.hardware_flops_per_step / (e.step_time_s * peak);
 
   // The worst rank's memory.
   for (int s = 0; s < p.pp; ++s) {

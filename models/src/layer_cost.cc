@@ -83,8 +83,11 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     }
     ffn_inner += e.top_k * Fe;
   }
-  // Core attention, causal: each query sees (s+1)/2 keys on average (CP balanced).
-  lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * (seq + 1) / 2;
+  // Core attention. FlashAttention-class kernels skip fully masked tiles: each query sees
+  // (s+1)/2 keys on average (CP balanced). Without them (fused softmax) the matmuls
+  // compute the whole s x s square.
+  const double keys = p.flash_attention ? (seq + 1) / 2 : seq;
+  lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * keys;
   lc.attn_core_s = lc.attn_core_flops / (gpu.attention_efficiency * peak_flops(gpu, Precision::kBf16));
   if (!p.flash_attention) {
     // Scores written, read by softmax, probabilities written and read by .V.

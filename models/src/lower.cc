@@ -318,6 +318,21 @@ class StageBuilder {
     double bucket_dense = 0, bucket_expert = 0;
     std::uint32_t bucket_n = 0;
     if (last_mb && k == chunks_ - 1) bucket_dense += extra_params_last();
+    // FSDP: the reduce-scatter of a layer's gradients is issued after the next layer's
+    // prefetch gather. The DP stream runs in program order, so a reduce-scatter placed
+    // before that gather would hold it until the layer's backward is done: no prefetch.
+    // (PyTorch FSDP issues the backward prefetch in the pre-backward hook, before the
+    // post-backward reduce-scatter.)
+    int rs_layer = -1;
+    std::uint32_t rs_after = kNone;
+    auto flush_fsdp_rs = [&] {
+      if (rs_after == kNone) return;
+      const LayerRankParams& lp = is_moe(rs_layer) ? layer_moe_ : layer_dense_;
+      dp_ops_.push_back(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
+                                       (lp.dense + lp.expert) * p_.grad_bytes, rs_layer, mb),
+                            fmt::format("fsdp.rs mb{} L{}", mb, rs_layer), {rs_after}));
+      rs_after = kNone;
+    };
     for (int i = n - 1; i >= 0; --i) {
       const int layer = first + i;
       const bool moe = is_moe(layer);
@@ -325,6 +340,7 @@ class StageBuilder {
       const int idx = n - 1 - i;
       if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
         gather = fsdp_gather(layer, mb, 'B', idx >= 2 ? done[static_cast<std::size_t>(idx - 2)] : kNone);
+        flush_fsdp_rs();
       }
       std::uint32_t full_alloc = kNone;
       if (p_.recompute == Recompute::kFull) {
@@ -352,10 +368,8 @@ class StageBuilder {
       x = memory(false, act, fmt::format("free act mb{} L{}", mb, layer), x);
       if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", mb, layer), x);
       if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
-        dp_ops_.push_back(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
-                                         (lp.dense + lp.expert) * p_.grad_bytes, layer, mb),
-                              fmt::format("fsdp.rs mb{} L{}", mb, layer), {x}));
+        rs_layer = layer;
+        rs_after = x;
       } else if (last_mb && p_.overlap_grad_reduce) {
         const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
         bucket_dense += lp.dense;
@@ -367,6 +381,7 @@ class StageBuilder {
         }
       }
     }
+    flush_fsdp_rs();
     if (k == 0) {
       x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", mb), x);
     } else {

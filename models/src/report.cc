@@ -65,6 +65,7 @@ std::string estimate_report_json(const Scenario& s, const Estimate& e) {
   j["tokens_per_step"] = e.tokens_per_step;
   j["model_flops_per_step"] = e.model_flops_per_step;
   j["hardware_flops_per_step"] = e.hardware_flops_per_step;
+  j["executed_flops_per_step"] = e.executed_flops_per_step;
   j["step_time_s"] = e.step_time_s;
   j["tokens_per_s"] = e.tokens_per_s;
   j["mfu"] = e.mfu;
@@ -130,8 +131,10 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   line(fmt::format("  tokens per step       {} ({} x {})", e.tokens_per_step, p.global_batch, s.workload.seq_len));
   line(fmt::format("  model FLOPs per step  {:.4g}  ({:.4g} per token)", e.model_flops_per_step,
                    e.model_flops_per_step / static_cast<double>(e.tokens_per_step)));
-  line(fmt::format("  executed FLOPs        {:.4g}  (recomputation, causal attention kernels)",
+  line(fmt::format("  hardware FLOPs        {:.4g}  (model FLOPs + requested recomputation; for HFU)",
                    e.hardware_flops_per_step));
+  line(fmt::format("  executed FLOPs        {:.4g}  (as the kernels run: causal attention, FlashAttention backward)",
+                   e.executed_flops_per_step));
   line("");
   line(fmt::format("Memory per GPU (worst rank: pipeline stage {})", e.memory.stage));
   auto mem = [&](const char* name, double b) { line(fmt::format("  {:<12}{:>10.2f} GiB", name, b / kGiB)); };

@@ -21,6 +21,7 @@ using detail::ObjectReader;
 namespace {
 
 constexpr int kMaxDepth = 64;
+constexpr std::int64_t kMaxGlobalBatch = 1'000'000'000;  // sequences per step
 
 // Fields of the report that "expect" may name (reference/interfaces.md).
 const std::vector<std::string>& expectable_fields() {
@@ -109,7 +110,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.virtual_stages, r.integer("virtual_stages", 1, 1000));
   set(p.microbatch, r.integer("microbatch", 1, kMaxPar));
   const bool gb_given = r.has("global_batch");
-  set(p.global_batch, r.integer("global_batch", 1, 1'000'000'000));
+  set(p.global_batch, r.integer("global_batch", 1, kMaxGlobalBatch));
   set(p.zero, r.integer("zero", 0, 3));
   if (auto s = r.choice("recompute", {"none", "selective", "full"})) {
     p.recompute = *s == "none" ? Recompute::kNone
@@ -432,7 +433,16 @@ Result<Scenario> parse_scenario(std::string_view text) {
     }
     p.dp = static_cast<int>(s.cluster.world() / inner);
   }
-  if (p.global_batch < 0) p.global_batch = std::int64_t{p.microbatch} * p.dp;
+  if (p.global_batch < 0) {
+    // The same bound as a given global_batch: it keeps tokens per step (x seq_len <= 1e8)
+    // far from int64 overflow.
+    p.global_batch = std::int64_t{p.microbatch} * p.dp;
+    if (p.global_batch > kMaxGlobalBatch) {
+      return Error{fmt::format("plan.global_batch: not given, and microbatch x dp = {} x {} = {} "
+                               "is out of range (1 to {})",
+                               p.microbatch, p.dp, p.global_batch, kMaxGlobalBatch)};
+    }
+  }
   if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
   auto errors = layout_errors(s.model, s.cluster, p, s.workload);
   if (!errors.empty()) return Error{one_per_line(errors)};

@@ -1,5 +1,7 @@
 #include "spec_json.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace stepcast::detail {
@@ -16,6 +18,37 @@ constexpr double kMaxGBps = 1e6;
 template <typename T, typename U>
 void set(T& field, const std::optional<U>& v) {
   if (v) field = static_cast<T>(*v);
+}
+
+// Each size is bounded on its own, but their products are not: 100000 layers of
+// h = 10^7 would be 10^20 parameters, past int64 in count_params. The loader rejects
+// models above kMaxParams (1000 x the largest model trained so far), checked in double
+// with every term of cost-models.md section 1.1 taken at its largest (dense and MoE FFN,
+// and MHA and MLA projections, all at once), so the bound is above the exact count.
+constexpr double kMaxParams = 1e15;
+double params_upper_bound(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double a = m.num_attention_heads, g = m.num_kv_heads;
+  const double d = static_cast<double>(m.head_dim);
+  double layer = 2 * h * a * d + 2 * h * g * d + (a + 2 * g) * d + 5 * h;  // Q, O, K, V, biases, norms
+  layer += m.ffn_matrices * h * static_cast<double>(m.ffn_hidden_size) +
+           static_cast<double>(m.ffn_hidden_size);
+  if (m.moe) {
+    const double f = static_cast<double>(
+        std::max(m.moe->expert_ffn_hidden_size, m.moe->shared_expert_ffn_hidden_size));
+    const double experts = static_cast<double>(m.moe->num_experts) + m.moe->num_shared_experts;
+    layer += experts * (m.ffn_matrices * h * f + f + h) + 2 * h * m.moe->num_experts;
+  }
+  if (m.mla) {
+    const double q = static_cast<double>(m.mla->q_lora_rank);
+    const double kv = static_cast<double>(m.mla->kv_lora_rank);
+    const double dn = static_cast<double>(m.mla->qk_nope_head_dim);
+    const double dr = static_cast<double>(m.mla->qk_rope_head_dim);
+    const double dv = static_cast<double>(m.mla->v_head_dim);
+    layer += (h + a * (dn + dr)) * (q + h) + h * (kv + dr) + kv * a * (dn + dv) + a * dv * h + q + kv;
+  }
+  const double vocab = static_cast<double>(m.vocab_size);
+  return m.num_layers * layer + 2 * vocab * h + static_cast<double>(m.max_seq_len) * h + h;
 }
 }  // namespace
 
@@ -176,6 +209,11 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
   if (m.train_seq_len > m.max_seq_len) {
     r.diag().add(r.path_of("train_seq_len"),
                  fmt::format("{} exceeds max_seq_len ({})", m.train_seq_len, m.max_seq_len));
+  }
+  if (const double n = params_upper_bound(m); n > kMaxParams) {
+    r.diag().add(r.path(), fmt::format("about {:.2g} parameters, more than the {:g} stepcast "
+                                       "supports",
+                                       n, kMaxParams));
   }
   return m;
 }

@@ -112,6 +112,7 @@ struct PendingP2p {
   bool sent = false, received = false;
   SimTime send_post, recv_post;
   std::uint32_t send_rank = 0, send_op = 0, recv_rank = 0, recv_op = 0;
+  int send_step = 0;
 };
 
 class Engine {
@@ -150,6 +151,8 @@ class Engine {
     st.mem = program_.roles[static_cast<std::size_t>(st.stage)].static_bytes;
     ranks_.push_back(std::move(st));
     RankTimeline tl;
+    tl.spans.reserve(program_.roles[static_cast<std::size_t>(ranks_.back().stage)].ops.size() *
+                     static_cast<std::size_t>(opt_.steps));
     tl.rank = rank;
     tl.stage = ranks_.back().stage;
     tl.peak_bytes = ranks_.back().mem;
@@ -187,7 +190,7 @@ class Engine {
         RankTimeline& tl = timelines_[r];
         tl.peak_bytes = std::max(tl.peak_bytes, st.mem);
         if (opt_.record_memory) tl.memory.push_back({now, st.mem});
-        push(r, i, now, now, now);
+        finish_op(r, i, now, now, now, /*record=*/false);  // instantaneous: no event
         break;
       }
       case OpKind::kCollective: arrive(r, i, now); break;
@@ -225,15 +228,17 @@ class Engine {
 
   void post_send(std::uint32_t r, std::uint32_t i, SimTime now) {
     const Op& op = role(r).ops[i];
-    // The send does not block its stream: it completes for its rank at once.
-    push(r, i, now, now, now);
+    // The send does not block its stream: it completes for its rank at once (its span,
+    // the transfer, is recorded when the matching recv is posted).
     const P2pKey key = p2p_key(r, op, true);
     PendingP2p& p = p2ps_[key];
     p.sent = true;
     p.send_post = now;
     p.send_rank = r;
     p.send_op = i;
+    p.send_step = ranks_[r].step;
     if (p.received) match(key, p);
+    finish_op(r, i, now, now, now, /*record=*/false);
   }
 
   void post_recv(std::uint32_t r, std::uint32_t i, SimTime now) {
@@ -253,24 +258,28 @@ class Engine {
     const SimTime d = index_[static_cast<std::size_t>(ranks_[r].stage)].duration[p.recv_op];
     push(r, p.recv_op, begin + d, p.recv_post, begin);
     // The sender's span shows the transfer (its stream was not blocked).
-    Span s{p.send_post, begin, begin + d, p.send_op, static_cast<std::uint16_t>(ranks_[p.send_rank].step),
+    Span s{p.send_post, begin, begin + d, p.send_op, static_cast<std::uint16_t>(p.send_step),
            role(p.send_rank).ops[p.send_op].stream};
     send_spans_.push_back({p.send_rank, s});
     p2ps_.erase(key);
   }
 
   void complete(const Event& e) {
+    finish_op(e.rank, e.op, SimTime::from_ns(e.time), e.post, e.begin, /*record=*/true);
+  }
+
+  // Marks op `i` of sim rank `r` done at `now` and starts the ops it releases, in
+  // dependents order (deterministic).
+  void finish_op(std::uint32_t r, std::uint32_t i, SimTime now, SimTime post, SimTime begin, bool record) {
     ++events_;
-    const std::uint32_t r = e.rank;
     RankState& st = ranks_[r];
     const RoleTemplate& rl = role(r);
-    const Op& op = rl.ops[e.op];
-    const SimTime now = SimTime::from_ns(e.time);
-    if (op.kind != OpKind::kSend) {
-      timelines_[r].spans.push_back(Span{e.post, e.begin, now, e.op, static_cast<std::uint16_t>(st.step), op.stream});
+    const Op& op = rl.ops[i];
+    if (record) {
+      timelines_[r].spans.push_back(Span{post, begin, now, i, static_cast<std::uint16_t>(st.step), op.stream});
     }
     const TemplateIndex& ix = index_[static_cast<std::size_t>(st.stage)];
-    for (std::uint32_t k = ix.dep_begin[e.op]; k < ix.dep_begin[e.op + 1]; ++k) {
+    for (std::uint32_t k = ix.dep_begin[i]; k < ix.dep_begin[i + 1]; ++k) {
       const std::uint32_t d = ix.dependents[k];
       if (--st.remaining[d] == 0) start(r, d, now);
     }

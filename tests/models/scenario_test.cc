@@ -332,6 +332,26 @@ TEST(ScenarioErrors, UnsignedSeedAboveInt64IsOutOfRange) {
             "seed: 18446744073709551615 is out of range (0 to 9223372036854775807)");
 }
 
+TEST(ScenarioErrors, DerivedGlobalBatchHasTheSameRangeAsAGivenOne) {
+  // dp = 1000000 nodes x 1024 GPUs = 1024000000; x microbatch 1000000 = 1.024e15 sequences,
+  // whose tokens per step would overflow int64 at seq_len 16384.
+  EXPECT_EQ(load_error(scenario(R"("llama3-8b")",
+                                R"({"preset": "dgx-h100", "nodes": 1000000, "gpus_per_node": 1024})",
+                                R"({"tp": 1, "microbatch": 1000000})")),
+            "plan.global_batch: not given, and microbatch x dp = 1000000 x 1024000000 = "
+            "1024000000000000 is out of range (1 to 1000000000)");
+}
+
+TEST(ScenarioErrors, AbsurdModelIsRejectedBeforeItsParameterCountOverflows) {
+  // Every size within its own range, but per layer Q, K, V, O = 4 x h x a x d_h = 4e12
+  // and the FFN 3 x h x F = 3e12: 100000 layers hold about 7e17 parameters.
+  const std::string model = R"({"num_layers": 100000, "hidden_size": 1000000,
+      "num_attention_heads": 1000, "ffn_hidden_size": 1000000, "vocab_size": 1000,
+      "max_seq_len": 1000})";
+  EXPECT_EQ(load_error(scenario(model, R"("dgx-h100")", R"({"tp": 8})")),
+            "model: about 7e+17 parameters, more than the 1e+15 stepcast supports");
+}
+
 TEST(ScenarioErrors, UnknownScheduleListsTheChoices) {
   EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "1f1")"
                                      R"(})")),

@@ -68,7 +68,8 @@ struct Estimate {
   std::int64_t microbatches = 0;        // per pipeline per step (m)
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;      // MFU convention (compute.h kMfuConvention)
-  double hardware_flops_per_step = 0;   // executed, incl. recomputation, causal kernels
+  double hardware_flops_per_step = 0;   // model FLOPs + requested recomputation (HFU, same convention)
+  double executed_flops_per_step = 0;   // what the kernels run: causal attention, FlashAttention backward
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
