@@ -265,13 +265,21 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       const GroupShape gd = group_shape(static_cast<int>(nd), p.tp, gpn);
       const int nde = static_cast<int>(nd) / p.ep;
       const GroupShape ge = group_shape(std::max(nde, 1), p.tp * p.ep, gpn);
-      auto sync = [&](const GroupShape& g, double params) {
+      // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
+      // input embedding): it cannot overlap any backward compute.
+      const int first_layer = chunk_first_layer(m.num_layers, p.pp * p.virtual_stages, s);
+      const bool first_moe = m.moe && first_layer >= m.moe->num_dense_layers;
+      const LayerRankParams lp0 = layer_rank_params(m, p, first_moe);
+      const ParamCounts pc = count_params(m);
+      const double extras0 = s == 0 ? static_cast<double>(pc.embedding_input) / p.tp + pc.position_embedding : 0.0;
+      auto sync = [&](const GroupShape& g, double params, double last_params) {
         if (params <= 0 || g.ranks <= 1) return 0.0;
         const double grad_bytes = params * p.grad_bytes;
         double t_grad = p.zero == 0 ? collective_cost(c, CollKind::kAllReduce, g, grad_bytes).time_s
                                     : collective_cost(c, CollKind::kReduceScatter, g, grad_bytes).time_s;
         if (p.overlap_grad_reduce) {
-          const double bucket = std::min(grad_bytes, p.ddp_bucket_MiB * 1024 * 1024);
+          const double bucket =
+              std::min(grad_bytes, std::max(p.ddp_bucket_MiB * 1024 * 1024, last_params * p.grad_bytes));
           const double t_bucket =
               p.zero == 0 ? collective_cost(c, CollKind::kAllReduce, g, bucket).time_s
                           : collective_cost(c, CollKind::kReduceScatter, g, bucket).time_s;
@@ -284,7 +292,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
         }
         return t_grad + t_param;
       };
-      dp_time = sync(gd, rp.dense) + sync(ge, rp.expert);
+      dp_time = sync(gd, rp.dense, lp0.dense + extras0) + sync(ge, rp.expert, lp0.expert);
     }
     // Stage s ends its last backward about s backward passes before stage 0 (1F1B drain).
     const double slack = s * st.backward / p.virtual_stages;

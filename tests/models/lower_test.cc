@@ -1,1 +1,406 @@
-// lower tests
+// lower(): the Program IR of one training step. Pipeline orders written out by hand
+// (Megatron-LM's 1F1B and interleaved 1F1B), and structural invariants every Program must
+// keep: sends matched by recvs, memory balanced, the number of TP / EP collectives per
+// layer and microbatch, and gradient buckets that cover exactly the stage's gradients.
+#include "stepcast/models/lower.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "stepcast/models/params.h"
+#include "stepcast/models/presets.h"
+
+namespace stepcast {
+namespace {
+
+const ClusterSpec& dgx_h100() { return builtin_presets().clusters.at("dgx-h100"); }
+const ModelSpec& preset_model(const char* name) { return builtin_presets().models.at(name); }
+
+// "F3" / "B0" (chunk 0) or "F3c1" (chunk 1) per step: the schedule as one readable string.
+std::string order(const std::vector<ScheduleStep>& steps, bool with_chunks) {
+  std::string out;
+  for (const ScheduleStep& s : steps) {
+    if (!out.empty()) out += ' ';
+    out += (s.forward ? "F" : "B") + std::to_string(s.microbatch);
+    if (with_chunks) out += "c" + std::to_string(s.chunk);
+  }
+  return out;
+}
+
+Plan pipeline(Schedule s, int pp, int v, std::int64_t m) {
+  Plan p;
+  p.pp = pp;
+  p.schedule = s;
+  p.virtual_stages = v;
+  p.global_batch = m;  // microbatch 1, dp 1: m = global_batch
+  return p;
+}
+
+TEST(PipelineSchedule, OneFOneBStageZeroWarmsUpWithPMinus1Forwards) {
+  // p = 4, m = 8, stage 0: min(p - 0 - 1, m) = 3 warm-up forwards, then 5 forward/backward
+  // pairs (F3 B0 ... F7 B4), then the 3 cool-down backwards.
+  EXPECT_EQ(order(pipeline_schedule(pipeline(Schedule::kOneFOneB, 4, 1, 8), 0), false),
+            "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+}
+
+TEST(PipelineSchedule, OneFOneBLastStageAlternatesFromTheStart) {
+  // p = 4, m = 8, stage 3: min(4 - 3 - 1, 8) = 0 warm-up forwards: F and B alternate.
+  EXPECT_EQ(order(pipeline_schedule(pipeline(Schedule::kOneFOneB, 4, 1, 8), 3), false),
+            "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
+}
+
+TEST(PipelineSchedule, GpipeRunsAllForwardsThenAllBackwards) {
+  EXPECT_EQ(order(pipeline_schedule(pipeline(Schedule::kGpipe, 4, 1, 4), 2), false),
+            "F0 F1 F2 F3 B0 B1 B2 B3");
+}
+
+TEST(PipelineSchedule, InterleavedFollowsMegatronChunkOrder) {
+  // p = 2, v = 2, m = 4: 8 chunk-microbatches per stage. Megatron-LM: the k-th forward
+  // runs chunk (k / p) mod v on microbatch (k / (p v)) p + k mod p; the k-th backward runs
+  // chunk v - 1 - (k / p) mod v. Forwards:  (0,c0) (1,c0) (0,c1) (1,c1) (2,c0) (3,c0) (2,c1) (3,c1);
+  // backwards: (0,c1) (1,c1) (0,c0) (1,c0) (2,c1) (3,c1) (2,c0) (3,c0).
+  const Plan p = pipeline(Schedule::kInterleaved, 2, 2, 4);
+  // Stage 0: warm-up min(2(p - 0 - 1) + (v - 1) p, m v) = min(2 + 2, 8) = 4 forwards,
+  // then 4 forward/backward pairs, then 4 backwards.
+  EXPECT_EQ(order(pipeline_schedule(p, 0), true),
+            "F0c0 F1c0 F0c1 F1c1 "
+            "F2c0 B0c1 F3c0 B1c1 F2c1 B0c0 F3c1 B1c0 "
+            "B2c1 B3c1 B2c0 B3c0");
+  // Stage 1: warm-up min(0 + 2, 8) = 2 forwards, 6 pairs, 2 backwards.
+  EXPECT_EQ(order(pipeline_schedule(p, 1), true),
+            "F0c0 F1c0 "
+            "F0c1 B0c1 F1c1 B1c1 F2c0 B0c0 F3c0 B1c0 F2c1 B2c1 F3c1 B3c1 "
+            "B2c0 B3c0");
+}
+
+// --- structure of lowered Programs ---------------------------------------------------
+
+struct Layout {
+  const char* label;
+  ModelSpec model;
+  ClusterSpec cluster;
+  Plan plan;
+  Workload workload;
+};
+
+ClusterSpec nodes(int n) {
+  ClusterSpec c = dgx_h100();
+  c.nodes = n;
+  return c;
+}
+
+Plan base_plan(int tp, int pp, int dp, std::int64_t global_batch) {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.global_batch = global_batch;
+  return p;
+}
+
+// Layouts covering every schedule, ZeRO stage 3, full recomputation, CP and EP. Each
+// passes layout_errors() (checked below), as lower() requires.
+std::vector<Layout> layouts() {
+  std::vector<Layout> out;
+  const Workload w{2048, 0, 0};
+  {
+    Plan p = base_plan(2, 4, 2, 16);
+    p.sequence_parallel = true;
+    p.zero = 1;
+    out.push_back({"1f1b tp2 pp4 dp2 sp zero1", preset_model("llama3-8b"), nodes(2), p, w});
+  }
+  {
+    Plan p = base_plan(2, 4, 1, 8);
+    p.schedule = Schedule::kGpipe;
+    p.recompute = Recompute::kFull;
+    out.push_back({"gpipe tp2 pp4 full recompute", preset_model("llama3-8b"), nodes(1), p, w});
+  }
+  {
+    Plan p = base_plan(1, 4, 2, 16);
+    p.schedule = Schedule::kInterleaved;
+    p.virtual_stages = 2;
+    p.overlap_grad_reduce = true;
+    out.push_back({"interleaved pp4 v2 dp2", preset_model("llama3-8b"), nodes(1), p, w});
+  }
+  {
+    Plan p = base_plan(1, 2, 4, 8);
+    p.zero = 3;
+    out.push_back({"zero3 pp2 dp4", preset_model("llama3-8b"), nodes(1), p, w});
+  }
+  {
+    Plan p = base_plan(2, 2, 1, 4);
+    p.cp = 2;
+    p.overlap_grad_reduce = false;
+    out.push_back({"cp2 tp2 pp2 no overlap", preset_model("llama3-8b"), nodes(1), p, w});
+  }
+  {
+    Plan p = base_plan(1, 2, 4, 8);
+    p.ep = 4;
+    p.recompute = Recompute::kFull;
+    out.push_back({"moe ep4 pp2 dp4 full recompute", preset_model("mixtral-8x7b"), nodes(1), p, w});
+  }
+  return out;
+}
+
+TEST(Lower, TestLayoutsAreValid) {
+  for (const Layout& l : layouts()) {
+    EXPECT_TRUE(layout_errors(l.model, l.cluster, l.plan, l.workload).empty()) << l.label;
+  }
+}
+
+TEST(Lower, EverySendHasOneMatchingRecvAndViceVersa) {
+  // A send of stage s to stage t with tag x is received by stage t's recv from s with tag
+  // x: the multisets of (from, to, tag) of sends and of recvs are equal, and no key
+  // repeats (one transfer per tag).
+  for (const Layout& l : layouts()) {
+    const Program prog = lower(l.model, l.cluster, l.plan, l.workload);
+    std::map<std::tuple<int, int, std::uint32_t>, int> sends, recvs;
+    for (const RoleTemplate& r : prog.roles) {
+      for (const Op& op : r.ops) {
+        if (op.kind == OpKind::kSend) ++sends[{r.stage, op.peer_stage, op.tag}];
+        if (op.kind == OpKind::kRecv) ++recvs[{op.peer_stage, r.stage, op.tag}];
+      }
+    }
+    EXPECT_EQ(sends, recvs) << l.label;
+    for (const auto& [key, n] : sends) EXPECT_EQ(n, 1) << l.label;
+    // Per boundary and microbatch one activation forward and one gradient backward
+    // (2 per model-chunk boundary): 2 m (p v - 1) transfers in all.
+    const std::int64_t m = l.plan.accumulation();
+    EXPECT_EQ(static_cast<std::int64_t>(sends.size()),
+              2 * m * (l.plan.pp * l.plan.virtual_stages - 1))
+        << l.label;
+  }
+}
+
+TEST(Lower, EveryAllocIsFreedWithinTheStep) {
+  // Each stage's allocations and frees balance to zero over the step: the sizes freed are
+  // exactly the sizes allocated (as multisets, so also their sums).
+  for (const Layout& l : layouts()) {
+    const Program prog = lower(l.model, l.cluster, l.plan, l.workload);
+    for (const RoleTemplate& r : prog.roles) {
+      std::vector<double> allocs, frees;
+      for (const Op& op : r.ops) {
+        if (op.kind == OpKind::kAlloc) allocs.push_back(op.bytes);
+        if (op.kind == OpKind::kFree) frees.push_back(op.bytes);
+      }
+      std::sort(allocs.begin(), allocs.end());
+      std::sort(frees.begin(), frees.end());
+      EXPECT_FALSE(allocs.empty()) << l.label << " stage " << r.stage;
+      EXPECT_EQ(allocs, frees) << l.label << " stage " << r.stage;
+      double balance = 0;
+      for (std::size_t i = 0; i < allocs.size(); ++i) balance += allocs[i] - frees[i];
+      EXPECT_EQ(balance, 0.0) << l.label << " stage " << r.stage;
+    }
+  }
+}
+
+TEST(Lower, DependenciesPointToEarlierOpsOfTheSameTemplate) {
+  // lower() emits ops in a valid program order: every dependency precedes its op.
+  for (const Layout& l : layouts()) {
+    const Program prog = lower(l.model, l.cluster, l.plan, l.workload);
+    for (const RoleTemplate& r : prog.roles) {
+      for (std::uint32_t i = 0; i < r.ops.size(); ++i) {
+        const Op& op = r.ops[i];
+        for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+          EXPECT_LT(r.deps[op.dep_begin + k], i) << l.label << " " << prog.names[op.name];
+        }
+      }
+    }
+  }
+}
+
+// Collectives of `group` per (layer, microbatch) and pass letter (the name's second word:
+// F forward, B backward, R recomputation).
+std::map<std::tuple<int, int, char>, int> collectives_per_layer(const Program& prog, GroupKind group) {
+  std::map<std::tuple<int, int, char>, int> n;
+  for (const RoleTemplate& r : prog.roles) {
+    for (const Op& op : r.ops) {
+      if (op.kind != OpKind::kCollective || op.group != group) continue;
+      const std::string& name = prog.names[op.name];
+      const char pass = name[name.find(' ') + 1];
+      ++n[{op.layer, op.microbatch, pass}];
+    }
+  }
+  return n;
+}
+
+TEST(Lower, TensorParallelHasTwoAllReducesPerPassWithoutSp) {
+  // Megatron: forward all-reduces after the attention output projection and the FFN down
+  // projection; backward after the QKV and FFN up projections' input gradients. So 2 per
+  // pass per layer per microbatch, and a fully recomputed forward repeats its 2.
+  Plan p = base_plan(2, 2, 1, 4);
+  const ModelSpec& m = preset_model("llama3-8b");
+  const Workload w{2048, 0, 0};
+  for (const Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+    p.recompute = rc;
+    const Program prog = lower(m, nodes(1), p, w);
+    const auto n = collectives_per_layer(prog, GroupKind::kTp);
+    // 32 layers x 4 microbatches x (2 or 3) passes.
+    EXPECT_EQ(n.size(), 32u * 4 * (rc == Recompute::kFull ? 3 : 2));
+    for (const auto& [key, count] : n) {
+      EXPECT_EQ(count, 2) << "layer " << std::get<0>(key) << " mb " << std::get<1>(key) << " pass "
+                          << std::get<2>(key);
+    }
+    for (const RoleTemplate& r : prog.roles) {
+      for (const Op& op : r.ops) {
+        if (op.group == GroupKind::kTp && op.kind == OpKind::kCollective) {
+          EXPECT_EQ(op.coll, CollKind::kAllReduce);
+        }
+      }
+    }
+  }
+}
+
+TEST(Lower, TensorParallelHasFourCollectivesPerPassWithSp) {
+  // Sequence parallelism replaces each all-reduce by an all-gather before the block and a
+  // reduce-scatter after it: 2 blocks x 2 = 4 per pass, half of each kind.
+  Plan p = base_plan(2, 2, 1, 4);
+  p.sequence_parallel = true;
+  const Program prog = lower(preset_model("llama3-8b"), nodes(1), p, Workload{2048, 0, 0});
+  const auto n = collectives_per_layer(prog, GroupKind::kTp);
+  EXPECT_EQ(n.size(), 32u * 4 * 2);
+  for (const auto& [key, count] : n) EXPECT_EQ(count, 4);
+  int ag = 0, rs = 0;
+  for (const RoleTemplate& r : prog.roles) {
+    for (const Op& op : r.ops) {
+      if (op.kind != OpKind::kCollective || op.group != GroupKind::kTp) continue;
+      ag += op.coll == CollKind::kAllGather;
+      rs += op.coll == CollKind::kReduceScatter;
+    }
+  }
+  EXPECT_EQ(ag, 32 * 4 * 2 * 2);
+  EXPECT_EQ(rs, 32 * 4 * 2 * 2);
+}
+
+TEST(Lower, ExpertParallelHasFourAllToAllsPerMoeLayerAndSixWithFullRecompute) {
+  // Dispatch and combine per pass: forward 2, backward 2 (the gradients travel back), a
+  // recomputed forward 2 more. Dense layers (the first one here) have none.
+  ModelSpec m = preset_model("mixtral-8x7b");
+  m.moe->num_dense_layers = 1;
+  Plan p = base_plan(1, 2, 4, 8);
+  p.ep = 4;
+  for (const Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+    p.recompute = rc;
+    const Program prog = lower(m, nodes(1), p, Workload{2048, 0, 0});
+    std::map<std::pair<int, int>, int> per_layer;
+    for (const RoleTemplate& r : prog.roles) {
+      for (const Op& op : r.ops) {
+        if (op.kind != OpKind::kCollective || op.group != GroupKind::kEp) continue;
+        EXPECT_EQ(op.coll, CollKind::kAllToAll);
+        ++per_layer[{op.layer, op.microbatch}];
+      }
+    }
+    // 31 MoE layers x 2 microbatches per rank (8 / dp 4).
+    EXPECT_EQ(per_layer.size(), 31u * 2);
+    for (const auto& [key, count] : per_layer) {
+      EXPECT_GE(key.first, 1) << "dense layer 0 has no all-to-all";
+      EXPECT_EQ(count, rc == Recompute::kFull ? 6 : 4) << "layer " << key.first;
+    }
+  }
+}
+
+// Bytes of the data-parallel gradient reductions of one stage: the bucketed (or single)
+// all-reduces / reduce-scatters over the DP group (dense) and the expert-DP group.
+struct GradBytes {
+  double dense = 0, expert = 0;
+};
+GradBytes gradient_reduction_bytes(const Program& prog, int stage) {
+  GradBytes g;
+  for (const Op& op : prog.roles[static_cast<std::size_t>(stage)].ops) {
+    if (op.kind != OpKind::kCollective || op.comm != CommClass::kDp) continue;
+    if (op.coll != CollKind::kAllReduce && op.coll != CollKind::kReduceScatter) continue;
+    (op.group == GroupKind::kEdp ? g.expert : g.dense) += op.bytes;
+  }
+  return g;
+}
+
+TEST(Lower, GradientBucketsAddUpToTheStageGradients) {
+  // The buckets of the last backward (or the single reduction without overlap, or the
+  // per-layer FSDP reduce-scatters of every microbatch) cover each gradient exactly once
+  // per reduction: dense bytes = rank_params(stage).dense x grad_bytes (embedding on
+  // stage 0, output layer and final norm on the last), expert bytes likewise.
+  const Workload w{2048, 0, 0};
+  struct Case {
+    const char* label;
+    ModelSpec model;
+    Plan plan;
+  };
+  std::vector<Case> cases;
+  {
+    Plan p = base_plan(2, 2, 1, 8);  // dp 1 but cp 2: the DP group is dp x cp = 2
+    p.cp = 2;
+    cases.push_back({"ddp overlapped, cp2", preset_model("llama3-8b"), p});
+    p.overlap_grad_reduce = false;
+    cases.push_back({"ddp one reduction, cp2", preset_model("llama3-8b"), p});
+  }
+  {
+    Plan p = base_plan(1, 2, 4, 8);
+    p.schedule = Schedule::kInterleaved;
+    p.virtual_stages = 2;
+    p.zero = 2;
+    p.ddp_bucket_MiB = 5;  // many buckets per chunk
+    cases.push_back({"interleaved zero2 small buckets", preset_model("llama3-8b"), p});
+    ModelSpec tied = preset_model("llama3-8b");
+    tied.tied_embeddings = true;
+    cases.push_back({"interleaved zero2 tied embeddings", tied, p});
+  }
+  {
+    Plan p = base_plan(1, 2, 4, 8);
+    p.ep = 2;
+    cases.push_back({"moe ep2 dense and expert buckets", preset_model("mixtral-8x7b"), p});
+  }
+  for (const Case& c : cases) {
+    ASSERT_TRUE(layout_errors(c.model, nodes(1), c.plan, w).empty()) << c.label;
+    const Program prog = lower(c.model, nodes(1), c.plan, w);
+    for (int s = 0; s < c.plan.pp; ++s) {
+      const RankParams rp = rank_params(c.model, c.plan, s);
+      const GradBytes g = gradient_reduction_bytes(prog, s);
+      ASSERT_GT(rp.dense, 0);
+      EXPECT_DOUBLE_EQ(g.dense, rp.dense * c.plan.grad_bytes) << c.label << " stage " << s;
+      EXPECT_DOUBLE_EQ(g.expert, rp.expert * c.plan.grad_bytes) << c.label << " stage " << s;
+    }
+  }
+  // FSDP reduces every microbatch's gradients layer by layer: m x the layers' bytes
+  // (the embedding and output layer are outside the per-layer units).
+  Plan p = base_plan(1, 2, 4, 8);
+  p.zero = 3;
+  const ModelSpec& m = preset_model("llama3-8b");
+  const Program prog = lower(m, nodes(1), p, w);
+  const LayerRankParams lp = layer_rank_params(m, p, false);
+  for (int s = 0; s < 2; ++s) {
+    const GradBytes g = gradient_reduction_bytes(prog, s);
+    // 16 layers per stage, m = 8 / 4 = 2 microbatches.
+    EXPECT_DOUBLE_EQ(g.dense, 2.0 * 16 * lp.dense * p.grad_bytes) << "stage " << s;
+  }
+}
+
+TEST(Lower, FsdpBackwardPrefetchGatherPrecedesThePreviousLayersReduceScatter) {
+  // The DP stream runs in program order. With at most two gathered layers, the backward
+  // gather of layer i - 1 must come before the reduce-scatter of layer i on that stream,
+  // or it waits for layer i's whole backward (no prefetch). Stage 1 (layers 16..31),
+  // first backward (microbatch 0): ag L31, ag L30, rs L31, ag L29, rs L30, ...
+  Plan p = base_plan(1, 2, 4, 8);
+  p.zero = 3;
+  const Program prog = lower(preset_model("llama3-8b"), nodes(1), p, Workload{2048, 0, 0});
+  std::vector<std::string> dp_stream;
+  for (const Op& op : prog.roles[1].ops) {
+    const std::string& name = prog.names[op.name];
+    if (op.stream == Stream::kDp && name.find(" B mb0 ") != std::string::npos) dp_stream.push_back(name);
+    if (op.stream == Stream::kDp && name.rfind("fsdp.rs mb0 ", 0) == 0) dp_stream.push_back(name);
+  }
+  ASSERT_GE(dp_stream.size(), 6u);
+  const std::vector<std::string> first6(dp_stream.begin(), dp_stream.begin() + 6);
+  EXPECT_EQ(first6, (std::vector<std::string>{"fsdp.ag B mb0 L31", "fsdp.ag B mb0 L30", "fsdp.rs mb0 L31",
+                                              "fsdp.ag B mb0 L29", "fsdp.rs mb0 L30", "fsdp.ag B mb0 L28"}));
+  EXPECT_EQ(dp_stream.back(), "fsdp.rs mb0 L16");
+  EXPECT_EQ(dp_stream.size(), 32u);  // 16 gathers and 16 reduce-scatters
+}
+
+}  // namespace
+}  // namespace stepcast
