@@ -151,6 +151,8 @@ std::string simulate_report_json(const Scenario& s, const Program& program, cons
   j["step_times_s"] = sum.step_times_s;
   j["tokens_per_s"] = static_cast<double>(program.tokens_per_step) / sum.step_time_s;
   j["mfu"] = program.model_flops_per_step / (sum.step_time_s * world * program.peak_flops_per_gpu);
+  // HFU: model FLOPs plus the requested recomputation (estimate.h), over the simulated step.
+  j["hfu"] = estimate(s).hardware_flops_per_step / (sum.step_time_s * world * program.peak_flops_per_gpu);
   j["mfu_convention"] = kMfuConvention;
   j["critical_rank"] = c.rank;
   j["breakdown_s"] = {{"compute", c.compute}, {"exposed_comm", c.exposed_comm()}, {"bubble", c.bubble},
