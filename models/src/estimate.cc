@@ -8,6 +8,7 @@
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/layer_cost.h"
+#include "stepcast/models/program.h"
 
 namespace stepcast {
 
@@ -204,13 +205,13 @@ StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan
     // Activation forward and gradient backward per chunk boundary; 1/t each with SP.
     const double S = T * static_cast<double>(m.hidden_size) * kActBytes /
                      (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
-    const int stride = p.tp * p.cp * p.dp;
+    const int stride = Placement::of(p, gpn).group_stride(GroupKind::kPp);
     const GroupShape g = group_shape(2, stride, gpn);
     const double one = collective_cost(c, CollKind::kSendRecv, g, S).time_s;
     st.pp = 2.0 * p.virtual_stages * one;
   }
   if (p.zero >= 3 && p.dp * p.cp > 1) {
-    const GroupShape g = group_shape(p.dp * p.cp, p.tp, gpn);
+    const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;
     const double ag = collective_cost(c, CollKind::kAllGather, g, params * kWeightBytes).time_s;
     const double rs = collective_cost(c, CollKind::kReduceScatter, g, params * p.grad_bytes).time_s;
@@ -262,9 +263,10 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     // Data-parallel gradient synchronisation and optimizer after the last backward.
     double dp_time = 0;
     if (p.zero < 3 && nd > 1) {
-      const GroupShape gd = group_shape(static_cast<int>(nd), p.tp, gpn);
+      const Placement pl = Placement::of(p, gpn);
+      const GroupShape gd = group_shape(static_cast<int>(nd), pl.group_stride(GroupKind::kDp), gpn);
       const int nde = static_cast<int>(nd) / p.ep;
-      const GroupShape ge = group_shape(std::max(nde, 1), p.tp * p.ep, gpn);
+      const GroupShape ge = group_shape(std::max(nde, 1), pl.group_stride(GroupKind::kEdp), gpn);
       // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
       // input embedding): it cannot overlap any backward compute.
       const int first_layer = chunk_first_layer(m.num_layers, p.pp * p.virtual_stages, s);
@@ -339,9 +341,9 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     MemoryBreakdown mem = stage_memory(m, c, p, w, s);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
   }
-  if (p.tp > c.gpus_per_node) {
-    e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs",
-                                  p.tp, (p.tp + c.gpus_per_node - 1) / c.gpus_per_node));
+  if (const GroupShape tg = group_shape(p.tp, Placement::of(p, gpn).group_stride(GroupKind::kTp), gpn);
+      tg.nodes > 1) {
+    e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));
   }
   if (!e.memory.fits) {
     e.notes.push_back(fmt::format(

@@ -5,6 +5,7 @@
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/params.h"
+#include "stepcast/models/program.h"
 
 namespace stepcast {
 
@@ -117,12 +118,13 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                      bool moe, const LayerCost& lc) {
   LayerComm out;
   const int gpn = c.gpus_per_node;
+  const Placement pl = Placement::of(p, gpn);
   const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
   const double h = static_cast<double>(m.hidden_size);
   const bool sp = p.sequence_parallel && p.tp > 1;
   const double recompute_factor = p.recompute == Recompute::kFull ? 3.0 : 2.0;  // passes
   if (p.tp > 1) {
-    const GroupShape g = group_shape(p.tp, 1, gpn);
+    const GroupShape g = group_shape(p.tp, pl.group_stride(GroupKind::kTp), gpn);
     out.tp_bytes = T * h * kActBytes;
     out.tp_allreduce_s = collective_cost(c, CollKind::kAllReduce, g, out.tp_bytes).time_s;
     out.tp_allgather_s = collective_cost(c, CollKind::kAllGather, g, out.tp_bytes).time_s;
@@ -135,7 +137,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   if (p.cp > 1) {
     // Ring attention: cp-1 exchanges with a neighbour, overlapped with the attention of
     // the local chunks: exposed = (cp-1) * max(0, step - core/cp) per pass.
-    const GroupShape g = group_shape(p.cp, p.tp, gpn);
+    const GroupShape g = group_shape(p.cp, pl.group_stride(GroupKind::kCp), gpn);
     const GroupShape pair{2, g.nodes > 1 ? 1 : 2, g.nodes > 1 ? 2 : 1};
     const HeadDims d = head_dims(m);
     out.cp_step_bytes = T * kv_heads_per_rank(m, p) * (d.qk + d.v) * kActBytes;
@@ -148,7 +150,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.cp_exposed_s = fwd + bwd + (p.recompute == Recompute::kFull ? fwd : 0.0);
   }
   if (moe && p.ep > 1) {
-    const GroupShape g = group_shape(p.ep, p.tp, gpn);
+    const GroupShape g = group_shape(p.ep, pl.group_stride(GroupKind::kEp), gpn);
     const double tokens = sp ? T / p.tp : T;
     out.ep_bytes = tokens * m.moe->top_k * h * kActBytes;
     out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;

@@ -490,7 +490,7 @@ class StageBuilder {
 
 Program lower(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
   Program prog;
-  prog.placement = Placement{p.tp, p.cp, p.dp, p.pp, p.ep, c.gpus_per_node};
+  prog.placement = Placement::of(p, c.gpus_per_node);
   prog.roles.resize(static_cast<std::size_t>(p.pp));
   prog.tokens_per_step = p.global_batch * w.seq_len;
   prog.model_flops_per_step = token_flops(m, w.seq_len).training * static_cast<double>(prog.tokens_per_step);

@@ -57,18 +57,29 @@ const char* to_string(Stream s) {
   return "?";
 }
 
-Coords Placement::coords(int rank) const {
-  Coords c;
-  c.t = rank % tp;
-  rank /= tp;
-  c.c = rank % cp;
-  rank /= cp;
-  c.d = rank % dp;
-  c.p = rank / dp;
-  return c;
+int Placement::stride(int dim) const {
+  const int size[4] = {tp, cp, dp, pp};
+  int st = 1;
+  for (int d : order) {
+    if (d == dim) return st;
+    st *= size[d];
+  }
+  return st;
 }
 
-int Placement::rank(const Coords& c) const { return c.t + tp * (c.c + cp * (c.d + dp * c.p)); }
+Coords Placement::coords(int r) const {
+  const int size[4] = {tp, cp, dp, pp};
+  int v[4] = {};
+  for (int d : order) {
+    v[d] = r % size[d];
+    r /= size[d];
+  }
+  return Coords{v[0], v[1], v[2], v[3]};
+}
+
+int Placement::rank(const Coords& c) const {
+  return c.t * stride(0) + c.c * stride(1) + c.d * stride(2) + c.p * stride(3);
+}
 
 int Placement::group_size(GroupKind g) const {
   switch (g) {
@@ -84,12 +95,12 @@ int Placement::group_size(GroupKind g) const {
 
 int Placement::group_stride(GroupKind g) const {
   switch (g) {
-    case GroupKind::kTp: return 1;
-    case GroupKind::kCp: return tp;
-    case GroupKind::kEp: return tp;
-    case GroupKind::kDp: return tp;
-    case GroupKind::kEdp: return tp * ep;
-    case GroupKind::kPp: return tp * cp * dp;
+    case GroupKind::kTp: return stride(0);
+    case GroupKind::kCp: return stride(1);
+    case GroupKind::kEp: return data_stride();
+    case GroupKind::kDp: return data_stride();
+    case GroupKind::kEdp: return data_stride() * ep;
+    case GroupKind::kPp: return stride(3);
   }
   return 1;
 }
@@ -100,28 +111,23 @@ int Placement::group_member(GroupKind g, int r, int i) const {
 
 int Placement::group_root(GroupKind g, int r) const {
   const Coords c = coords(r);
-  const int dc = c.c + cp * c.d;  // flattened cp x dp index
+  // Flattened data index: cp and dp are adjacent, the inner one first.
+  const int f = stride(1) < stride(2) ? c.c + cp * c.d : c.d + dp * c.c;
+  const int fs = data_stride();
   switch (g) {
-    case GroupKind::kTp: return r - c.t;
-    case GroupKind::kCp: return rank({c.t, 0, c.d, c.p});
-    case GroupKind::kDp: return rank({c.t, 0, 0, c.p});
-    case GroupKind::kEp: {
-      const int first = dc - dc % ep;
-      return c.t + tp * (first + cp * dp * c.p);
-    }
-    case GroupKind::kEdp: {
-      const int first = dc % ep;
-      return c.t + tp * (first + cp * dp * c.p);
-    }
-    case GroupKind::kPp: return rank({c.t, c.c, c.d, 0});
+    case GroupKind::kTp: return r - c.t * stride(0);
+    case GroupKind::kCp: return r - c.c * stride(1);
+    case GroupKind::kDp: return r - f * fs;
+    case GroupKind::kEp: return r - (f % ep) * fs;
+    case GroupKind::kEdp: return r - (f - f % ep) * fs;
+    case GroupKind::kPp: return r - c.p * stride(3);
   }
   return r;
 }
 
 int Placement::stage_peer(int r, int stage) const {
-  Coords c = coords(r);
-  c.p = stage;
-  return rank(c);
+  const Coords c = coords(r);
+  return r + (stage - c.p) * stride(3);
 }
 
 std::uint32_t Program::intern(std::string name) {

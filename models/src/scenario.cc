@@ -130,6 +130,40 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.overlap_grad_reduce, r.boolean("overlap_grad_reduce"));
   set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
+  if (auto order = r.string("placement")) {
+    // "tp-cp-ep-dp-pp": dimensions innermost first; "ep" may appear (it is carved out of
+    // cp x dp) but places nothing; cp and dp must be adjacent.
+    std::array<int, 4> dims{};
+    int n = 0;
+    bool seen[4] = {};
+    std::string bad;
+    std::size_t start = 0;
+    while (start <= order->size()) {
+      const std::size_t dash = order->find('-', start);
+      const std::string tok = order->substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+      const int d = tok == "tp" ? 0 : tok == "cp" ? 1 : tok == "dp" ? 2 : tok == "pp" ? 3 : tok == "ep" ? -1 : -2;
+      if (d == -2 || (d >= 0 && seen[d])) {
+        bad = tok;
+        break;
+      }
+      if (d >= 0) {
+        seen[d] = true;
+        dims[static_cast<std::size_t>(n++)] = d;
+      }
+      if (dash == std::string::npos) break;
+      start = dash + 1;
+    }
+    const auto pos = [&](int d) { return std::find(dims.begin(), dims.end(), d) - dims.begin(); };
+    if (!bad.empty() || n != 4) {
+      r.diag().add(r.path_of("placement"),
+                   "\"" + detail::printable(*order) +
+                       "\" must name tp, cp, dp and pp once each, innermost first, e.g. \"tp-cp-ep-dp-pp\"");
+    } else if (std::abs(pos(1) - pos(2)) != 1) {
+      r.diag().add(r.path_of("placement"), "\"" + *order + "\": cp and dp must be adjacent (data-parallel and expert groups span both)");
+    } else {
+      p.placement = dims;
+    }
+  }
   r.finish();
   if (!gb_given) p.global_batch = -1;  // resolved once dp is known
 }

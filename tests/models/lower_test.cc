@@ -8,13 +8,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <array>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
+#include "stepcast/models/program.h"
+#include "stepcast/models/scenario.h"
 
 namespace stepcast {
 namespace {
@@ -404,3 +408,67 @@ TEST(Lower, FsdpBackwardPrefetchGatherPrecedesThePreviousLayersReduceScatter) {
 
 }  // namespace
 }  // namespace stepcast
+
+// --- Placement orders (Plan::placement) ------------------------------------------------
+
+namespace {
+
+stepcast::Placement placement(int tp, int cp, int dp, int pp, int ep, std::array<int, 4> order) {
+  stepcast::Placement pl{tp, cp, dp, pp, ep, 8, order};
+  return pl;
+}
+
+}  // namespace
+
+// Every order is a bijection between ranks and coordinates, and group members share the
+// coordinates their group does not span.
+TEST(Placement, EveryOrderIsABijectionAndGroupsHoldTheRightRanks) {
+  const std::array<std::array<int, 4>, 4> orders = {{{0, 1, 2, 3}, {1, 2, 0, 3}, {3, 0, 2, 1}, {2, 1, 3, 0}}};
+  for (const auto& order : orders) {
+    const stepcast::Placement pl = placement(2, 2, 4, 3, 4, order);
+    std::vector<int> seen(static_cast<std::size_t>(pl.world()), 0);
+    for (int r = 0; r < pl.world(); ++r) {
+      const stepcast::Coords c = pl.coords(r);
+      ASSERT_EQ(pl.rank(c), r);
+      ++seen[static_cast<std::size_t>(r)];
+      // TP group: same c, d, p; t = 0..tp-1 in ascending order.
+      for (int i = 0; i < pl.tp; ++i) {
+        const stepcast::Coords m = pl.coords(pl.group_member(stepcast::GroupKind::kTp, r, i));
+        EXPECT_EQ(m.t, i);
+        EXPECT_EQ(m.c, c.c);
+        EXPECT_EQ(m.d, c.d);
+        EXPECT_EQ(m.p, c.p);
+      }
+      // DP group (cp x dp): same t and p, all cp*dp data coordinates exactly once.
+      std::set<std::pair<int, int>> data;
+      for (int i = 0; i < pl.group_size(stepcast::GroupKind::kDp); ++i) {
+        const stepcast::Coords m = pl.coords(pl.group_member(stepcast::GroupKind::kDp, r, i));
+        EXPECT_EQ(m.t, c.t);
+        EXPECT_EQ(m.p, c.p);
+        data.insert({m.c, m.d});
+      }
+      EXPECT_EQ(data.size(), static_cast<std::size_t>(pl.cp * pl.dp));
+      // EP groups partition the DP group; the rank is a member of its own EP group.
+      bool found = false;
+      for (int i = 0; i < pl.ep; ++i) found |= pl.group_member(stepcast::GroupKind::kEp, r, i) == r;
+      EXPECT_TRUE(found);
+      EXPECT_EQ(pl.coords(pl.stage_peer(r, 2)).p, 2);
+    }
+  }
+}
+
+TEST(Placement, LoaderRejectsOrdersThatAreNotPermutationsOrSplitCpFromDp) {
+  const std::string head = R"({"model":"llama3-8b","cluster":"dgx-h100","plan":{"tp":2,"dp":4,"placement":)";
+  auto r = stepcast::parse_scenario(head + R"("tp-dp-pp"}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "plan.placement: \"tp-dp-pp\" must name tp, cp, dp and pp once each, innermost first, e.g. "
+            "\"tp-cp-ep-dp-pp\"");
+  r = stepcast::parse_scenario(head + R"("cp-tp-dp-pp"}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "plan.placement: \"cp-tp-dp-pp\": cp and dp must be adjacent (data-parallel and expert groups span both)");
+  r = stepcast::parse_scenario(head + R"("dp-ep-cp-tp-pp"}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->plan.placement, (std::array<int, 4>{2, 1, 0, 3}));
+}

@@ -4,6 +4,8 @@
 // coordinates (Placement). Built by lower() (lower.h).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,9 +61,10 @@ struct RoleTemplate {
   double static_bytes = 0;  // memory allocated before the step (weights, grads, optimizer, buffers)
 };
 
-// Rank coordinates. Order tp-cp-ep-dp-pp with TP innermost:
-// rank = t + T*(c + C*(d + D*p)); the flattened (c + C*d) index is split into EP groups of
-// E consecutive values (expert parallelism is carved out of dp x cp).
+// Rank coordinates. Default order tp-cp-ep-dp-pp with TP innermost:
+// rank = t + T*(c + C*(d + D*p)); `order` (Plan::placement) permutes the four dimensions,
+// innermost first, with cp and dp adjacent. The flattened cp x dp index (in their order) is
+// split into EP groups of E consecutive values (expert parallelism is carved out of dp x cp).
 struct Coords {
   int t = 0, c = 0, d = 0, p = 0;
 };
@@ -69,6 +72,15 @@ struct Coords {
 struct Placement {
   int tp = 1, cp = 1, dp = 1, pp = 1, ep = 1;
   int gpus_per_node = 8;
+  std::array<int, 4> order = {0, 1, 2, 3};  // dimensions t=0, c=1, d=2, p=3, innermost first
+
+  static Placement of(const Plan& plan, int gpus_per_node) {
+    return Placement{plan.tp, plan.cp, plan.dp, plan.pp, plan.ep, gpus_per_node, plan.placement};
+  }
+  // Distance in ranks between neighbours along dimension `dim` (0..3).
+  int stride(int dim) const;
+  // Stride of the flattened cp x dp (data) index.
+  int data_stride() const { return std::min(stride(1), stride(2)); }
 
   int world() const { return tp * cp * dp * pp; }
   Coords coords(int rank) const;

@@ -4,6 +4,7 @@
 // the invariants the loader checks (documented per field below).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -131,6 +132,8 @@ struct Plan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
+  // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
+  std::array<int, 4> placement = {0, 1, 2, 3};
 
   int world() const { return tp * pp * dp * cp; }
   // Gradient-accumulation steps m = global_batch / (microbatch * dp).
