@@ -11,6 +11,7 @@
 #include "stepcast/sim/analysis.h"
 #include "stepcast/sim/backend.h"
 #include "stepcast/sim/engine.h"
+#include "stepcast/sim/run.h"
 
 namespace {
 
@@ -21,21 +22,23 @@ stepcast::Scenario load(const std::string& path) {
 }
 
 const std::string k405b = std::string(STEPCAST_SOURCE_DIR) + "/bench/scenarios/llama3-405b-16384xh100.json";
+const std::string kGpt3Simgrid =
+    std::string(STEPCAST_SOURCE_DIR) + "/bench/scenarios/gpt3-175b-1024xh100-simgrid.json";
 const std::string k70b = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json";
 
 void simulate(benchmark::State& state, const std::string& path, bool full) {
   const stepcast::Scenario s = load(path);
   std::uint64_t events = 0;
   for (auto _ : state) {
-    const stepcast::Program program = stepcast::lower(s);
-    stepcast::sim::AnalyticBackend backend(s.cluster);
-    stepcast::sim::EngineOptions opt;
+    stepcast::sim::RunOptions opt;
     opt.full = full;
-    opt.record_memory = false;
-    const stepcast::sim::SimOutput out = stepcast::sim::simulate(program, backend, opt);
-    const stepcast::sim::SimSummary sum = stepcast::sim::analyze(program, out.timeline);
-    benchmark::DoNotOptimize(sum.step_time_s);
-    events += out.events;
+    auto r = stepcast::sim::run_scenario(s, opt);
+    if (!r.ok()) {
+      state.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->summary.step_time_s);
+    events += r->out.events;
   }
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
@@ -54,3 +57,8 @@ void BM_Simulate_Llama3_405B_16384xH100_Full(benchmark::State& state) { simulate
 BENCHMARK(BM_Simulate_Llama3_405B_16384xH100_Full)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
+
+// Issue 4 target: GPT-3 175B, TP8 PP8 DP16 on 1,024 GPUs, one step with the SimGrid backend
+// (every rank simulated), < 30 s on one core.
+void BM_Simulate_Gpt3_175B_1024xH100_Simgrid(benchmark::State& state) { simulate(state, kGpt3Simgrid, true); }
+BENCHMARK(BM_Simulate_Gpt3_175B_1024xH100_Simgrid)->Unit(benchmark::kSecond)->Iterations(1);

@@ -15,6 +15,7 @@
 #include "stepcast/models/presets.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
+#include "checkpoint.h"
 #include "simulate.h"
 #include "validate.h"
 
@@ -50,6 +51,13 @@ int cmd_presets(bool as_json) {
                           {"nic_Gbps", c.nic_Gbps}, {"nics_per_node", c.nics_per_node},
                           {"source", c.source}};
     }
+    for (const auto& [k, f] : cat.failures) {
+      for (FailureCause cause : kAllFailureCauses) {
+        j["failures"][k]["causes"][failure_cause_name(cause)] = {
+            {"rate_per_unit_h", f.component(cause).rate_per_unit_h}, {"unit", failure_unit_name(cause)}};
+      }
+      j["failures"][k]["source"] = f.source;
+    }
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -76,6 +84,21 @@ int cmd_presets(bool as_json) {
   for (const auto& [k, c] : cat.clusters) {
     std::cout << fmt::format("  {:<11}{:<15}{:>10}{:>16.0f}{:>14}\n", k, c.gpu.name, c.gpus_per_node,
                              c.intra_bandwidth_GBps, fmt::format("{} x {:.0f}", c.nics_per_node, c.nic_Gbps));
+  }
+  std::cout << "\nFailure models (faults.failures: NAME; rates per unit-hour)\n";
+  std::cout << fmt::format("  {:<16}{:>11}{:>11}{:>11}{:>11}{:>11}{:>24}\n", "name", "gpu/GPU", "host/node",
+                           "nic/node", "switch", "sw/node", "job MTBF, 2048x8 GPUs");
+  for (const auto& [k, f] : cat.failures) {
+    ClusterSpec ref;  // the Llama 3 405B job: 2,048 nodes of 8 GPUs
+    ref.nodes = 2048;
+    ref.gpus_per_node = 8;
+    std::cout << fmt::format("  {:<16}{:>11.3g}{:>11.3g}{:>11.3g}{:>11.3g}{:>11.3g}{:>22.2f} h\n", k,
+                             f.component(FailureCause::kGpu).rate_per_unit_h,
+                             f.component(FailureCause::kHost).rate_per_unit_h,
+                             f.component(FailureCause::kNic).rate_per_unit_h,
+                             f.component(FailureCause::kSwitch).rate_per_unit_h,
+                             f.component(FailureCause::kSoftware).rate_per_unit_h,
+                             1.0 / job_failure_rate_per_h(f, ref));
   }
   return kExitOk;
 }
@@ -123,10 +146,23 @@ int run(int argc, char** argv) {
   simc->add_option("--trace", sim_args.trace, "Write a Chrome/Perfetto trace-event JSON file");
   simc->add_flag("--full", sim_args.full, "Simulate every rank (default: one per pipeline stage)");
   simc->add_option("--steps", sim_args.steps, "Training steps to simulate (default 1)");
+  simc->add_option("--network", sim_args.network,
+                   "Network backend: analytic (alpha-beta, each collective alone) or simgrid (flows that contend); "
+                   "default: the scenario's");
 
   std::vector<std::string> check_paths;
   CLI::App* checkc = app.add_subcommand("check", "Run the expect block of every scenario (files or folders)");
   checkc->add_option("PATH", check_paths, "Scenario files or folders")->required();
+
+  stepcast::cli::CheckpointArgs ckpt_args;
+  CLI::App* ckptc = app.add_subcommand(
+      "checkpoint", "Failure-aware checkpoint interval (Young, Daly, simulated), sync vs async, goodput");
+  ckptc->add_option("SCENARIO", ckpt_args.scenario,
+                    "Scenario JSON file with faults.failures and workload.train_tokens")
+      ->required();
+  ckptc->add_flag("--json", ckpt_args.json, "Print the JSON report");
+  ckptc->add_option("--csv", ckpt_args.csv, "Write the interval sweep (goodput curve) as CSV to FILE");
+  ckptc->add_option("--runs", ckpt_args.runs, "Monte Carlo runs per interval (default 64)");
 
   try {
     app.parse(argc, argv);
@@ -153,6 +189,7 @@ int run(int argc, char** argv) {
   }
   if (simc->parsed()) return stepcast::cli::cmd_simulate(sim_args);
   if (checkc->parsed()) return stepcast::cli::cmd_check(check_paths);
+  if (ckptc->parsed()) return stepcast::cli::cmd_checkpoint(ckpt_args);
   if (presets->parsed()) return cmd_presets(presets_json);
   if (est->parsed()) return cmd_estimate(estimate_path, estimate_json);
   if (val->parsed()) return stepcast::cli::cmd_validate(validate_path, validate_json, validate_scenarios);

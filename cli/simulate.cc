@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/lower.h"
 #include "stepcast/models/report.h"
@@ -18,28 +19,22 @@
 #include "stepcast/sim/analysis.h"
 #include "stepcast/sim/backend.h"
 #include "stepcast/sim/engine.h"
+#include "stepcast/sim/run.h"
 
 namespace stepcast::cli {
 
 namespace {
 
-struct Simulated {
-  Program program;
-  sim::SimOutput out;
-  sim::SimSummary summary;
-};
+using Simulated = sim::RunResult;
 
-Simulated run_simulation(const Scenario& s, bool full, int steps, bool record_memory) {
-  Simulated r;
-  r.program = lower(s);
-  sim::AnalyticBackend backend(s.cluster);
-  sim::EngineOptions opt;
-  opt.full = full;
-  opt.steps = steps;
-  opt.record_memory = record_memory;
-  r.out = sim::simulate(r.program, backend, opt);
-  if (!r.out.deadlock) r.summary = sim::analyze(r.program, r.out.timeline);
-  return r;
+Result<Simulated> run_simulation(const Scenario& s, bool full, int steps, bool record_memory,
+                                 const std::string& network = "") {
+  sim::RunOptions o;
+  o.full = full;
+  o.steps = steps;
+  o.record_memory = record_memory;
+  o.network = network;
+  return sim::run_scenario(s, o);
 }
 
 }  // namespace
@@ -54,7 +49,13 @@ int cmd_simulate(const SimulateArgs& a) {
     std::fprintf(stderr, "stepcast: error: --steps: %d is out of range (1 to 10000)\n", a.steps);
     return 2;
   }
-  const Simulated r = run_simulation(*s, a.full, a.steps, !a.trace.empty());
+  const auto run = run_simulation(*s, a.full, a.steps, !a.trace.empty(), a.network);
+  if (!run.ok()) {
+    std::fprintf(stderr, "stepcast: error: %s\n", run.error().message.c_str());
+    return 2;
+  }
+  const Simulated& r = *run;
+  if (!r.note.empty()) std::fprintf(stderr, "stepcast: note: %s\n", r.note.c_str());
   if (!a.trace.empty()) {
     std::ofstream f(a.trace, std::ios::binary);
     f << chrome_trace_json(r.program, r.out.timeline);
@@ -67,8 +68,8 @@ int cmd_simulate(const SimulateArgs& a) {
     std::fprintf(stderr, "stepcast: %s\n", r.out.deadlock_report.c_str());
     return 1;
   }
-  std::cout << (a.json ? sim::simulate_report_json(*s, r.program, r.summary, a.full, a.steps)
-                       : sim::simulate_report_text(*s, r.program, r.summary, a.full, a.steps));
+  std::cout << (a.json ? sim::simulate_report_json(*s, r.program, r.summary, r.full, a.steps)
+                       : sim::simulate_report_text(*s, r.program, r.summary, r.full, a.steps));
   return 0;
 }
 
@@ -151,7 +152,13 @@ int cmd_check(const std::vector<std::string>& paths) {
       ++passed;
       continue;
     }
-    const Simulated r = run_simulation(*s, false, 1, false);
+    const auto run = run_simulation(*s, false, 1, false);
+    if (!run.ok()) {
+      std::cout << "ERROR " << f << ": " << run.error().message << "\n";
+      ++errors;
+      continue;
+    }
+    const Simulated& r = *run;
     if (r.out.deadlock) {
       std::cout << "FAIL  " << f << ": " << r.out.deadlock_report << "\n";
       ++failed;
@@ -162,6 +169,17 @@ int cmd_check(const std::vector<std::string>& paths) {
     const nlohmann::json closed = nlohmann::json::parse(estimate_report_json(*s, estimate(*s)));
     for (auto it = closed.begin(); it != closed.end(); ++it) {
       if (!report.contains(it.key())) report[it.key()] = it.value();
+    }
+    // With a failure model: the campaign fields (goodput, job_mtbf_h, ...) of
+    // `stepcast checkpoint` at the simulated step time.
+    if (s->faults.failures) {
+      auto campaign = campaign_report_fields(*s, report["step_time_s"].get<double>());
+      if (!campaign.ok()) {
+        std::cout << "ERROR " << f << ": " << campaign.error().message << "\n";
+        ++errors;
+        continue;
+      }
+      for (auto it = campaign->begin(); it != campaign->end(); ++it) report[it.key()] = it.value();
     }
     const nlohmann::json expect = nlohmann::json::parse(s->expect_json);
     std::vector<std::string> misses, met;

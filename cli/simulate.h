@@ -12,6 +12,7 @@ struct SimulateArgs {
   std::string trace;
   bool full = false;
   int steps = 1;
+  std::string network;  // "" = the scenario's
 };
 int cmd_simulate(const SimulateArgs& args);
 

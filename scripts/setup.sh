@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages stepcast needs (idempotent; as root, or through sudo),
 # then configures and builds. Usage:
 #   scripts/setup.sh [--build-dir DIR] [--sanitize] [--all-deps] [-- extra cmake args]
-# --all-deps also installs the optional backends' packages (SimGrid, Eigen, Open MPI, Qt 6).
+# --all-deps also installs the optional backends' packages (Eigen, Open MPI, Qt 6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,10 +21,10 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(cmake ninja-build g++ pkg-config
-          nlohmann-json3-dev libcli11-dev libfmt-dev
+          nlohmann-json3-dev libcli11-dev libfmt-dev libsimgrid-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 if [ "$all_deps" = 1 ]; then
-  packages+=(libsimgrid-dev libeigen3-dev libopenmpi-dev openmpi-bin
+  packages+=(libeigen3-dev libopenmpi-dev openmpi-bin
              qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth)
 fi
 

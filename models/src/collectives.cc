@@ -62,11 +62,10 @@ struct Links {
   double a_nv = 0, a_net = 0;    // seconds per message
 };
 
-Links links(const ClusterSpec& c, const GroupShape& g) {
+Links links(const ClusterSpec& c) {
   Links l;
   l.nv = c.intra_bandwidth_GBps * 1e9 * c.intra_efficiency;
   l.net = c.nic_bytes_per_s_per_gpu() * c.inter_efficiency;
-  if (g.nodes > c.nodes_per_leaf && c.topology != Topology::kSingleSwitch) l.net /= c.oversubscription;
   l.a_nv = c.intra_latency_us * 1e-6;
   l.a_net = c.inter_latency_us * 1e-6;
   return l;
@@ -115,7 +114,7 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
   const int n = g.ranks;
   if (kind != CollKind::kSendRecv && n <= 1) return out;
   if (bytes <= 0) return out;
-  const Links l = links(c, g);
+  const Links l = links(c);
   const double S = bytes;
   auto consider = [&](CollAlgo a, double t) {
     if (algo != CollAlgo::kAuto && algo != a) return;

@@ -77,7 +77,7 @@ class StageBuilder {
 
   void build() {
     std::uint32_t input = kNone;
-    if (stage_ == 0 && w_.input_time_s > 0) {
+    if (stage_ == 0) {  // always present (possibly 0 s): input stalls lengthen it
       Op op = compute(ComputeClass::kInput, SimTime::from_s(w_.input_time_s), 0, 0);
       input = add(op, "input", {});
     }

@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "reliability_json.h"
 #include "spec_json.h"
 
 namespace stepcast::detail {
 extern const char* const kPresetModelsJson;
 extern const char* const kPresetGpusJson;
 extern const char* const kPresetClustersJson;
+extern const char* const kPresetFailuresJson;
 }  // namespace stepcast::detail
 
 namespace stepcast {
@@ -21,6 +23,7 @@ const char* builtin_preset_text(const std::string& name) {
   if (name == "models") return detail::kPresetModelsJson;
   if (name == "gpus") return detail::kPresetGpusJson;
   if (name == "clusters") return detail::kPresetClustersJson;
+  if (name == "failures") return detail::kPresetFailuresJson;
   return nullptr;
 }
 
@@ -52,6 +55,9 @@ PresetCatalog parse_catalog() {
   });
   read_section<ClusterSpec>("clusters", "clusters", cat.clusters, diag, [&](ObjectReader& r) {
     return detail::read_cluster(r, ClusterSpec{}, /*from_preset=*/false, cat.gpus);
+  });
+  read_section<FailureSpec>("failures", "failures", cat.failures, diag, [](ObjectReader& r) {
+    return detail::read_failures(r, FailureSpec{}, /*from_preset=*/false);
   });
   for (auto& [key, model] : cat.models) {
     if (model.family.empty()) model.family = key;

@@ -130,6 +130,16 @@ int Placement::stage_peer(int r, int stage) const {
   return r + (stage - c.p) * stride(3);
 }
 
+std::vector<std::uint32_t> collective_sequence(const RoleTemplate& role) {
+  std::vector<std::uint32_t> seq(role.ops.size(), 0);
+  std::uint32_t per_group[8] = {};
+  for (std::size_t i = 0; i < role.ops.size(); ++i) {
+    const Op& op = role.ops[i];
+    if (op.kind == OpKind::kCollective) seq[i] = ++per_group[static_cast<std::size_t>(op.group)];
+  }
+  return seq;
+}
+
 std::uint32_t Program::intern(std::string name) {
   names.push_back(std::move(name));
   return static_cast<std::uint32_t>(names.size() - 1);

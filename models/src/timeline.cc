@@ -33,6 +33,15 @@ std::string chrome_trace_json(const Program& program, const Timeline& timeline) 
     out += e;
     first = false;
   };
+  // What a reader needs to regroup ranks (stepcast diagnose reads its own traces back).
+  const Placement& pl = program.placement;
+  std::string step_ends;
+  for (SimTime t : timeline.step_end) step_ends += (step_ends.empty() ? "" : ",") + us(t);
+  emit(fmt::format(R"j({{"ph":"M","name":"stepcast","pid":0,"args":{{"format":1,"world":{},"tp":{},"cp":{},"dp":{},"pp":{},"ep":{},"gpus_per_node":{},"order":[{},{},{},{}],"step_end_us":[{}]}}}})j",
+                   pl.world(), pl.tp, pl.cp, pl.dp, pl.pp, pl.ep, pl.gpus_per_node, pl.order[0], pl.order[1],
+                   pl.order[2], pl.order[3], step_ends));
+  std::vector<std::vector<std::uint32_t>> seqs;
+  for (const RoleTemplate& role : program.roles) seqs.push_back(collective_sequence(role));
   for (const RankTimeline& r : timeline.ranks) {
     emit(fmt::format(R"j({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {} (stage {}, node {})"}}}})j",
                      r.rank, r.rank, r.stage, program.placement.node(r.rank)));
@@ -54,8 +63,9 @@ std::string chrome_trace_json(const Program& program, const Timeline& timeline) 
       } else {
         args += fmt::format(R"(,"bytes":{},"wait_us":{})", op.bytes, us(sp.begin - sp.post));
         if (op.kind == OpKind::kCollective) {
-          args += fmt::format(R"(,"group":"{}","collective":"{}")", to_string(op.group),
-                              to_string(op.coll));
+          args += fmt::format(R"j(,"group":"{}","collective":"{}","group_root":{},"seq":{})j", to_string(op.group),
+                              to_string(op.coll), pl.group_root(op.group, r.rank),
+                              seqs[static_cast<std::size_t>(r.stage)][sp.op]);
         }
       }
       // Waiting for peers is drawn as its own slice, then the transfer.

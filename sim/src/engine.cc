@@ -15,6 +15,7 @@ namespace {
 // Per-template data derived once: dependents (CSR), initial dependency counts, roots,
 // durations from the backend.
 struct TemplateIndex {
+  std::vector<std::uint32_t> seq;  // collectives: 1-based sequence number on their group kind
   std::vector<std::uint32_t> dep_begin, dependents;
   std::vector<std::uint32_t> initial;
   std::vector<std::uint32_t> roots;
@@ -27,6 +28,7 @@ TemplateIndex index_template(const Program& program, const RoleTemplate& role,
   const std::size_t n = role.ops.size();
   ix.initial.assign(n, 0);
   ix.duration.resize(n);
+  ix.seq = collective_sequence(role);
   std::vector<std::vector<std::uint32_t>> out(n);
   std::uint32_t last_on_stream[kNumStreams];
   std::fill(std::begin(last_on_stream), std::end(last_on_stream), UINT32_MAX);
@@ -76,6 +78,12 @@ struct RankState {
   int rank = 0;
   int stage = 0;
   int step = 0;
+  bool stopped = false;                 // a crash: starts no further op
+  std::uint32_t stop_op = 0;
+  SimTime stop_time;
+  std::uint32_t last_coll = UINT32_MAX;  // last collective entered (template op) ...
+  int last_coll_step = 0;                // ... in this step
+  bool last_coll_done = false;
   std::uint32_t done = 0;
   double mem = 0;
   std::vector<std::uint32_t> remaining;
@@ -95,6 +103,8 @@ struct CollKeyHash {
 };
 struct PendingColl {
   int arrived = 0;
+  bool mismatch = false;
+  double bytes = 0;  // the first member's size
   SimTime last;
   std::vector<std::pair<std::uint32_t, SimTime>> members;  // (sim rank, arrival)
 };
@@ -120,7 +130,7 @@ struct PendingP2p {
 class Engine {
  public:
   Engine(const Program& program, NetworkBackend& backend, const EngineOptions& opt)
-      : program_(program), opt_(opt) {
+      : program_(program), opt_(opt), flows_(backend.flows()) {
     for (const RoleTemplate& role : program.roles) index_.push_back(index_template(program, role, backend));
     const Placement& pl = program.placement;
     sim_index_.assign(static_cast<std::size_t>(pl.world()), UINT32_MAX);
@@ -132,11 +142,10 @@ class Engine {
   }
 
   SimOutput run() {
-    for (std::uint32_t i = 0; i < ranks_.size(); ++i) start_step(i, SimTime{});
-    while (!queue_.empty()) {
-      const Event e = queue_.top();
-      queue_.pop();
-      complete(e);
+    if (flows_) {
+      flows_->run([this] { loop(); });
+    } else {
+      loop();
     }
     SimOutput out;
     out.events = events_;
@@ -145,6 +154,41 @@ class Engine {
   }
 
  private:
+  void loop() {
+    for (std::uint32_t i = 0; i < ranks_.size(); ++i) start_step(i, SimTime{});
+    std::vector<std::pair<std::uint64_t, SimTime>> done;
+    while (true) {
+      if (flows_ && flows_->busy()) {
+        // Let the network run up to the next engine event, or until transfers end.
+        const SimTime until = queue_.empty() ? SimTime::from_ns(INT64_MAX) : SimTime::from_ns(queue_.top().time);
+        done.clear();
+        flows_->advance(until, done);
+        for (const auto& [handle, end] : done) transfer_done(handle, end);
+        if (!done.empty()) continue;
+      } else if (flows_ && !queue_.empty()) {
+        done.clear();
+        flows_->advance(SimTime::from_ns(queue_.top().time), done);  // moves the network's clock
+      }
+      if (queue_.empty()) break;
+      const Event e = queue_.top();
+      queue_.pop();
+      complete(e);
+    }
+  }
+
+  // A flow-level transfer ended: its ops complete at `end`.
+  void transfer_done(std::uint64_t handle, SimTime end) {
+    auto it = dynamic_.find(handle);
+    const Dynamic d = std::move(it->second);
+    dynamic_.erase(it);
+    for (const auto& [r, op, post] : d.members) {
+      dyn_begin_[key_of(r, op)] = d.begin;
+      queue_.push(Event{end.ns(), seq_++, r, op, post.ns()});
+    }
+  }
+
+  static std::uint64_t key_of(std::uint32_t r, std::uint32_t op) { return (std::uint64_t{r} << 32) | op; }
+
   void add_rank(int rank) {
     RankState st;
     st.rank = rank;
@@ -182,12 +226,22 @@ class Engine {
 
   void start(std::uint32_t r, std::uint32_t i, SimTime now) {
     RankState& st = ranks_[r];
+    if (st.stopped) return;
     const Op& op = role(r).ops[i];
     const TemplateIndex& ix = index_[static_cast<std::size_t>(st.stage)];
+    if (opt_.perturb && opt_.perturb->stops(st.rank, st.step, i, now)) {
+      st.stopped = true;
+      st.stop_op = i;
+      st.stop_time = now;
+      return;
+    }
     switch (op.kind) {
-      case OpKind::kCompute:
-        push(r, i, now + ix.duration[i], now, now);
+      case OpKind::kCompute: {
+        SimTime d = ix.duration[i];
+        if (opt_.perturb) d = opt_.perturb->compute(st.rank, st.step, i, op, d);
+        push(r, i, now + d, now, now);
         break;
+      }
       case OpKind::kAlloc:
       case OpKind::kFree: {
         st.mem += op.kind == OpKind::kAlloc ? op.bytes : -op.bytes;
@@ -203,23 +257,85 @@ class Engine {
     }
   }
 
+  // Hands a complete collective to the flow network; false when it prices it statically.
+  bool start_flows(const Op& op, int any_rank, const std::vector<std::pair<std::uint32_t, SimTime>>& members,
+                   std::uint32_t i, SimTime begin) {
+    if (!flows_) return false;
+    const Placement& pl = program_.placement;
+    const int n = pl.group_size(op.group);
+    const int root = pl.group_root(op.group, any_rank);
+    group_ranks_.resize(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) group_ranks_[static_cast<std::size_t>(k)] = pl.group_member(op.group, root, k);
+    if (!flows_->handles(program_, op, group_ranks_)) return false;
+    const std::uint64_t h = next_handle_++;
+    Dynamic d;
+    d.begin = begin;
+    for (const auto& [m, arrival] : members) d.members.push_back({m, i, arrival});
+    dynamic_.emplace(h, std::move(d));
+    flows_->start(h, program_, op, group_ranks_, begin);
+    return true;
+  }
+
   void arrive(std::uint32_t r, std::uint32_t i, SimTime now) {
-    const RankState& st = ranks_[r];
+    RankState& st = ranks_[r];
     const Op& op = role(r).ops[i];
     const Placement& pl = program_.placement;
     const int expected = opt_.full ? pl.group_size(op.group) : 1;
+    st.last_coll = i;
+    st.last_coll_step = st.step;
+    st.last_coll_done = false;
     if (expected <= 1) {
+      if (flows_ && pl.group_size(op.group) > 1) {
+        const std::vector<std::pair<std::uint32_t, SimTime>> self{{r, now}};
+        if (start_flows(op, st.rank, self, i, now)) return;
+      }
       const SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
       push(r, i, now + d, now, now);
       return;
     }
     const CollKey key{pl.group_root(op.group, st.rank), st.step, i};
     PendingColl& p = colls_[key];
+    const double bytes = opt_.perturb ? opt_.perturb->collective_bytes(st.rank, st.step, i, op) : op.bytes;
+    if (p.arrived == 0) p.bytes = bytes;
+    else if (bytes != p.bytes) p.mismatch = true;
     ++p.arrived;
     p.last = std::max(p.last, now);
     p.members.emplace_back(r, now);
     if (p.arrived < expected) return;
-    const SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
+    if (p.mismatch) {  // members disagree: the collective never completes
+      std::vector<std::pair<int, double>> sizes;
+      for (const auto& [m, arrival] : p.members) {
+        sizes.emplace_back(ranks_[m].rank,
+                           opt_.perturb ? opt_.perturb->collective_bytes(ranks_[m].rank, st.step, i, op) : op.bytes);
+      }
+      std::sort(sizes.begin(), sizes.end());
+      std::map<double, std::vector<int>> by_size;
+      for (const auto& [rk, b] : sizes) by_size[b].push_back(rk);
+      std::string detail;
+      for (const auto& [b, rs] : by_size) {
+        detail += fmt::format("{}{} {} bytes", detail.empty() ? "" : "; ", rank_ranges(rs), b);
+      }
+      mismatches_.push_back(fmt::format("{} #{} '{}' on the {} group of rank {} (step {}): members passed different sizes: {}",
+                                        to_string(op.coll), index_[static_cast<std::size_t>(st.stage)].seq[i],
+                                        program_.names[op.name], to_string(op.group), key.root, st.step, detail));
+      return;  // stays pending: a hang
+    }
+    if (start_flows(op, st.rank, p.members, i, p.last)) {
+      colls_.erase(key);
+      return;
+    }
+    SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
+    if (opt_.perturb) {
+      group_ranks_.resize(static_cast<std::size_t>(pl.group_size(op.group)));
+      for (int k = 0; k < pl.group_size(op.group); ++k) {
+        group_ranks_[static_cast<std::size_t>(k)] = pl.group_member(op.group, key.root, k);
+      }
+      const SimTime nominal = d;
+      d = opt_.perturb->comm(group_ranks_, op, d);
+      if (d != nominal) {
+        for (const auto& [m, arrival] : p.members) dyn_begin_[key_of(m, i)] = p.last;
+      }
+    }
     for (const auto& [m, arrival] : p.members) push(m, i, p.last + d, arrival, p.last);
     colls_.erase(key);
   }
@@ -259,7 +375,28 @@ class Engine {
   void match(const P2pKey& key, PendingP2p& p) {
     const std::uint32_t r = p.recv_rank;
     const SimTime begin = std::max(p.send_post, p.recv_post);
-    const SimTime d = index_[static_cast<std::size_t>(ranks_[r].stage)].duration[p.recv_op];
+    if (flows_) {
+      const Op& op = role(r).ops[p.recv_op];
+      const int pair[2] = {key.src, key.dst};
+      if (flows_->handles(program_, op, pair)) {
+        // The sender's span is not recorded for flow transfers (its stream never waited).
+        const std::uint64_t h = next_handle_++;
+        Dynamic d;
+        d.begin = begin;
+        d.members.push_back({r, p.recv_op, p.recv_post});
+        dynamic_.emplace(h, std::move(d));
+        flows_->start(h, program_, op, pair, begin);
+        p2ps_.erase(key);
+        return;
+      }
+    }
+    SimTime d = index_[static_cast<std::size_t>(ranks_[r].stage)].duration[p.recv_op];
+    if (opt_.perturb) {
+      const int pair[2] = {key.src, key.dst};
+      const SimTime nominal = d;
+      d = opt_.perturb->comm(pair, role(r).ops[p.recv_op], d);
+      if (d != nominal) dyn_begin_[key_of(r, p.recv_op)] = begin;
+    }
     push(r, p.recv_op, begin + d, p.recv_post, begin);
     // The sender's span shows the transfer (its stream was not blocked).
     Span s{p.send_post, begin, begin + d, p.send_op, static_cast<std::uint16_t>(p.send_step),
@@ -270,8 +407,18 @@ class Engine {
 
   void complete(const Event& e) {
     const SimTime end = SimTime::from_ns(e.time);
-    const SimTime d = index_[static_cast<std::size_t>(ranks_[e.rank].stage)].duration[e.op];
-    finish_op(e.rank, e.op, end, SimTime::from_ns(e.post), end - d, /*record=*/true);
+    const Op& op = role(e.rank).ops[e.op];
+    // Compute ops begin when posted; communication began `duration` before its end unless
+    // the flow network or a perturbation set it.
+    SimTime begin = op.kind == OpKind::kCompute ? SimTime::from_ns(e.post)
+                                                : end - index_[static_cast<std::size_t>(ranks_[e.rank].stage)].duration[e.op];
+    if (!dyn_begin_.empty()) {
+      if (auto it = dyn_begin_.find(key_of(e.rank, e.op)); it != dyn_begin_.end()) {
+        begin = it->second;
+        dyn_begin_.erase(it);
+      }
+    }
+    finish_op(e.rank, e.op, end, SimTime::from_ns(e.post), begin, /*record=*/true);
   }
 
   // Marks op `i` of sim rank `r` done at `now` and starts the ops it releases, in
@@ -284,6 +431,7 @@ class Engine {
     if (record) {
       timelines_[r].spans.push_back(Span{post, begin, now, i, static_cast<std::uint16_t>(st.step), op.stream});
     }
+    if (op.kind == OpKind::kCollective && st.last_coll == i) st.last_coll_done = true;
     const TemplateIndex& ix = index_[static_cast<std::size_t>(st.stage)];
     for (std::uint32_t k = ix.dep_begin[i]; k < ix.dep_begin[i + 1]; ++k) {
       const std::uint32_t d = ix.dependents[k];
@@ -315,6 +463,7 @@ class Engine {
       if (st.step < opt_.steps) out.deadlock = true;
     }
     if (out.deadlock) out.deadlock_report = deadlock_report();
+    out.mismatches = mismatches_;
     // Ascending rank order.
     std::vector<std::uint32_t> order(ranks_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -322,52 +471,125 @@ class Engine {
     for (auto i : order) out.timeline.ranks.push_back(std::move(timelines_[i]));
   }
 
+  // "0-3,5,7-9": ascending ranks as ranges.
+  static std::string rank_ranges(std::vector<int> ranks) {
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    std::string out;
+    for (std::size_t i = 0; i < ranks.size();) {
+      std::size_t j = i;
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+      if (!out.empty()) out += ",";
+      out += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+      i = j + 1;
+    }
+    return out;
+  }
+
+  std::string coll_label(std::uint32_t r, std::uint32_t op_index) const {
+    const Op& op = role(r).ops[op_index];
+    return fmt::format("{} #{} '{}' on the {} group", to_string(op.coll),
+                       index_[static_cast<std::size_t>(ranks_[r].stage)].seq[op_index], program_.names[op.name],
+                       to_string(op.group));
+  }
+
+  // The hang report: ranks grouped by what they are stuck on (same template op, same step),
+  // so that thousands of ranks read in a few lines.
   std::string deadlock_report() const {
-    std::vector<std::string> lines;
     const Placement& pl = program_.placement;
-    std::map<std::tuple<int, int, std::uint32_t>, const PendingColl*> colls;
+    // Where each waiting rank is: its pending collective (with the group's missing ranks)
+    // or its unmatched recv.
+    std::map<std::uint32_t, std::string> state;        // sim rank -> what it waits in
+    std::map<std::uint32_t, std::vector<int>> missing;  // sim rank -> ranks its group lacks
+    std::map<std::tuple<int, int, std::uint32_t>, const PendingColl*> colls;  // sorted
     for (const auto& [k, p] : colls_) colls[{k.root, k.step, k.op}] = &p;
     for (const auto& [k, p] : colls) {
       const auto [root, step, opi] = k;
-      const std::uint32_t any = p->members.front().first;
-      const Op& op = role(any).ops[opi];
+      const Op& op = role(p->members.front().first).ops[opi];
       std::vector<int> arrived;
       for (const auto& m : p->members) arrived.push_back(ranks_[m.first].rank);
       std::sort(arrived.begin(), arrived.end());
-      std::string missing;
-      int n_missing = 0;
+      std::vector<int> lack;
       for (int i = 0; i < pl.group_size(op.group); ++i) {
         const int member = pl.group_member(op.group, root, i);
-        if (!std::binary_search(arrived.begin(), arrived.end(), member)) {
-          if (n_missing < 8) missing += (n_missing ? ", " : "") + std::to_string(member);
-          ++n_missing;
-        }
+        if (!std::binary_search(arrived.begin(), arrived.end(), member)) lack.push_back(member);
       }
-      if (n_missing > 8) missing += fmt::format(" and {} more", n_missing - 8);
-      lines.push_back(fmt::format("{} {} on the {} group of rank {} (step {}): {} of {} arrived; never arrived: {}",
-                                  to_string(op.coll), program_.names[op.name], to_string(op.group), root, step,
-                                  p->arrived, pl.group_size(op.group), missing));
+      for (const auto& m : p->members) {
+        state[m.first] = fmt::format("in {} (step {}){}", coll_label(m.first, opi), step,
+                                     p->mismatch ? ", whose members passed different sizes" : "");
+        missing[m.first] = lack;
+      }
     }
     std::map<std::tuple<int, int, int, std::uint32_t>, const PendingP2p*> p2ps;
     for (const auto& [k, p] : p2ps_) p2ps[{k.src, k.dst, k.step, k.tag}] = &p;
     for (const auto& [k, p] : p2ps) {
       const auto [src, dst, step, tag] = k;
       if (p->received) {
-        lines.push_back(fmt::format("recv {} on rank {} from rank {} (step {}): no matching send",
-                                    program_.names[role(p->recv_rank).ops[p->recv_op].name], dst, src, step));
-      } else {
-        lines.push_back(fmt::format("send {} from rank {} to rank {} (step {}): no matching recv",
-                                    program_.names[role(p->send_rank).ops[p->send_op].name], src, dst, step));
+        state[p->recv_rank] = fmt::format("in recv '{}' from its stage-{} peer (step {})",
+                                          program_.names[role(p->recv_rank).ops[p->recv_op].name],
+                                          pl.coords(src).p, step);
+        missing[p->recv_rank] = {src};
       }
     }
-    if (lines.empty()) lines.push_back("ranks stopped with unfinished ops but nothing pending (inconsistent dependencies)");
-    std::string out = "deadlock: the program cannot finish";
-    for (const auto& l : lines) out += "\n  " + l;
+    struct Line {
+      std::vector<int> ranks;
+      std::vector<int> never;
+    };
+    std::map<std::string, Line> lines;
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+      const RankState& st = ranks_[r];
+      if (st.step >= opt_.steps) continue;  // finished
+      std::string what;
+      if (st.stopped) {
+        what = fmt::format("stopped before '{}' (step {}) at {:.6f} s", program_.names[role(r).ops[st.stop_op].name],
+                           st.step, st.stop_time.seconds());
+      } else if (auto it = state.find(r); it != state.end()) {
+        what = it->second;
+      } else {
+        what = fmt::format("blocked in step {} behind its own unfinished work", st.step);
+      }
+      if (st.last_coll != UINT32_MAX && !(state.count(r) && st.last_coll_step == st.step && !st.last_coll_done)) {
+        what += fmt::format("; last collective entered: {} (step {}, {})", coll_label(r, st.last_coll),
+                            st.last_coll_step, st.last_coll_done ? "completed" : "pending");
+      }
+      Line& l = lines[what];
+      l.ranks.push_back(st.rank);
+      if (auto it = missing.find(r); it != missing.end()) l.never.insert(l.never.end(), it->second.begin(), it->second.end());
+    }
+    std::vector<std::pair<int, std::string>> sorted;
+    for (const auto& [what, l] : lines) {
+      std::string text = fmt::format("{} {} ({}): {}", l.ranks.size() == 1 ? "rank" : "ranks", rank_ranges(l.ranks),
+                                     l.ranks.size() == 1 ? fmt::format("node {}", pl.node(l.ranks.front()))
+                                                         : fmt::format("{} ranks", l.ranks.size()),
+                                     what);
+      if (!l.never.empty()) text += "; never arrived: " + rank_ranges(l.never);
+      sorted.emplace_back(*std::min_element(l.ranks.begin(), l.ranks.end()), std::move(text));
+    }
+    std::sort(sorted.begin(), sorted.end());
+    std::string out = "hang: the program cannot finish";
+    if (sorted.empty()) out += "\n  ranks stopped with unfinished ops but nothing pending (inconsistent dependencies)";
+    for (const auto& [first, text] : sorted) out += "\n  " + text;
+    for (const auto& m : mismatches_) out += "\n  collective mismatch: " + m;
     return out;
   }
 
+  struct DynamicMember {
+    std::uint32_t rank, op;
+    SimTime post;
+  };
+  struct Dynamic {
+    SimTime begin;
+    std::vector<DynamicMember> members;
+  };
+
   const Program& program_;
   EngineOptions opt_;
+  FlowNetwork* flows_ = nullptr;
+  std::uint64_t next_handle_ = 0;
+  std::map<std::uint64_t, Dynamic> dynamic_;
+  std::unordered_map<std::uint64_t, SimTime> dyn_begin_;
+  std::vector<int> group_ranks_;
+  std::vector<std::string> mismatches_;
   std::vector<TemplateIndex> index_;
   std::vector<std::uint32_t> sim_index_;
   std::vector<RankState> ranks_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -301,6 +302,75 @@ TEST_F(Cli, EstimateJsonDoesNotDependOnKeyOrder) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
+}
+
+// ---------------------------------------------------------------------------------------
+// `stepcast checkpoint` (docs/reliability.md).
+
+// Llama-3-8B on 2 nodes with the llama3-405b failure preset and 10x its software rate;
+// 1e11 tokens of 262,144 per step = 381,470 steps.
+const char* const kReliabilityScenario = R"({"format": 1, "name": "8b reliability", "model": "llama3-8b",
+    "cluster": {"preset": "dgx-h100", "nodes": 2},
+    "plan": {"tp": 1, "pp": 1, "dp": 16, "zero": 1, "global_batch": 64},
+    "workload": {"seq_len": 4096, "train_tokens": 1e11},
+    "faults": {"failures": {"preset": "llama3-405b", "software": {"rate_per_node_h": 2.3735894097222223e-04}}},
+    "checkpoint": {"interval_steps": 500},
+    "seed": 3})";
+
+TEST_F(Cli, CheckpointWithoutAFailureModelExitsTwoNamingTheField) {
+  const Outcome r = run({"checkpoint", kShipped});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + kShipped +
+                       ": faults.failures: required: the failure model, e.g. \"faults\": {\"failures\": "
+                       "\"llama3-405b\"} (stepcast presets lists them)\n");
+}
+
+TEST_F(Cli, CheckpointRunsOutOfRangeExitsTwo) {
+  const Outcome r = run({"checkpoint", write("s.json", kReliabilityScenario), "--runs", "0"});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: --runs: 0 is out of range (1 to 10000)\n");
+}
+
+TEST_F(Cli, CheckpointJsonIsDeterministicAndHasTheCampaignFields) {
+  const std::string path = write("s.json", kReliabilityScenario);
+  const std::string csv = (dir_ / "sweep.csv").string();
+  const Outcome a = run({"checkpoint", path, "--json", "--runs", "8", "--csv", csv});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.err, "");
+  // Byte-identical across runs and across key orders of the scenario.
+  const auto permuted = reversed_keys(nlohmann::ordered_json::parse(kReliabilityScenario));
+  const Outcome b = run({"checkpoint", write("p.json", permuted.dump()), "--json", "--runs", "8"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  const auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j.at("steps_total"), 381470);
+  EXPECT_EQ(j.at("runs"), 8);
+  // Job failure rate per hour: 16 GPUs x 1.2621e-5 + 2 nodes x (1.7331e-5 host + 2.637e-6
+  // NIC + 2.3736e-4 software) + 1 switch x 2.6373e-5 = 7.3437e-4 -> MTBF 1,361.7 h.
+  const double rate = 16 * 1.2621467496141975e-05 +
+                      2 * (1.7330970293209876e-05 + 2.6373215663580245e-06 + 2.3735894097222223e-04) +
+                      2.6373215663580245e-05;
+  EXPECT_NEAR(j.at("job_mtbf_h").get<double>(), 1 / rate, 1e-9);
+  // The scenario's own interval is what `check` reports.
+  EXPECT_EQ(j.at("checkpoint_interval_steps"), 500);
+  EXPECT_EQ(j.at("configured").at("interval_steps"), 500);
+  for (const char* k : {"goodput", "goodput_p10", "goodput_p90"}) {
+    EXPECT_GT(j.at(k).get<double>(), 0.5) << k;
+    EXPECT_LE(j.at(k).get<double>(), 1.0) << k;
+  }
+  EXPECT_TRUE(j.at("recommendation").at("mode") == "sync" || j.at("recommendation").at("mode") == "async");
+  // The CSV: a header and one row per sweep point of both modes.
+  const std::string rows = read_file(csv);
+  EXPECT_EQ(rows.rfind("mode,interval_steps,interval_s,goodput_mean,", 0), 0u) << rows;
+  const std::size_t lines = static_cast<std::size_t>(std::count(rows.begin(), rows.end(), '\n'));
+  EXPECT_EQ(lines, 1 + j["modes"]["sync"]["sweep"].size() + j["modes"]["async"]["sweep"].size());
+}
+
+TEST_F(Cli, CheckpointPrintsTheReadableReport) {
+  const Outcome r = run({"checkpoint", write("s.json", kReliabilityScenario), "--runs", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("stepcast checkpoint: 8b reliability (seed 3, 4 runs per interval)\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nRecommendation: "), std::string::npos) << r.out;
 }
 
 }  // namespace

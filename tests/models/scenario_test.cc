@@ -507,17 +507,16 @@ TEST(ScenarioErrors, FormatTwoIsNotSupported) {
   EXPECT_EQ(load_error(text), "format: 2 is not supported (this stepcast reads format 1)");
 }
 
-TEST(ScenarioErrors, FaultsCheckpointAndCalibrationAreNotSupportedYet) {
+TEST(ScenarioErrors, CalibrationIsNotSupportedYet) {
+  // faults and checkpoint are read (tests/models/checkpoint_test.cc); calibration is not.
   EXPECT_EQ(load_error(llama70b_plan(
                 kPlan, R"(, "calibration": "fit.json", "faults": {}, "checkpoint": {})")),
-            "faults: this section is not supported by this version of stepcast\n"
-            "checkpoint: this section is not supported by this version of stepcast\n"
             "calibration: this section is not supported by this version of stepcast");
 }
 
-TEST(ScenarioErrors, SimgridNetworkIsNotAvailable) {
-  EXPECT_EQ(load_error(llama70b_plan(kPlan, R"(, "network": "simgrid")")),
-            "network: \"simgrid\" is not available in this version (only \"analytic\")");
+TEST(ScenarioErrors, NetworkMustBeAnalyticOrSimgrid) {
+  EXPECT_EQ(load_error(llama70b_plan(kPlan, R"(, "network": "flow")")),
+            "network: \"flow\" is not one of \"analytic\", \"simgrid\"");
 }
 
 TEST(ScenarioErrors, ExpectOfAnUnknownReportFieldSuggestsTheClosest) {

@@ -505,9 +505,9 @@ TEST(Engine, StagesThatEachRecvBeforeSendingAreReportedAsDeadlock) {
   const sim::SimOutput out = sim::simulate(prog, backend, sim::EngineOptions{});
   EXPECT_TRUE(out.deadlock);
   EXPECT_EQ(out.deadlock_report,
-            "deadlock: the program cannot finish\n"
-            "  recv pp.recv from stage 0 on rank 1 from rank 0 (step 0): no matching send\n"
-            "  recv pp.recv from stage 1 on rank 0 from rank 1 (step 0): no matching send");
+            "hang: the program cannot finish\n"
+            "  rank 0 (node 0): in recv 'pp.recv from stage 1' from its stage-1 peer (step 0); never arrived: 1\n"
+            "  rank 1 (node 0): in recv 'pp.recv from stage 0' from its stage-0 peer (step 0); never arrived: 0");
 }
 
 TEST(Engine, CollectiveThatMembersNeverReachIsReportedWithTheMissingRanks) {
@@ -552,10 +552,9 @@ TEST(Engine, CollectiveThatMembersNeverReachIsReportedWithTheMissingRanks) {
   const sim::SimOutput out = sim::simulate(prog, backend, opt);
   EXPECT_TRUE(out.deadlock);
   EXPECT_EQ(out.deadlock_report,
-            "deadlock: the program cannot finish\n"
-            "  all_reduce loss all-reduce on the pp group of rank 0 (step 0): 1 of 3 arrived; never arrived: 1, 2\n"
-            "  recv pp.recv tag 5 on rank 1 from rank 0 (step 0): no matching send\n"
-            "  recv pp.recv tag 5 on rank 2 from rank 0 (step 0): no matching send");
+            "hang: the program cannot finish\n"
+            "  rank 0 (node 0): in all_reduce #1 'loss all-reduce' on the pp group (step 0); never arrived: 1-2\n"
+            "  ranks 1-2 (2 ranks): in recv 'pp.recv tag 5' from its stage-0 peer (step 0); never arrived: 0");
   // Rank 0 got as far as the collective: it finished no step.
   ASSERT_EQ(out.timeline.ranks.size(), 3u);
   EXPECT_TRUE(out.timeline.ranks[0].step_end.empty());

@@ -40,11 +40,13 @@ struct CollectiveCost {
 // reduce-scatter and all-to-all, 1 for broadcast and send/recv.
 double bus_factor(CollKind kind, int n);
 
-// Time of one collective of `bytes` on a group of shape `g` (alone on the fabric).
-// kAuto picks the fastest algorithm available for the kind, as NCCL's tuner does.
-// Bandwidths: scale-up per GPU per direction x intra efficiency; scale-out per GPU
-// (node NICs shared by its GPUs) x inter efficiency, divided by the oversubscription
-// when the group spans more nodes than one leaf holds. A group with one rank costs 0.
+// Time of one collective of `bytes` on a group of shape `g`, alone on the fabric (no
+// other traffic: leaf uplinks and their oversubscription are not a bottleneck for one
+// group's ring; contention is the simgrid backend's job). kAuto picks the fastest
+// algorithm available for the kind, as NCCL's tuner does. Bandwidths: scale-up per GPU per
+// direction x intra efficiency; scale-out per GPU (node NICs shared by its GPUs) x inter
+// efficiency. A group with one rank costs 0; an algorithm not available for the kind
+// (e.g. kTree inside one node) costs 0.
 CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g,
                                double bytes, CollAlgo algo = CollAlgo::kAuto);
 

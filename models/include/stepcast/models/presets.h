@@ -1,11 +1,12 @@
-// Built-in presets: the models, GPUs and clusters of models/data/*.json, embedded in the
-// library at build time (so the binary works from any directory). Every entry keeps its
-// `source`.
+// Built-in presets: the models, GPUs, clusters and failure models of models/data/*.json,
+// embedded in the library at build time (so the binary works from any directory). Every
+// entry keeps its `source`.
 #pragma once
 
 #include <map>
 #include <string>
 
+#include "stepcast/models/reliability.h"
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
@@ -14,6 +15,7 @@ struct PresetCatalog {
   std::map<std::string, ModelSpec> models;    // key order (deterministic)
   std::map<std::string, GpuSpec> gpus;
   std::map<std::string, ClusterSpec> clusters;  // nodes = 1; scenarios override it
+  std::map<std::string, FailureSpec> failures;  // faults.failures (models/data/failures.json)
 };
 
 // The parsed built-in catalog. Parsed once on first use; the embedded files are
@@ -21,7 +23,8 @@ struct PresetCatalog {
 // (the library aborts with the loader's message; tests/models/presets_test.cc guards it).
 const PresetCatalog& builtin_presets();
 
-// The raw embedded JSON text of models/data/<name>.json ("models", "gpus", "clusters").
+// The raw embedded JSON text of models/data/<name>.json ("models", "gpus", "clusters",
+// "failures").
 const char* builtin_preset_text(const std::string& name);
 
 }  // namespace stepcast

@@ -96,6 +96,11 @@ struct Placement {
   int stage_peer(int rank, int stage) const;
 };
 
+// For each op of `role`: its 1-based sequence number among the collectives of the same
+// group kind in program order (0 for other ops) -- the "collective #k" of hang reports and
+// traces, comparable across the members of a group.
+std::vector<std::uint32_t> collective_sequence(const RoleTemplate& role);
+
 struct Program {
   Placement placement;
   std::vector<RoleTemplate> roles;   // roles[s] = stage s

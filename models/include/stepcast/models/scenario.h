@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "stepcast/models/reliability.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/specs.h"
 
@@ -18,7 +20,9 @@ struct Scenario {
   Plan plan;
   Workload workload;
   std::uint64_t seed = 0;
-  std::string network = "analytic";  // "analytic" (the only backend of this version)
+  std::string network = "analytic";  // "analytic" | "simgrid" (sim/simgrid_backend.h)
+  FaultSpec faults;                  // "faults" (only "failures" in this version)
+  std::optional<CheckpointSpec> checkpoint;  // "checkpoint"; absent: the defaults
   std::string expect_json;           // the "expect" object, compact JSON; "" when absent
 };
 

@@ -1,0 +1,100 @@
+// Failure-aware checkpoint planning for a scenario (`stepcast checkpoint`, and the campaign
+// fields of `stepcast check`): the job's failure rate, the checkpoint cost in both modes,
+// Young's and Daly's intervals, a Monte Carlo sweep of intervals through the campaign
+// simulation (sim/campaign.h), its optimum, and a recommendation (docs/reliability.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stepcast/models/reliability.h"
+#include "stepcast/models/result.h"
+#include "stepcast/models/scenario.h"
+#include "stepcast/sim/campaign.h"
+
+namespace stepcast::sim {
+
+// The step time the campaign uses: the analytic engine in representative mode, one step
+// (what `stepcast simulate` prints for an analytic scenario). Error on a deadlock.
+Result<double> engine_step_time_s(const Scenario& scenario);
+
+// The campaign of `scenario` with checkpoint cost `cost` (interval_steps left at 1).
+// REQUIRES: scenario.faults.failures, step_time_s > 0, steps_total >= 1.
+CampaignModel campaign_model(const Scenario& scenario, const CheckpointCost& cost,
+                             double step_time_s, std::int64_t steps_total);
+
+struct IntervalResult {
+  CampaignSummary sim;        // Monte Carlo at this interval
+  double daly_wall_s = 0;     // Daly's expected wall time at this interval
+};
+
+struct ModeAdvice {
+  CheckpointMode mode = CheckpointMode::kSync;
+  bool feasible = true;
+  std::string why_not;        // why the mode cannot be used (async staging too large)
+  double pause_s = 0;         // delta: what training stalls per checkpoint
+  double background_s = 0;    // async: the write after the pause
+  double young_s = 0, daly_s = 0;              // closed-form intervals (compute between checkpoints)
+  std::int64_t young_steps = 0, daly_steps = 0;  // rounded to whole steps, >= 1
+  std::vector<IntervalResult> sweep;           // ascending interval; includes every interval named here
+  double optimum_s = 0;       // simulated optimum (least-squares fit, docs/reliability.md)
+  std::int64_t optimum_steps = 0;
+  // false when the runs saw too few failures to locate the optimum (fewer than
+  // kMinFailuresForOptimum): optimum_s is then Daly's interval, and `note` says why.
+  bool optimum_simulated = true;
+  std::string note;
+  std::int64_t best_grid_steps = 0;  // the sweep point with the least mean wall time
+
+  // The sweep point at `steps`. REQUIRES: it is in the sweep.
+  const IntervalResult& at(std::int64_t steps) const;
+};
+
+struct CheckpointAdvice {
+  int runs = 0;
+  double step_time_s = 0;
+  std::int64_t tokens_per_step = 0;
+  std::int64_t steps_total = 0;
+  double solve_s = 0;                             // failure-free compute: steps x step time
+  FailureSpec failures;
+  std::array<double, kFailureCauses> cause_rate_per_h{};
+  double job_rate_per_h = 0;
+  double mtbf_s = 0;                              // M = 1 / job rate
+  double mean_detection_s = 0;                    // rate-weighted
+  double node_wait_s = 0;                         // expected per failure in the closed form (no spares)
+  double restart_s = 0;                           // R = detection + node wait + reschedule + init + restore
+  CheckpointCost sync_cost, async_cost;
+  ModeAdvice sync, async;
+  // The recommendation: the mode and interval with the highest simulated goodput.
+  CheckpointMode mode = CheckpointMode::kSync;
+  std::int64_t interval_steps = 0;
+  double interval_s = 0;
+  std::string reason;
+  IntervalResult recommended;
+  // The scenario's own interval (checkpoint.interval_s / interval_steps), when it gives one.
+  std::optional<IntervalResult> configured;
+  CheckpointMode configured_mode = CheckpointMode::kSync;  // async falls back to sync when it does not fit
+};
+
+// The fitted optimum tau* = sqrt(b/c) inherits the relative error of the lost-work term
+// c, about 1/sqrt(N) for N failures seen (a Poisson count), so half that for tau*: 100
+// failures over all runs locate it within about 5 %.
+inline constexpr double kMinFailuresForOptimum = 100;
+
+struct AdviceOptions {
+  int runs = 64;  // Monte Carlo runs (seeds) per interval
+};
+
+// The inputs a campaign needs and the scenario lacks, as the message advise_checkpoint
+// would give (naming the field: faults.failures, workload.train_tokens); nullopt when both
+// are there. Cheap: for reporting input errors before simulating anything.
+std::optional<Error> campaign_input_error(const Scenario& scenario);
+
+// Errors name the field: those of campaign_input_error, a run beyond the simulated
+// horizon, or failures so frequent that the job cannot finish.
+Result<CheckpointAdvice> advise_checkpoint(const Scenario& scenario, double step_time_s,
+                                           const AdviceOptions& options);
+
+}  // namespace stepcast::sim
