@@ -1,5 +1,7 @@
 #include "reliability_json.h"
 
+#include "stragglers_json.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -87,11 +89,7 @@ FaultSpec read_faults(const json& v, Diagnostics& diag,
         *f, "faults.failures", diag, presets, defaults, "failure model",
         [](ObjectReader& rr, FailureSpec base, bool fp) { return read_failures(rr, std::move(base), fp); });
   }
-  for (const char* k : {"stragglers", "crash"}) {
-    if (r.raw(k)) {
-      diag.add(r.path_of(k), "not supported by this version of stepcast (faults reads only \"failures\")");
-    }
-  }
+  out.perturb = read_perturbations(r);  // stragglers, crash, mismatch (stragglers_json.cc)
   r.finish();
   return out;
 }

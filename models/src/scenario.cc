@@ -10,6 +10,7 @@
 
 #include "reliability_json.h"
 #include "spec_json.h"
+#include "stragglers_json.h"
 #include "stepcast/models/presets.h"
 
 namespace stepcast {
@@ -483,6 +484,7 @@ Result<Scenario> parse_scenario(std::string_view text) {
   }
   if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
   auto errors = layout_errors(s.model, s.cluster, p, s.workload);
+  for (auto& e : detail::perturbation_errors(s.faults.perturb, s.cluster)) errors.push_back(std::move(e));
   if (!errors.empty()) return Error{one_per_line(errors)};
   return s;
 }

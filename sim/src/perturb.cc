@@ -3,20 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-namespace stepcast {
-
-const char* to_string(StragglerKind kind) {
-  switch (kind) {
-    case StragglerKind::kSlowdown: return "slowdown";
-    case StragglerKind::kJitter: return "jitter";
-    case StragglerKind::kInputStall: return "input_stall";
-    case StragglerKind::kDataSkew: return "data_skew";
-    case StragglerKind::kSlowLink: return "slow_link";
-  }
-  return "?";
-}
-
-}  // namespace stepcast
 
 namespace stepcast::sim {
 

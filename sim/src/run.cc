@@ -6,6 +6,7 @@
 
 #include "stepcast/models/lower.h"
 #include "stepcast/sim/backend.h"
+#include "stepcast/sim/perturb.h"
 #include "stepcast/sim/simgrid_backend.h"
 
 namespace stepcast::sim {
@@ -33,7 +34,17 @@ Result<RunResult> run_scenario(const Scenario& s, const RunOptions& o) {
       r.note = "simgrid on more than one node: every rank simulated (groups may contend)";
     }
   }
+  std::unique_ptr<ScenarioPerturbations> perturb;
+  if (s.faults.perturb.any()) {
+    if (!r.full) {
+      r.full = true;
+      r.note = "faults perturb individual ranks: every rank simulated";
+    }
+  }
   r.program = lower(s);
+  if (s.faults.perturb.any()) {
+    perturb = std::make_unique<ScenarioPerturbations>(s.faults.perturb, r.program.placement, s.seed);
+  }
   std::unique_ptr<NetworkBackend> backend;
   if (r.network == "simgrid") backend = make_simgrid_backend(s.cluster, r.program);
   else backend = std::make_unique<AnalyticBackend>(s.cluster);
@@ -41,6 +52,7 @@ Result<RunResult> run_scenario(const Scenario& s, const RunOptions& o) {
   eo.full = r.full;
   eo.steps = o.steps;
   eo.record_memory = o.record_memory;
+  eo.perturb = perturb.get();
   r.out = simulate(r.program, *backend, eo);
   if (!r.out.deadlock) r.summary = analyze(r.program, r.out.timeline);
   return r;

@@ -290,10 +290,13 @@ TEST(ReliabilityLoader, UnknownPresetSuggestsTheClosest) {
             "\"llama3-405b\"? (stepcast presets lists them)");
 }
 
-TEST(ReliabilityLoader, StragglersAndCrashAreNotReadYet) {
+TEST(ReliabilityLoader, StragglersAndCrashAreReadBesideFailures) {
+  // faults.stragglers must be a list; a crash needs a rank and a moment (sim/perturb_test.cc
+  // covers the rest of the perturbation loader).
   EXPECT_EQ(load_error(with(R"(, "faults": {"crash": {}, "stragglers": {"rank": 3}})")),
-            "faults.stragglers: not supported by this version of stepcast (faults reads only \"failures\")\n"
-            "faults.crash: not supported by this version of stepcast (faults reads only \"failures\")");
+            "faults.stragglers: expected a list of objects, got {\"rank\":3}\n"
+            "faults.crash.rank: required\n"
+            "faults.crash: give \"at_op\" (an op index of the rank's program, see the trace) or \"at_time_s\"");
 }
 
 TEST(ReliabilityLoader, UnknownFaultsKeySuggestsFailures) {

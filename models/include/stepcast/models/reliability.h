@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stepcast/models/specs.h"
+#include "stepcast/models/stragglers.h"
 
 namespace stepcast {
 
@@ -64,6 +65,7 @@ struct FailureSpec {
 
 struct FaultSpec {
   std::optional<FailureSpec> failures;  // faults.failures
+  PerturbationSpec perturb;             // faults.stragglers, faults.crash, faults.mismatch
 };
 
 // Units of each cause in a job on `cluster`: GPUs, nodes, or switches =
