@@ -22,22 +22,6 @@ constexpr double kNcclBytes = 0.5 * kGiB;     // NCCL buffers when any group com
 
 double optimizer_state_bytes(const Plan& p) { return p.optimizer == Optimizer::kAdam ? 12 : 8; }
 
-// Per-rank KV heads (replicated when tp > g).
-double kv_heads_per_rank(const ModelSpec& m, const Plan& p) {
-  return std::max(1.0, static_cast<double>(m.num_kv_heads) / p.tp);
-}
-
-struct HeadDims {
-  double qk, v;
-};
-HeadDims head_dims(const ModelSpec& m) {
-  if (m.mla) {
-    return {static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim),
-            static_cast<double>(m.mla->v_head_dim)};
-  }
-  return {static_cast<double>(m.head_dim), static_cast<double>(m.head_dim)};
-}
-
 int dense_layers_of(const ModelSpec& m) { return m.moe ? m.moe->num_dense_layers : m.num_layers; }
 
 double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stage, double inflight) {

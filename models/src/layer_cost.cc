@@ -13,13 +13,12 @@ namespace {
 
 constexpr double kActBytes = 2;  // 16-bit activations
 
+}  // namespace
+
 double kv_heads_per_rank(const ModelSpec& m, const Plan& p) {
   return std::max(1.0, static_cast<double>(m.num_kv_heads) / p.tp);
 }
 
-struct HeadDims {
-  double qk, v;
-};
 HeadDims head_dims(const ModelSpec& m) {
   if (m.mla) {
     return {static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim),
@@ -27,8 +26,6 @@ HeadDims head_dims(const ModelSpec& m) {
   }
   return {static_cast<double>(m.head_dim), static_cast<double>(m.head_dim)};
 }
-
-}  // namespace
 
 LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
                      bool moe) {

@@ -136,6 +136,18 @@ class StageBuilder {
     }
     return op;
   }
+  // A pipeline send or recv of one microbatch's activation (or its gradient).
+  Op p2p(OpKind kind, int peer_stage, std::uint32_t p2p_tag, int mb) const {
+    Op op;
+    op.kind = kind;
+    op.stream = Stream::kPp;
+    op.comm = CommClass::kPp;
+    op.peer_stage = peer_stage;
+    op.tag = p2p_tag;
+    op.bytes = p2p_bytes();
+    op.microbatch = mb;
+    return op;
+  }
   std::uint32_t memory(bool alloc, double bytes, std::string name, std::uint32_t dep) {
     Op op;
     op.kind = alloc ? OpKind::kAlloc : OpKind::kFree;
@@ -246,14 +258,7 @@ class StageBuilder {
     if (k == 0) {
       x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
     } else {
-      Op r;
-      r.kind = OpKind::kRecv;
-      r.stream = Stream::kPp;
-      r.comm = CommClass::kPp;
-      r.peer_stage = stage_of_chunk(k - 1);
-      r.tag = tag(mb, k - 1, false);
-      r.bytes = p2p_bytes();
-      r.microbatch = mb;
+      const Op r = p2p(OpKind::kRecv, stage_of_chunk(k - 1), tag(mb, k - 1, false), mb);
       x = add(r, fmt::format("pp.recv F mb{} chunk{}", mb, k), {});
     }
     if (param_gather_ != kNone) add_dep_to_next_ = param_gather_;
@@ -281,14 +286,7 @@ class StageBuilder {
       x = add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
               fmt::format("F mb{} logits+loss", mb), {x});
     } else {
-      Op s;
-      s.kind = OpKind::kSend;
-      s.stream = Stream::kPp;
-      s.comm = CommClass::kPp;
-      s.peer_stage = stage_of_chunk(k + 1);
-      s.tag = tag(mb, k, false);
-      s.bytes = p2p_bytes();
-      s.microbatch = mb;
+      const Op s = p2p(OpKind::kSend, stage_of_chunk(k + 1), tag(mb, k, false), mb);
       add(s, fmt::format("pp.send F mb{} chunk{}", mb, k), {x});
     }
     last_compute_ = x;
@@ -303,14 +301,7 @@ class StageBuilder {
       x = add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
               fmt::format("B mb{} logits", mb), {last_compute_});
     } else {
-      Op r;
-      r.kind = OpKind::kRecv;
-      r.stream = Stream::kPp;
-      r.comm = CommClass::kPp;
-      r.peer_stage = stage_of_chunk(k + 1);
-      r.tag = tag(mb, k + 1, true);
-      r.bytes = p2p_bytes();
-      r.microbatch = mb;
+      const Op r = p2p(OpKind::kRecv, stage_of_chunk(k + 1), tag(mb, k + 1, true), mb);
       x = add(r, fmt::format("pp.recv B mb{} chunk{}", mb, k), {});
     }
     const bool last_mb = is_last_backward(mb, j);
@@ -385,14 +376,7 @@ class StageBuilder {
     if (k == 0) {
       x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", mb), x);
     } else {
-      Op s;
-      s.kind = OpKind::kSend;
-      s.stream = Stream::kPp;
-      s.comm = CommClass::kPp;
-      s.peer_stage = stage_of_chunk(k - 1);
-      s.tag = tag(mb, k, true);
-      s.bytes = p2p_bytes();
-      s.microbatch = mb;
+      const Op s = p2p(OpKind::kSend, stage_of_chunk(k - 1), tag(mb, k, true), mb);
       add(s, fmt::format("pp.send B mb{} chunk{}", mb, k), {x});
     }
     if (k == chunks_ - 1) x = memory(false, logits_bytes(), fmt::format("free logits mb{}", mb), x);

@@ -9,6 +9,15 @@
 
 namespace stepcast {
 
+// KV heads one rank holds: g / tp, or 1 when tp > g (each head replicated).
+double kv_heads_per_rank(const ModelSpec& model, const Plan& plan);
+
+// Query-key and value head dimensions (MLA: d_nope + d_rope and d_v; else head_dim).
+struct HeadDims {
+  double qk = 0, v = 0;
+};
+HeadDims head_dims(const ModelSpec& model);
+
 struct LayerCost {
   // Forward pieces, seconds.
   double attn_gemm_s = 0;       // QKV and output projections
