@@ -24,7 +24,7 @@ TokenFlops token_flops(const ModelSpec& model, std::int64_t seq_len);
 // The attention convention behind `training`, printed with every MFU.
 inline constexpr const char* kMfuConvention =
     "model FLOPs = 3 x forward matmul FLOPs, attention counted as the full s x s square "
-    "(PaLM / Narayanan et al.); kernel time uses the causal half";
+    "(PaLM / Narayanan et al.); kernel time uses the causal half with FlashAttention";
 
 // Dense peak of the tensor cores for the plan's precision, FLOP/s.
 double peak_flops(const GpuSpec& gpu, Precision precision);

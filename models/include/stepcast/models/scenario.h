@@ -9,6 +9,7 @@
 
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/result.h"
+#include "stepcast/models/search.h"
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
@@ -21,18 +22,28 @@ struct Scenario {
   Workload workload;
   std::uint64_t seed = 0;
   std::string network = "analytic";  // "analytic" | "simgrid" (sim/simgrid_backend.h)
-  FaultSpec faults;                  // "faults" (only "failures" in this version)
+  FaultSpec faults;                  // "faults": failures (campaigns), stragglers, crash, mismatch
   std::optional<CheckpointSpec> checkpoint;  // "checkpoint"; absent: the defaults
+  std::optional<SearchSpec> search;  // "search": constraints of `stepcast plan` (search.h)
   std::string expect_json;           // the "expect" object, compact JSON; "" when absent
+};
+
+struct LoadOptions {
+  // false (estimate, simulate, ...): `plan` is required and must be a valid layout, with
+  // or without a `search` section. true (`stepcast plan`, `stepcast check`): in a scenario
+  // with a `search` section the plan is a template for the search: it may be absent or
+  // partial, and its layout checks are left to the planner (SearchSpec::plan_is_layout
+  // says whether it is a valid layout). Without a `search` section both are the same.
+  bool plan_template = false;
 };
 
 // Parses and validates a scenario document. Comments (// and /* */) are allowed.
 // On failure the error holds one line per problem, each naming the JSON path and the
 // reason, e.g. "plan.tp: 3 does not divide num_attention_heads (64)".
-Result<Scenario> parse_scenario(std::string_view text);
+Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& options = {});
 
 // Reads `path` and parses it; messages are prefixed with "<path>: ".
-Result<Scenario> load_scenario_file(const std::string& path);
+Result<Scenario> load_scenario_file(const std::string& path, const LoadOptions& options = {});
 
 // Semantic checks of a layout against model, cluster and workload (divisibility, world
 // size, batch). One message per problem, each naming the plan field (e.g. "plan.tp: ...").

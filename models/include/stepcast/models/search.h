@@ -1,0 +1,50 @@
+// The optional `search` section of a scenario: what `stepcast plan` searches, under which
+// constraints, and how it ranks (docs/planner.md). Plain values filled and validated by
+// the scenario loader (models/src/search_json.cc); the planner (planner/) reads them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+enum class Objective { kTimeToTrain, kTokensPerS, kCost };
+
+// "time_to_train", "tokens_per_s", "cost".
+const char* objective_name(Objective objective);
+
+struct SearchSpec {
+  // World sizes (GPUs) to plan for, ascending, each a multiple of cluster.gpus_per_node
+  // (the cluster is resized to gpus / gpus_per_node nodes). Empty in the file: the
+  // cluster's own; the loader fills it.
+  std::vector<int> gpus;
+  // Sequences per optimizer step, ascending. Empty in the file: plan.global_batch; the
+  // loader fills it (and reports the field when neither is given).
+  std::vector<std::int64_t> global_batch;
+  // Allowed values per searched dimension, ascending without duplicates; empty: the
+  // default set (docs/planner.md "The space"). dp is derived: gpus / (tp x pp x cp).
+  std::vector<int> tp, pp, cp, ep;
+  std::vector<int> virtual_stages;   // for schedule "interleaved" (each >= 2)
+  std::vector<int> microbatch;
+  std::vector<int> zero;             // 0..3
+  std::vector<Schedule> schedule;    // in enum order
+  std::vector<Recompute> recompute;  // in enum order
+  std::vector<bool> sequence_parallel;  // false before true
+  bool allow_tp_across_nodes = false;   // else a TP group must sit inside one node
+  int top_k = 20;                       // closed-form best re-simulated by the engine (0: none)
+  // nullopt: time_to_train when workload.train_tokens > 0, else tokens_per_s.
+  std::optional<Objective> objective;
+  double price_per_gpu_hour = 0;        // 0: no cost column (objective "cost" needs > 0)
+  int threads = 0;                      // 0: std::thread::hardware_concurrency()
+
+  // Set by the loader: the scenario's `plan` section is present and, completed with the
+  // defaults, is a valid layout of the cluster (then Scenario::plan holds it, and `stepcast
+  // plan` reports where it ranks). Otherwise Scenario::plan holds only the settings that
+  // every candidate shares (precision, placement, memory_headroom, ...).
+  bool plan_is_layout = false;
+};
+
+}  // namespace stepcast
