@@ -5,10 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "stepcast/models/lower.h"
-#include "stepcast/sim/analysis.h"
-#include "stepcast/sim/backend.h"
-#include "stepcast/sim/engine.h"
+#include "stepcast/sim/run.h"
 
 namespace stepcast::sim {
 
@@ -55,15 +52,12 @@ std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / kGiB); 
 }  // namespace
 
 Result<double> engine_step_time_s(const Scenario& s) {
-  const Program program = lower(s);
-  AnalyticBackend backend(s.cluster);
-  EngineOptions opt;
-  opt.full = false;
-  opt.steps = 1;
-  opt.record_memory = false;
-  const SimOutput out = simulate(program, backend, opt);
-  if (out.deadlock) return Error{out.deadlock_report};
-  return analyze(program, out.timeline).step_time_s;
+  RunOptions opt;  // representative mode, one step (run_scenario switches to every rank when
+                   // the network or a perturbation needs it)
+  auto r = run_scenario(s, opt);
+  if (!r.ok()) return r.error();
+  if (r->out.deadlock) return Error{"deadlock: " + r->out.deadlock_report};
+  return r->summary.step_time_s;
 }
 
 CampaignModel campaign_model(const Scenario& s, const CheckpointCost& cost, double step_time_s,

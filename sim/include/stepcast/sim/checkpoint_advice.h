@@ -17,8 +17,9 @@
 
 namespace stepcast::sim {
 
-// The step time the campaign uses: the analytic engine in representative mode, one step
-// (what `stepcast simulate` prints for an analytic scenario). Error on a deadlock.
+// The step time the campaign uses: one simulated step as `stepcast simulate` runs it
+// (sim::run_scenario: the scenario's network and perturbations), the same step `stepcast
+// check` simulates. Errors: those of run_scenario, and a deadlock.
 Result<double> engine_step_time_s(const Scenario& scenario);
 
 // The campaign of `scenario` with checkpoint cost `cost` (interval_steps left at 1).
