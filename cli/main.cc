@@ -16,6 +16,8 @@
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
 #include "checkpoint.h"
+#include "plan.h"
+#include "diagnose.h"
 #include "simulate.h"
 #include "validate.h"
 
@@ -164,6 +166,37 @@ int run(int argc, char** argv) {
   ckptc->add_option("--csv", ckpt_args.csv, "Write the interval sweep (goodput curve) as CSV to FILE");
   ckptc->add_option("--runs", ckpt_args.runs, "Monte Carlo runs per interval (default 64)");
 
+  stepcast::cli::DiagnoseArgs diag_args;
+  CLI::App* diagc = app.add_subcommand(
+      "diagnose", "Explain a run: outlier ranks, input stalls, exposed communication, hangs, resume audit");
+  diagc->add_option("INPUT", diag_args.input, "Scenario JSON file, or a trace written by stepcast (--trace)")
+      ->required();
+  diagc->add_flag("--json", diag_args.json, "Print the JSON report");
+  diagc->add_option("--steps", diag_args.steps, "Steps to simulate for a scenario (default 10)");
+
+  stepcast::cli::CompareArgs cmp_args;
+  CLI::App* cmpc = app.add_subcommand(
+      "compare", "Decompose the step-time difference of two scenarios; work per GPU; scaling efficiency");
+  cmpc->add_option("A", cmp_args.a, "Scenario JSON file (the baseline)")->required();
+  cmpc->add_option("B", cmp_args.b, "Scenario JSON file")->required();
+  cmpc->add_flag("--json", cmp_args.json, "Print the JSON report");
+  cmpc->add_option("--steps", cmp_args.steps, "Steps to simulate for each (default 10)");
+
+  stepcast::cli::PlanArgs plan_args;
+  CLI::App* planc = app.add_subcommand(
+      "plan", "Search every layout, rank by time to train (failures included), tokens/s or cost; explain");
+  planc->add_option("SCENARIO", plan_args.scenario,
+                    "Scenario JSON file (the plan may be partial or absent when it has a search section)")
+      ->required();
+  planc->add_flag("--json", plan_args.json, "Print the JSON report");
+  planc->add_option("--csv", plan_args.csv, "Write every ranked layout as CSV to FILE");
+  planc->add_option("--explain", plan_args.explain,
+                    "Why LAYOUT (\"tp=8,pp=4,...\") is rejected, or where it ranks and what limits it");
+  planc->add_option("--threads", plan_args.threads, "Search threads (default: search.threads; 0 = one per core)");
+  planc->add_option("--top-k", plan_args.top_k,
+                    "Layouts re-simulated with the event engine (default: search.top_k, 20)");
+  planc->add_option("--top", plan_args.rows, "Ranked layouts listed (default 20)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -190,6 +223,9 @@ int run(int argc, char** argv) {
   if (simc->parsed()) return stepcast::cli::cmd_simulate(sim_args);
   if (checkc->parsed()) return stepcast::cli::cmd_check(check_paths);
   if (ckptc->parsed()) return stepcast::cli::cmd_checkpoint(ckpt_args);
+  if (planc->parsed()) return stepcast::cli::cmd_plan(plan_args);
+  if (diagc->parsed()) return stepcast::cli::cmd_diagnose(diag_args);
+  if (cmpc->parsed()) return stepcast::cli::cmd_compare(cmp_args);
   if (presets->parsed()) return cmd_presets(presets_json);
   if (est->parsed()) return cmd_estimate(estimate_path, estimate_json);
   if (val->parsed()) return stepcast::cli::cmd_validate(validate_path, validate_json, validate_scenarios);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint.h"
+#include "plan.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/lower.h"
 #include "stepcast/models/report.h"
@@ -18,6 +19,7 @@
 #include "stepcast/models/timeline.h"
 #include "stepcast/sim/analysis.h"
 #include "stepcast/sim/backend.h"
+#include "stepcast/sim/diagnose.h"
 #include "stepcast/sim/engine.h"
 #include "stepcast/sim/run.h"
 
@@ -141,7 +143,9 @@ int cmd_check(const std::vector<std::string>& paths) {
   std::sort(files.begin(), files.end());
   int passed = 0, failed = 0, errors = 0;
   for (const std::string& f : files) {
-    auto s = load_scenario_file(f);
+    LoadOptions lo;
+    lo.plan_template = true;  // a scenario with a `search` section is checked on its best layout
+    auto s = load_scenario_file(f, lo);
     if (!s.ok()) {
       std::cout << "ERROR " << s.error().message << "\n";
       ++errors;
@@ -152,27 +156,46 @@ int cmd_check(const std::vector<std::string>& paths) {
       ++passed;
       continue;
     }
-    const auto run = run_simulation(*s, false, 1, false);
+    nlohmann::json planned = nlohmann::json::object();  // the planner's fields (docs/planner.md)
+    if (s->search) {
+      auto fields = plan_check_fields(s.value());
+      if (!fields.ok()) {
+        std::cout << "ERROR " << f << ": " << fields.error().message << "\n";
+        ++errors;
+        continue;
+      }
+      planned = *fields;
+    }
+    // Faults that perturb ranks need every rank and several steps (stalls are periodic);
+    // they and checkpoint contents also get the fields of `stepcast diagnose`.
+    const bool perturbed = s->faults.perturb.any();
+    const bool diagnosed = perturbed || s->checkpoint.has_value();
+    const int steps = perturbed ? sim::kDiagnoseSteps : 1;
+    const auto run = run_simulation(*s, false, steps, false);
     if (!run.ok()) {
       std::cout << "ERROR " << f << ": " << run.error().message << "\n";
       ++errors;
       continue;
     }
     const Simulated& r = *run;
-    if (r.out.deadlock) {
+    const bool hang_expected = s->faults.perturb.crash || s->faults.perturb.mismatch;
+    if (r.out.deadlock && !hang_expected) {
       std::cout << "FAIL  " << f << ": " << r.out.deadlock_report << "\n";
       ++failed;
       continue;
     }
-    nlohmann::json report = nlohmann::json::parse(sim::simulate_report_json(*s, r.program, r.summary, false, 1));
-    // Fields only the closed form reports (e.g. params_active, hfu) come from it.
-    const nlohmann::json closed = nlohmann::json::parse(estimate_report_json(*s, estimate(*s)));
-    for (auto it = closed.begin(); it != closed.end(); ++it) {
-      if (!report.contains(it.key())) report[it.key()] = it.value();
+    nlohmann::json report = nlohmann::json::object();
+    if (!r.out.deadlock) {
+      report = nlohmann::json::parse(sim::simulate_report_json(*s, r.program, r.summary, r.full, steps));
+      // Fields only the closed form reports (e.g. params_active, hfu) come from it.
+      const nlohmann::json closed = nlohmann::json::parse(estimate_report_json(*s, estimate(*s)));
+      for (auto it = closed.begin(); it != closed.end(); ++it) {
+        if (!report.contains(it.key())) report[it.key()] = it.value();
+      }
     }
     // With a failure model: the campaign fields (goodput, job_mtbf_h, ...) of
     // `stepcast checkpoint` at the simulated step time.
-    if (s->faults.failures) {
+    if (s->faults.failures && !r.out.deadlock) {
       auto campaign = campaign_report_fields(*s, report["step_time_s"].get<double>());
       if (!campaign.ok()) {
         std::cout << "ERROR " << f << ": " << campaign.error().message << "\n";
@@ -181,6 +204,13 @@ int cmd_check(const std::vector<std::string>& paths) {
       }
       for (auto it = campaign->begin(); it != campaign->end(); ++it) report[it.key()] = it.value();
     }
+    if (diagnosed) {
+      const nlohmann::json d = nlohmann::json::parse(sim::diagnosis_json(sim::diagnose_run(*s, r)));
+      for (const char* key : {"healthy", "hang", "mismatch", "outlier_ranks", "stalling_hosts", "resume_missing"}) {
+        if (d.contains(key)) report[key] = d[key];
+      }
+    }
+    for (auto it = planned.begin(); it != planned.end(); ++it) report[it.key()] = it.value();
     const nlohmann::json expect = nlohmann::json::parse(s->expect_json);
     std::vector<std::string> misses, met;
     for (auto it = expect.begin(); it != expect.end(); ++it) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "reliability_json.h"
+#include "search_json.h"
 #include "spec_json.h"
 #include "stragglers_json.h"
 #include "stepcast/models/presets.h"
@@ -39,7 +40,14 @@ const std::vector<std::string>& expectable_fields() {
       // With faults.failures: the campaign fields (docs/reliability.md, `stepcast check`).
       "goodput", "goodput_p10", "goodput_p90", "job_mtbf_h", "checkpoint_interval_s",
       "checkpoint_interval_steps", "checkpoint_mode", "checkpoint_pause_s", "checkpoint_bytes",
-      "time_to_train_h", "young_interval_s", "daly_interval_s"};
+      "time_to_train_h", "young_interval_s", "daly_interval_s",
+      // With a `search` section: the planner's result (docs/planner.md, `stepcast check`).
+      "best_layout", "best_gpus", "best_step_time_s", "best_tokens_per_s", "best_mfu",
+      "best_goodput", "best_time_to_train_h", "best_cost", "best_layout_by_tokens_per_s",
+      "plan_space", "plan_feasible", "plan_layout_rank",
+      // With faults.stragglers / crash / mismatch or a checkpoint block: the fields of
+      // `stepcast diagnose` (docs/incidents.md).
+      "healthy", "hang", "mismatch", "outlier_ranks", "stalling_hosts", "resume_missing"};
   return kFields;
 }
 
@@ -303,7 +311,7 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   return out;
 }
 
-Result<Scenario> parse_scenario(std::string_view text) {
+Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& options) {
   if (auto bad = prescan(text)) return Error{*bad};
   // The parser's callback tracks the JSON path of the value being read, so that a number
   // the parser rejects ("tp": 1e400) is reported at its field, and finds repeated keys
@@ -393,6 +401,8 @@ Result<Scenario> parse_scenario(std::string_view text) {
   }
   if (const json* v = top.raw("faults")) s.faults = detail::read_faults(*v, diag, presets.failures);
   if (const json* v = top.raw("checkpoint")) s.checkpoint = detail::read_checkpoint(*v, diag);
+  if (const json* v = top.raw("search")) s.search = detail::read_search(*v, diag);
+  const bool plan_template = options.plan_template && s.search.has_value();
   if (top.raw("calibration")) {
     diag.add("calibration", "this section is not supported by this version of stepcast");
   }
@@ -438,6 +448,8 @@ Result<Scenario> parse_scenario(std::string_view text) {
       read_plan(r, s.plan, dp_given);
       plan_ok = diag.size() == before;
     }
+  } else if (plan_template) {
+    plan_ok = true;  // the planner searches every layout
   } else {
     diag.add("plan", "required: an object with tp, pp, dp, ...");
   }
@@ -461,6 +473,13 @@ Result<Scenario> parse_scenario(std::string_view text) {
   if (!(model_ok && cluster_ok && plan_ok && workload_ok)) return Error{"invalid scenario"};
 
   if (s.workload.seq_len == 0) s.workload.seq_len = s.model.train_seq_len;
+  if (plan_template) {  // the plan is the search's template (search_json.cc)
+    if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
+    auto errors = detail::complete_search(s, true, top.has("plan"), dp_given);
+    for (auto& e : detail::perturbation_errors(s.faults.perturb, s.cluster)) errors.push_back(std::move(e));
+    if (!errors.empty()) return Error{one_per_line(errors)};
+    return s;
+  }
   Plan& p = s.plan;
   if (!dp_given) {
     const std::int64_t inner = std::int64_t{p.tp} * p.pp * p.cp;
@@ -485,11 +504,14 @@ Result<Scenario> parse_scenario(std::string_view text) {
   if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
   auto errors = layout_errors(s.model, s.cluster, p, s.workload);
   for (auto& e : detail::perturbation_errors(s.faults.perturb, s.cluster)) errors.push_back(std::move(e));
+  if (s.search) {
+    for (auto& e : detail::complete_search(s, false, true, dp_given)) errors.push_back(std::move(e));
+  }
   if (!errors.empty()) return Error{one_per_line(errors)};
   return s;
 }
 
-Result<Scenario> load_scenario_file(const std::string& path) {
+Result<Scenario> load_scenario_file(const std::string& path, const LoadOptions& options) {
   // Checked first: a directory opens as a stream on some systems and reads as empty.
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
@@ -502,7 +524,7 @@ Result<Scenario> load_scenario_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return Error{path + ": cannot read file"};
-  auto r = parse_scenario(ss.str());
+  auto r = parse_scenario(ss.str(), options);
   if (!r.ok()) {
     // Prefix every line so each problem names the file.
     std::string msg, line;

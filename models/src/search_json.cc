@@ -1,0 +1,265 @@
+#include "search_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+namespace stepcast {
+
+const char* objective_name(Objective objective) {
+  switch (objective) {
+    case Objective::kTimeToTrain: return "time_to_train";
+    case Objective::kTokensPerS: return "tokens_per_s";
+    case Objective::kCost: return "cost";
+  }
+  return "?";
+}
+
+}  // namespace stepcast
+
+namespace stepcast::detail {
+
+namespace {
+
+constexpr std::int64_t kMaxGpus = 10'000'000;
+constexpr std::int64_t kMaxGlobalBatch = 1'000'000'000;  // as plan.global_batch
+constexpr std::int64_t kMaxDegree = 1'000'000;           // as plan.tp, plan.pp, ...
+constexpr std::size_t kMaxListLength = 256;
+
+std::string at(const std::string& path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
+
+// One integer in [min, max], with the messages of ObjectReader::integer.
+std::optional<std::int64_t> integer_value(const json& v, const std::string& path, std::int64_t min,
+                                          std::int64_t max, Diagnostics& diag) {
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
+    diag.add(path, fmt::format("{} is out of range ({} to {})", describe(v), min, max));
+    return std::nullopt;
+  }
+  std::int64_t x = 0;
+  if (v.is_number_integer()) {
+    x = v.get<std::int64_t>();
+  } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+             v.get<double>() == std::floor(v.get<double>())) {
+    const double d = v.get<double>();
+    if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
+      diag.add(path, fmt::format("{} is out of range ({} to {})", describe(v), min, max));
+      return std::nullopt;
+    }
+    x = static_cast<std::int64_t>(d);
+  } else {
+    diag.add(path, "expected an integer, got " + describe(v));
+    return std::nullopt;
+  }
+  if (x < min || x > max) {
+    diag.add(path, fmt::format("{} is out of range ({} to {})", x, min, max));
+    return std::nullopt;
+  }
+  return x;
+}
+
+// The elements of a list value (or the one value), checked by `one`; sorted ascending
+// without duplicates. nullopt (with messages) on any problem.
+template <typename T, typename One>
+std::optional<std::vector<T>> list_of(const json& v, const std::string& path, const char* what,
+                                      Diagnostics& diag, One one) {
+  std::vector<std::pair<T, std::size_t>> items;  // value, index in the file
+  const std::size_t before = diag.size();
+  if (v.is_array()) {
+    if (v.empty()) {
+      diag.add(path, "an empty list allows nothing (omit the key for the default)");
+      return std::nullopt;
+    }
+    if (v.size() > kMaxListLength) {
+      diag.add(path, fmt::format("{} values; at most {}", v.size(), kMaxListLength));
+      return std::nullopt;
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (auto x = one(v[i], at(path, i))) items.emplace_back(*x, i);
+    }
+  } else if (v.is_object() || v.is_null()) {
+    diag.add(path, std::string("expected ") + what + ", got " + describe(v));
+    return std::nullopt;
+  } else if (auto x = one(v, path)) {
+    items.emplace_back(*x, 0);
+  }
+  if (diag.size() != before) return std::nullopt;
+  // Duplicates are reported at their second appearance, in file order.
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (items[j].first == items[i].first) {
+        diag.add(at(path, items[i].second), describe(v[items[i].second]) + " appears twice");
+        break;
+      }
+    }
+  }
+  if (diag.size() != before) return std::nullopt;
+  std::vector<T> out;
+  for (const auto& [x, i] : items) out.push_back(x);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+template <typename T>
+std::optional<std::vector<T>> integers(ObjectReader& r, std::string_view key, std::int64_t min,
+                                       std::int64_t max) {
+  const json* v = r.raw(key);
+  if (!v) return std::nullopt;
+  return list_of<T>(*v, r.path_of(key), "an integer or a list of integers", r.diag(),
+                    [&](const json& e, const std::string& path) -> std::optional<T> {
+                      if (auto x = integer_value(e, path, min, max, r.diag())) return static_cast<T>(*x);
+                      return std::nullopt;
+                    });
+}
+
+// A string of `names` (or a list of them) as enum values (the index in `names`).
+template <typename E>
+std::optional<std::vector<E>> choices(ObjectReader& r, std::string_view key,
+                                      const std::vector<std::string>& names) {
+  const json* v = r.raw(key);
+  if (!v) return std::nullopt;
+  return list_of<E>(*v, r.path_of(key), "a string or a list of strings", r.diag(),
+                    [&](const json& e, const std::string& path) -> std::optional<E> {
+                      if (!e.is_string()) {
+                        r.diag().add(path, "expected a string, got " + describe(e));
+                        return std::nullopt;
+                      }
+                      const std::string s = e.get<std::string>();
+                      const auto it = std::find(names.begin(), names.end(), s);
+                      if (it != names.end()) return static_cast<E>(it - names.begin());
+                      std::string msg = "\"" + printable(s) + "\" is not one of ";
+                      for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", \"" : "\"") + names[i] + "\"";
+                      const std::string near = closest(s, names);
+                      if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
+                      r.diag().add(path, msg);
+                      return std::nullopt;
+                    });
+}
+
+// `gpus`: an integer, a list, or {"min": A, "max": B}: A, 2A, 4A, ... up to B.
+std::optional<std::vector<int>> read_gpus(ObjectReader& r) {
+  const json* v = r.raw("gpus");
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return integers<int>(r, "gpus", 1, kMaxGpus);
+  const std::size_t before = r.diag().size();
+  ObjectReader range(*v, r.path_of("gpus"), r.diag());
+  const auto lo = range.integer("min", 1, kMaxGpus);
+  const auto hi = range.integer("max", 1, kMaxGpus);
+  range.finish();
+  if (r.diag().size() != before) return std::nullopt;
+  if (!lo || !hi) {
+    r.diag().add(r.path_of("gpus"), "a range needs \"min\" and \"max\" (the sweep doubles from min to max)");
+    return std::nullopt;
+  }
+  if (*lo > *hi) {
+    r.diag().add(r.path_of("gpus"), fmt::format("min {} exceeds max {}", *lo, *hi));
+    return std::nullopt;
+  }
+  std::vector<int> out;
+  for (std::int64_t g = *lo; g <= *hi; g *= 2) out.push_back(static_cast<int>(g));
+  return out;
+}
+
+}  // namespace
+
+std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
+  if (!v.is_object()) {
+    diag.add("search", "expected an object, got " + describe(v));
+    return std::nullopt;
+  }
+  SearchSpec q;
+  ObjectReader r(v, "search", diag);
+  if (auto x = read_gpus(r)) q.gpus = *x;
+  if (auto x = integers<std::int64_t>(r, "global_batch", 1, kMaxGlobalBatch)) q.global_batch = *x;
+  if (auto x = integers<int>(r, "tp", 1, kMaxDegree)) q.tp = *x;
+  if (auto x = integers<int>(r, "pp", 1, kMaxDegree)) q.pp = *x;
+  if (auto x = integers<int>(r, "cp", 1, kMaxDegree)) q.cp = *x;
+  if (auto x = integers<int>(r, "ep", 1, kMaxDegree)) q.ep = *x;
+  if (auto x = integers<int>(r, "virtual_stages", 2, 1000)) q.virtual_stages = *x;
+  if (auto x = integers<int>(r, "microbatch", 1, kMaxDegree)) q.microbatch = *x;
+  if (auto x = integers<int>(r, "zero", 0, 3)) q.zero = *x;
+  if (auto x = choices<Schedule>(r, "schedule", {"gpipe", "1f1b", "interleaved"})) q.schedule = *x;
+  if (auto x = choices<Recompute>(r, "recompute", {"none", "selective", "full"})) q.recompute = *x;
+  if (const json* sp = r.raw("sequence_parallel")) {
+    auto x = list_of<bool>(*sp, r.path_of("sequence_parallel"), "true, false or a list of them", diag,
+                           [&](const json& e, const std::string& path) -> std::optional<bool> {
+                             if (e.is_boolean()) return e.get<bool>();
+                             diag.add(path, "expected true or false, got " + describe(e));
+                             return std::nullopt;
+                           });
+    if (x) q.sequence_parallel = *x;
+  }
+  if (auto x = r.boolean("allow_tp_across_nodes")) q.allow_tp_across_nodes = *x;
+  if (auto x = r.integer("top_k", 0, 1000)) q.top_k = static_cast<int>(*x);
+  if (auto x = r.choice("objective", {"time_to_train", "tokens_per_s", "cost"})) {
+    q.objective = *x == "time_to_train" ? Objective::kTimeToTrain
+                  : *x == "tokens_per_s" ? Objective::kTokensPerS
+                                         : Objective::kCost;
+  }
+  if (auto x = r.number("price_per_gpu_hour", 0, 1e6)) q.price_per_gpu_hour = *x;
+  if (auto x = r.integer("threads", 0, 1024)) q.threads = static_cast<int>(*x);
+  r.finish();
+  if (!q.virtual_stages.empty() && !q.schedule.empty() &&
+      std::find(q.schedule.begin(), q.schedule.end(), Schedule::kInterleaved) == q.schedule.end()) {
+    diag.add("search.virtual_stages", "applies to schedule \"interleaved\", which search.schedule leaves out");
+  }
+  return q;
+}
+
+std::vector<std::string> complete_search(Scenario& s, bool plan_template, bool plan_given,
+                                         bool dp_given) {
+  std::vector<std::string> out;
+  SearchSpec& q = *s.search;
+  Plan& p = s.plan;
+  if (plan_template && !plan_given) p.global_batch = -1;  // not given
+  const int gpn = s.cluster.gpus_per_node;
+  if (q.gpus.empty()) {
+    q.gpus = {s.cluster.world()};
+  } else {
+    for (int g : q.gpus) {
+      if (g % gpn != 0) {
+        out.push_back(fmt::format("search.gpus: {} is not a multiple of cluster.gpus_per_node ({}): "
+                                  "the planner resizes the cluster in whole nodes",
+                                  g, gpn));
+      }
+    }
+  }
+  if (q.global_batch.empty()) {
+    if (p.global_batch > 0) {
+      q.global_batch = {p.global_batch};
+    } else {
+      out.push_back("search.global_batch: required when plan.global_batch is not given: the "
+                    "sequences per optimizer step, e.g. [512]");
+    }
+  }
+  if (q.objective && *q.objective != Objective::kTokensPerS && !(s.workload.train_tokens > 0)) {
+    out.push_back(fmt::format("search.objective: \"{}\" needs workload.train_tokens (the tokens of "
+                              "the whole run, e.g. 15e12)",
+                              objective_name(*q.objective)));
+  }
+  if (q.objective == Objective::kCost && !(q.price_per_gpu_hour > 0)) {
+    out.push_back("search.objective: \"cost\" needs search.price_per_gpu_hour (e.g. 2.5)");
+  }
+  if (!plan_template) {
+    q.plan_is_layout = true;  // the loader checked the layout
+    return out;
+  }
+  // The settings every candidate shares must hold on their own: the same messages as
+  // layout_errors gives for a layout.
+  if (p.global_batch < 0) p.global_batch = q.global_batch.empty() ? 1 : q.global_batch.front();
+  bool layout = plan_given;
+  if (!dp_given) {
+    const std::int64_t inner = std::int64_t{p.tp} * p.pp * p.cp;
+    if (s.cluster.world() % inner == 0) p.dp = static_cast<int>(s.cluster.world() / inner);
+    else layout = false;
+  }
+  for (std::string& e : layout_errors(s.model, s.cluster, p, s.workload)) {
+    if (e.rfind("plan.precision:", 0) == 0 || e.rfind("workload.", 0) == 0) out.push_back(std::move(e));
+    else layout = false;
+  }
+  q.plan_is_layout = layout && out.empty();
+  return out;
+}
+
+}  // namespace stepcast::detail

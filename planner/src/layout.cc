@@ -1,0 +1,179 @@
+#include "stepcast/planner/layout.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace stepcast::planner {
+
+namespace {
+
+// Edit distance for "did you mean" (keys are short; a plain table is enough).
+int distance(std::string_view a, std::string_view b) {
+  std::vector<int> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    int diag = row[0];
+    row[0] = static_cast<int>(i);
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const int up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+const std::vector<std::string>& keys() {
+  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "sp", "schedule", "v",
+                                             "virtual_stages", "mb", "microbatch", "gb",
+                                             "global_batch", "zero", "recompute", "gpus"};
+  return k;
+}
+
+std::optional<std::int64_t> to_int(std::string_view s) {
+  std::int64_t x = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return x;
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* schedule_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::kGpipe: return "gpipe";
+    case Schedule::kOneFOneB: return "1f1b";
+    case Schedule::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+
+const char* recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+std::string layout_string(const Plan& p) {
+  return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={},schedule={},v={},mb={},gb={},zero={},recompute={}",
+                     p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
+                     schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
+                     recompute_name(p.recompute));
+}
+
+Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
+  ParsedLayout out;
+  out.plan = base;
+  const std::string quoted = "\"" + printable(text) + "\"";
+  if (text.empty()) return Error{"\"\": empty layout; expected key=value pairs such as \"tp=8,pp=4\""};
+  std::vector<std::string> seen;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    start = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Error{fmt::format("{}: \"{}\" is not key=value", quoted, printable(item))};
+    }
+    std::string key(item.substr(0, eq));
+    const std::string_view value = item.substr(eq + 1);
+    if (std::find(keys().begin(), keys().end(), key) == keys().end()) {
+      std::string msg = fmt::format("{}: unknown key \"{}\"", quoted, printable(key));
+      std::string best;
+      int best_d = std::numeric_limits<int>::max();
+      for (const std::string& k : keys()) {
+        const int d = distance(key, k);
+        if (d < best_d) {
+          best_d = d;
+          best = k;
+        }
+      }
+      if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
+      return Error{msg + " (keys: tp, pp, dp, cp, ep, sp, schedule, v, mb, gb, zero, recompute, gpus)"};
+    }
+    // Aliases share one slot.
+    if (key == "virtual_stages") key = "v";
+    if (key == "microbatch") key = "mb";
+    if (key == "global_batch") key = "gb";
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return Error{fmt::format("{}: {} is given twice", quoted, key)};
+    }
+    seen.push_back(key);
+    auto integer = [&](std::int64_t min, std::int64_t max) -> Result<std::int64_t> {
+      const auto x = to_int(value);
+      if (!x) return Error{fmt::format("{}: {}: expected an integer, got \"{}\"", quoted, key, printable(value))};
+      if (*x < min || *x > max) {
+        return Error{fmt::format("{}: {}: {} is out of range ({} to {})", quoted, key, *x, min, max)};
+      }
+      return *x;
+    };
+    constexpr std::int64_t kMax = 1'000'000;
+    if (key == "sp") {
+      if (value == "true" || value == "1") out.plan.sequence_parallel = true;
+      else if (value == "false" || value == "0") out.plan.sequence_parallel = false;
+      else return Error{fmt::format("{}: sp: expected true or false, got \"{}\"", quoted, printable(value))};
+    } else if (key == "schedule") {
+      if (value == "gpipe") out.plan.schedule = Schedule::kGpipe;
+      else if (value == "1f1b") out.plan.schedule = Schedule::kOneFOneB;
+      else if (value == "interleaved") out.plan.schedule = Schedule::kInterleaved;
+      else {
+        return Error{fmt::format("{}: schedule: \"{}\" is not one of \"gpipe\", \"1f1b\", \"interleaved\"",
+                                 quoted, printable(value))};
+      }
+      out.schedule_given = true;
+    } else if (key == "recompute") {
+      if (value == "none") out.plan.recompute = Recompute::kNone;
+      else if (value == "selective") out.plan.recompute = Recompute::kSelective;
+      else if (value == "full") out.plan.recompute = Recompute::kFull;
+      else {
+        return Error{fmt::format("{}: recompute: \"{}\" is not one of \"none\", \"selective\", \"full\"",
+                                 quoted, printable(value))};
+      }
+    } else {
+      const std::int64_t max = key == "gb"     ? 1'000'000'000
+                               : key == "gpus" ? 10'000'000
+                               : key == "zero" ? 3
+                               : key == "v"    ? 1000
+                                               : kMax;
+      auto x = integer(key == "zero" ? 0 : 1, max);
+      if (!x.ok()) return x.error();
+      const int v = static_cast<int>(*x);
+      if (key == "tp") out.plan.tp = v;
+      else if (key == "pp") out.plan.pp = v;
+      else if (key == "dp") out.plan.dp = v, out.dp_given = true;
+      else if (key == "cp") out.plan.cp = v;
+      else if (key == "ep") out.plan.ep = v;
+      else if (key == "v") out.plan.virtual_stages = v;
+      else if (key == "mb") out.plan.microbatch = v;
+      else if (key == "gb") out.plan.global_batch = *x, out.gb_given = true;
+      else if (key == "zero") out.plan.zero = v;
+      else if (key == "gpus") out.gpus = v;
+    }
+  }
+  if (!out.schedule_given && out.plan.virtual_stages >= 2) out.plan.schedule = Schedule::kInterleaved;
+  if (!out.schedule_given && out.plan.virtual_stages == 1 && out.plan.schedule == Schedule::kInterleaved) {
+    out.plan.schedule = Schedule::kOneFOneB;
+  }
+  return out;
+}
+
+}  // namespace stepcast::planner

@@ -1,0 +1,588 @@
+// The planner (planner/): search, pruning, ranking and explanation against brute force
+// and hand-derived oracles (STYLE.md habit 13), determinism across thread counts, the
+// failure-aware objective, and the `search` section's input errors as whole strings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "stepcast/models/collectives.h"
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/program.h"
+#include "stepcast/models/reliability.h"
+#include "stepcast/models/scenario.h"
+#include "stepcast/planner/goodput.h"
+#include "stepcast/planner/layout.h"
+#include "stepcast/planner/planner.h"
+#include "stepcast/planner/report.h"
+#include "stepcast/sim/run.h"
+
+namespace stepcast::planner {
+namespace {
+
+Scenario load_text(const std::string& text) {
+  LoadOptions o;
+  o.plan_template = true;
+  auto s = parse_scenario(text, o);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? *s : Scenario{};
+}
+
+Scenario load_file(const std::string& name) {
+  LoadOptions o;
+  o.plan_template = true;
+  auto s = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/" + name, o);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? *s : Scenario{};
+}
+
+PlanResult search(const Scenario& s, int threads = 1, std::optional<int> top_k = std::nullopt) {
+  PlanOptions o;
+  o.threads = threads;
+  o.top_k = top_k;
+  auto r = search_layouts(s, o);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() ? *r : PlanResult{};
+}
+
+// A model small enough that the engine runs every feasible layout in about a second:
+// 8 layers, h = 1024, 16 heads in 4 KV groups, on 2 nodes x 4 H100 cut to 3 GiB of HBM so
+// that memory rejects a third of the layouts.
+const char* kTiny = R"({
+  "name": "tiny",
+  "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+            "vocab_size": 32000, "max_seq_len": 2048},
+  "cluster": {"gpu": {"preset": "h100-sxm", "hbm_GiB": 3}, "nodes": 2, "gpus_per_node": 4},
+  "workload": {"seq_len": 2048},
+  "search": {"global_batch": [16], "objective": "tokens_per_s"}
+})";
+
+bool spans_nodes(const Plan& p, int gpus_per_node) {
+  const int stride = Placement::of(p, gpus_per_node).group_stride(GroupKind::kTp);
+  return group_shape(p.tp, stride, gpus_per_node).nodes > 1;
+}
+
+// The layout as the search lists it (docs/planner.md "The space": settings that change
+// nothing are folded).
+Plan fold(Plan p) {
+  if (p.pp == 1 && p.schedule == Schedule::kGpipe) p.schedule = Schedule::kOneFOneB;
+  if (p.tp == 1) p.sequence_parallel = false;
+  if (p.flash_attention && p.recompute == Recompute::kSelective) p.recompute = Recompute::kNone;
+  return p;
+}
+
+struct Brute {
+  std::set<std::string> feasible_closed;  // folded layout strings that the closed form fits
+  std::set<std::string> feasible;         // ... and the engine's peak fits too
+  double best_tokens_per_s = 0;
+  std::set<std::string> best;             // every layout reaching it
+};
+
+// Every (tp, pp, cp, dp, schedule, v, mb, sp, recompute, zero) on 8 GPUs, without the
+// planner's pruning: layout_errors, TP inside a node, the closed form's fit, and one
+// engine step of each survivor (representative mode, as the planner's top k).
+Brute brute_force(const Scenario& s) {
+  Brute b;
+  const std::vector<int> pow2 = {1, 2, 4, 8};
+  for (int tp : pow2) for (int pp : pow2) for (int cp : pow2) for (int dp : pow2) {
+    if (tp * pp * cp * dp != s.cluster.world()) continue;
+    for (Schedule sc : {Schedule::kGpipe, Schedule::kOneFOneB, Schedule::kInterleaved}) {
+      for (int v : pow2) for (int mb : pow2) for (bool sp : {false, true}) {
+        for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+          for (int zero = 0; zero <= 3; ++zero) {
+            Plan p = s.plan;
+            p.tp = tp, p.pp = pp, p.cp = cp, p.dp = dp, p.schedule = sc, p.virtual_stages = v;
+            p.microbatch = mb, p.sequence_parallel = sp, p.recompute = rc, p.zero = zero;
+            p.global_batch = 16;
+            if (!layout_errors(s.model, s.cluster, p, s.workload).empty()) continue;
+            if (spans_nodes(p, s.cluster.gpus_per_node)) continue;
+            const Estimate e = estimate(s.model, s.cluster, p, s.workload);
+            if (!e.memory.fits) continue;
+            const std::string key = layout_string(fold(p));
+            if (!b.feasible_closed.insert(key).second) continue;  // simulated once per folded layout
+            Scenario one = s;
+            one.plan = fold(p);
+            sim::RunOptions ro;
+            auto run = sim::run_scenario(one, ro);
+            EXPECT_TRUE(run.ok() && !run->out.deadlock) << key;
+            if (!run.ok() || run->out.deadlock) continue;
+            double peak = 0;
+            for (const auto& rk : run->summary.ranks) peak = std::max(peak, rk.peak_bytes);
+            if (peak > e.memory.usable) continue;
+            b.feasible.insert(key);
+            const double tps = static_cast<double>(p.global_batch * s.workload.seq_len) / run->summary.step_time_s;
+            if (tps > b.best_tokens_per_s) {
+              b.best_tokens_per_s = tps;
+              b.best.clear();
+            }
+            if (tps == b.best_tokens_per_s) b.best.insert(key);
+          }
+        }
+      }
+    }
+  }
+  return b;
+}
+
+// ---------------------------------------------------------------------------------------
+// Against brute force.
+
+TEST(PlannerBruteForce, BestEqualsTheBestOfEveryFeasibleLayoutSimulated) {
+  const Scenario s = load_text(kTiny);
+  const Brute b = brute_force(s);
+  ASSERT_GT(b.feasible.size(), 500u);
+  const PlanResult r = search(s, 2);  // default top_k = 20
+  ASSERT_FALSE(r.ranked.empty());
+  const Candidate& best = r.ranked.front();
+  ASSERT_TRUE(best.simulated);
+  // The same engine on the same layout: equal to the last bit.
+  EXPECT_EQ(best.figures().tokens_per_s, b.best_tokens_per_s);
+  EXPECT_TRUE(b.best.count(layout_string(best.plan))) << layout_string(best.plan);
+}
+
+TEST(PlannerBruteForce, PruningKeepsExactlyTheFeasibleLayouts) {
+  const Scenario s = load_text(kTiny);
+  const Brute b = brute_force(s);
+  const PlanResult r = search(s, 2);
+  std::set<std::string> planner;
+  for (const Candidate& c : r.ranked) planner.insert(layout_string(c.plan));
+  for (const Candidate& c : r.engine_rejected) planner.insert(layout_string(c.plan));
+  EXPECT_EQ(planner, b.feasible_closed);
+  // The engine-rejected layouts are the brute force's closed-form-only ones among those
+  // the planner simulated.
+  for (const Candidate& c : r.engine_rejected) EXPECT_FALSE(b.feasible.count(layout_string(c.plan)));
+  EXPECT_EQ(static_cast<std::int64_t>(r.ranked.size()), r.counts.feasible);
+}
+
+// ---------------------------------------------------------------------------------------
+// Counting.
+
+void expect_counts_add_up(const PlanResult& r) {
+  EXPECT_EQ(r.counts.feasible + r.counts.rejected_total(), r.counts.size);
+  SpaceCounts sum;
+  for (const SweepCounts& sw : r.sweep) {
+    EXPECT_EQ(sw.counts.feasible + sw.counts.rejected_total(), sw.counts.size) << sw.gpus;
+    sum.add(sw.counts);
+  }
+  EXPECT_EQ(sum.size, r.counts.size);
+  EXPECT_EQ(sum.feasible, r.counts.feasible);
+  EXPECT_EQ(sum.rejected, r.counts.rejected);
+}
+
+TEST(PlannerCounts, RejectionsAndRankedAddUpToTheSpace) {
+  expect_counts_add_up(search(load_text(kTiny), 2));
+  // A sweep of GPU counts and batches, and a mixture-of-experts model (ep searched).
+  expect_counts_add_up(search(load_text(R"({"model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "workload": {"seq_len": 4096},
+      "search": {"gpus": {"min": 8, "max": 16}, "global_batch": [32, 64], "top_k": 0}})"), 2));
+}
+
+// Every layout of the space, enumerated independently of the search, explained one by
+// one: the first reason each gets adds up to the search's counts.
+TEST(PlannerCounts, EachLayoutIsCountedUnderTheReasonExplainGives) {
+  const Scenario s = load_text(kTiny);
+  const PlanResult r = search(s, 2);
+  SpaceCounts counted;
+  std::set<std::string> seen;
+  const std::vector<int> pow2 = {1, 2, 4, 8};
+  for (int tp : pow2) for (int pp : pow2) for (int cp : pow2) {
+    if (8 % (tp * pp * cp) != 0) continue;
+    std::vector<std::pair<Schedule, int>> variants = {{Schedule::kOneFOneB, 1}};
+    if (pp > 1) variants = {{Schedule::kGpipe, 1}, {Schedule::kOneFOneB, 1}, {Schedule::kInterleaved, 2},
+                            {Schedule::kInterleaved, 4}, {Schedule::kInterleaved, 8}};
+    for (auto [sc, v] : variants) for (int mb : pow2) for (bool sp : {false, true}) {
+      if (tp == 1 && sp) continue;
+      for (const char* rc : {"none", "full"}) for (int zero = 0; zero <= 3; ++zero) {
+        const std::string layout = fmt::format("tp={},pp={},cp={},schedule={},v={},mb={},sp={},recompute={},zero={}", tp, pp,
+                                               cp, schedule_name(sc), v, mb, sp, rc, zero);
+        auto e = explain_layout(s, r, layout);
+        ASSERT_TRUE(e.ok()) << e.error().message;
+        EXPECT_TRUE(e->outside.empty()) << layout;
+        EXPECT_TRUE(e->folded.empty()) << layout;
+        EXPECT_TRUE(seen.insert(e->layout).second) << layout;
+        ++counted.size;
+        if (e->rejected) {
+          ++counted.rejected[static_cast<std::size_t>(*e->rejected)];
+        } else {
+          ++counted.feasible;
+          ASSERT_TRUE(e->rank.has_value());
+          EXPECT_EQ(layout_string(r.ranked[*e->rank].plan), e->layout);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(counted.size, r.counts.size);
+  EXPECT_EQ(counted.feasible, r.counts.feasible);
+  EXPECT_EQ(counted.rejected, r.counts.rejected);
+}
+
+// ---------------------------------------------------------------------------------------
+// Known-good layouts.
+
+// Llama-3-8B fits on one node without model parallelism: data parallel with ZeRO is the
+// textbook layout (and what torchtitan's 8-GPU Llama 3 8B config uses, FSDP).
+TEST(PlannerKnownGood, Llama3_8BOnOneNodeIsDataParallel) {
+  const PlanResult r = search(load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "workload": {"seq_len": 8192}, "search": {"global_batch": [64], "top_k": 5}})"),
+                              2);
+  ASSERT_GE(r.ranked.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.ranked[i].plan.tp, 1) << layout_string(r.ranked[i].plan);
+    EXPECT_EQ(r.ranked[i].plan.pp, 1) << layout_string(r.ranked[i].plan);
+    EXPECT_GE(r.ranked[i].plan.zero, 1) << layout_string(r.ranked[i].plan);
+  }
+}
+
+// Llama-3-70B on 64 H100 with TP allowed to cross nodes: TP stays inside a node in the
+// whole top 5 (a TP group over the NICs loses), as every production layout keeps it.
+TEST(PlannerKnownGood, Llama3_70BKeepsTensorParallelismInsideANode) {
+  const PlanResult r = search(load_text(R"({"model": "llama3-70b", "cluster": {"preset": "dgx-h100", "nodes": 8},
+      "workload": {"seq_len": 8192},
+      "search": {"global_batch": [64], "top_k": 5, "allow_tp_across_nodes": true}})"),
+                              2);
+  EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kTpAcrossNodes)], 0);
+  ASSERT_GE(r.ranked.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_FALSE(spans_nodes(r.ranked[i].plan, 8)) << layout_string(r.ranked[i].plan);
+  }
+  // ... and the scenario's TP8-in-a-node layouts are ranked, not rejected.
+  const bool any_tp8 = std::any_of(r.ranked.begin(), r.ranked.end(), [](const Candidate& c) { return c.plan.tp == 8; });
+  EXPECT_TRUE(any_tp8);
+}
+
+// ---------------------------------------------------------------------------------------
+// The failure-aware objective (scenarios/plan/llama3-70b-64xh100-failure-prone.json).
+
+TEST(PlannerFailureProne, TimeToTrainPrefersALayoutThatCanCheckpointAsynchronously) {
+  const Scenario s = load_file("scenarios/plan/llama3-70b-64xh100-failure-prone.json");
+  const PlanResult r = search(s, 2);
+  ASSERT_FALSE(r.ranked.empty());
+  const Candidate& best = r.ranked.front();
+  const Candidate& fastest = r.ranked[r.best_by_tokens];
+  ASSERT_NE(r.best_by_tokens, 0u);
+  EXPECT_GT(fastest.figures().tokens_per_s, best.figures().tokens_per_s);
+  EXPECT_LT(best.figures().time_to_train_s, fastest.figures().time_to_train_s);
+  // Why: the fastest layout's per-rank state does not fit in the host memory an async
+  // snapshot stages, so it writes synchronously (a 494 s pause at 2 GB/s); the best one
+  // snapshots in about a second.
+  EXPECT_FALSE(fastest.async_fits);
+  EXPECT_GT(fastest.staging_bytes, s.cluster.host_memory_GiB * 1024.0 * 1024.0 * 1024.0);
+  EXPECT_EQ(fastest.figures().checkpoint_mode, CheckpointMode::kSync);
+  EXPECT_TRUE(best.async_fits);
+  EXPECT_EQ(best.figures().checkpoint_mode, CheckpointMode::kAsync);
+  EXPECT_LT(best.figures().checkpoint_pause_s, 5.0);
+  EXPECT_GT(fastest.figures().checkpoint_pause_s, 400.0);
+  EXPECT_GT(best.figures().goodput, fastest.figures().goodput + 0.05);
+}
+
+TEST(PlannerFailureProne, WithoutFailuresTheRankingIsByThroughputAlone) {
+  Scenario s = load_file("scenarios/plan/llama3-70b-64xh100-failure-prone.json");
+  s.faults.failures.reset();
+  const PlanResult r = search(s, 2);
+  ASSERT_FALSE(r.ranked.empty());
+  // Failure-free time to train = steps x step time: the order of tokens/s at one batch.
+  for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(r.simulated); ++i) {
+    EXPECT_GE(r.ranked[i].figures().tokens_per_s, r.ranked[i + 1].figures().tokens_per_s);
+    EXPECT_EQ(r.ranked[i].figures().goodput, 1.0);
+  }
+  EXPECT_EQ(r.best_by_tokens, 0u);
+}
+
+// A sweep priced per GPU-hour (scenarios/plan/llama3-70b-sweep-cost.json): cost = price x
+// GPUs x time to train; the cheapest run uses the fewest GPUs, the fastest the most.
+TEST(PlannerObjective, CostIsPriceTimesGpuHoursOverTheSweep) {
+  const Scenario s = load_file("scenarios/plan/llama3-70b-sweep-cost.json");
+  const PlanResult r = search(s, 2);
+  ASSERT_EQ(r.objective, Objective::kCost);
+  ASSERT_EQ(r.sweep.size(), 4u);  // 64, 128, 256, 512 GPUs
+  for (std::size_t i = 0; i < 50; ++i) {
+    const Figures& f = r.ranked[i].figures();
+    EXPECT_DOUBLE_EQ(f.cost, 2.5 * r.ranked[i].gpus() * f.time_to_train_s / 3600.0);
+    if (i + 1 < static_cast<std::size_t>(r.simulated)) {
+      EXPECT_LE(f.cost, r.ranked[i + 1].figures().cost);
+    }
+  }
+  EXPECT_EQ(r.ranked.front().gpus(), 64);
+  EXPECT_EQ(r.ranked[r.best_by_tokens].gpus(), 512);
+  // Failures grow with the job: the goodput of each GPU count's best layout falls with it.
+  double last = 1.0;
+  for (int g : {64, 128, 256, 512}) {
+    const auto it = std::find_if(r.ranked.begin(), r.ranked.end(), [&](const Candidate& c) { return c.gpus() == g; });
+    ASSERT_NE(it, r.ranked.end());
+    EXPECT_LT(it->figures().goodput, last) << g;
+    last = it->figures().goodput;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The goodput model (goodput.h) against models/reliability.h.
+
+TEST(PlannerGoodput, DalyGoodputIsTheInverseOfDalysWallTime) {
+  // T_s / T_w with T_w = M e^{R/M} (e^{(tau+delta)/M} - 1) T_s / tau (reliability.h).
+  for (double tau : {60.0, 600.0, 3600.0}) {
+    for (double mtbf : {1800.0, 36000.0, 3.6e6}) {
+      const double want = 1e6 / daly_wall_time_s(1e6, tau, 20.0, 900.0, mtbf);
+      EXPECT_NEAR(daly_goodput(tau, 20.0, 900.0, mtbf), want, 1e-12 * want) << tau << " " << mtbf;
+    }
+  }
+  // Rare failures: only the checkpoint cost is left, tau / (tau + delta).
+  EXPECT_NEAR(daly_goodput(1000.0, 10.0, 600.0, 1e15), 1000.0 / 1010.0, 1e-9);
+}
+
+TEST(PlannerGoodput, SyncUsesDalysIntervalInWholeStepsAndAsyncItsBest) {
+  const Scenario s = load_file("scenarios/plan/llama3-70b-64xh100-failure-prone.json");
+  Plan p = s.plan;
+  p.tp = 2, p.pp = 4, p.cp = 4, p.dp = 2, p.sequence_parallel = true, p.schedule = Schedule::kInterleaved;
+  p.virtual_stages = 4, p.microbatch = 1, p.global_batch = 64, p.zero = 2, p.recompute = Recompute::kNone;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, p, s.workload).empty());
+  const FailureEnv env = failure_env(s, s.cluster);
+  ASSERT_TRUE(env.failures);
+  // 64 GPUs x 1e-3 /GPU-h + the preset's host, NIC, switch and software rates.
+  EXPECT_NEAR(3600.0 / env.mtbf_s, job_failure_rate_per_h(*s.faults.failures, s.cluster), 1e-12);
+  const double step = 6.0;
+  Scenario sync_s = s;
+  sync_s.checkpoint = CheckpointSpec{};  // mode sync
+  const Goodput sync = layout_goodput(sync_s, s.cluster, p, step, 0, env);
+  EXPECT_EQ(sync.mode, CheckpointMode::kSync);
+  EXPECT_EQ(sync.interval_steps, std::llround(daly_interval_s(sync.pause_s, env.mtbf_s) / step));
+  // No checkpoint section: the better mode; async here (the staging fits in 256 GiB).
+  const Goodput best = layout_goodput(s, s.cluster, p, step, 0, env);
+  EXPECT_EQ(best.mode, CheckpointMode::kAsync);
+  EXPECT_GT(best.goodput, sync.goodput);
+  auto at = [&](std::int64_t n) {
+    const double tau = static_cast<double>(n) * step;
+    return daly_goodput(tau, best.pause_s + std::max(0.0, best.background_s - tau), best.restart_s, env.mtbf_s);
+  };
+  EXPECT_EQ(best.goodput, at(best.interval_steps));
+  EXPECT_GE(best.goodput, at(best.interval_steps - 1));
+  EXPECT_GE(best.goodput, at(best.interval_steps + 1));
+  EXPECT_GE(best.goodput, at(std::max<std::int64_t>(1, std::llround(daly_interval_s(best.pause_s, env.mtbf_s) / step))));
+}
+
+// ---------------------------------------------------------------------------------------
+// Determinism and the Pareto front.
+
+TEST(PlannerDeterminism, SameReportsWithOneAndFourThreadsAndAnyKeyOrder) {
+  const Scenario s = load_file("scenarios/plan/llama3-70b-64xh100.json");
+  const PlanResult one = search(s, 1);
+  const PlanResult four = search(s, 4);
+  ReportOptions ro;
+  ro.rows = 50;
+  EXPECT_EQ(plan_report_json(s, one, ro), plan_report_json(s, four, ro));
+  EXPECT_EQ(plan_report_text(s, one, ro), plan_report_text(s, four, ro));
+  EXPECT_EQ(plan_report_csv(one), plan_report_csv(four));
+  // The same scenario with its keys in another order.
+  const Scenario shuffled = load_text(R"({"seed": 1,
+      "search": {"threads": 0, "price_per_gpu_hour": 2.5, "objective": "time_to_train", "top_k": 20,
+                 "allow_tp_across_nodes": false, "global_batch": [64], "gpus": [64]},
+      "faults": {"failures": "llama3-405b"}, "workload": {"train_tokens": 1e12, "seq_len": 8192},
+      "plan": {"recompute": "selective", "zero": 1, "global_batch": 64, "microbatch": 1, "schedule": "1f1b",
+               "sequence_parallel": true, "dp": 2, "pp": 4, "tp": 8},
+      "cluster": {"nodes": 8, "preset": "dgx-h100"}, "model": "llama3-70b",
+      "name": "plan: llama3-70b on 64 x H100"})");
+  EXPECT_EQ(plan_report_json(s, one, ro), plan_report_json(shuffled, search(shuffled, 3), ro));
+}
+
+TEST(PlannerPareto, FrontIsExactlyTheNonDominatedLayouts) {
+  const Scenario s = load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "workload": {"seq_len": 8192, "train_tokens": 1e11},
+      "search": {"gpus": [8, 16], "global_batch": [64], "top_k": 4}})");
+  const PlanResult r = search(s, 2);
+  auto time_of = [](const Candidate& c) { return c.figures().time_to_train_s; };
+  auto dominates = [&](const Candidate& a, const Candidate& b) {
+    const bool no_worse = a.gpus() <= b.gpus() && time_of(a) <= time_of(b) && a.spare_bytes() >= b.spare_bytes();
+    const bool better = a.gpus() < b.gpus() || time_of(a) < time_of(b) || a.spare_bytes() > b.spare_bytes();
+    return no_worse && better;
+  };
+  const std::set<std::size_t> front(r.pareto.begin(), r.pareto.end());
+  ASSERT_FALSE(front.empty());
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    bool dominated = false;
+    bool duplicate_of_front = false;
+    for (std::size_t j : r.pareto) {
+      dominated = dominated || dominates(r.ranked[j], r.ranked[i]);
+      const Candidate& f = r.ranked[j];
+      duplicate_of_front = duplicate_of_front || (j < i && f.gpus() == r.ranked[i].gpus() &&
+                                                  time_of(f) == time_of(r.ranked[i]) &&
+                                                  f.spare_bytes() == r.ranked[i].spare_bytes());
+    }
+    if (front.count(i)) {
+      for (std::size_t j = 0; j < r.ranked.size(); ++j) EXPECT_FALSE(dominates(r.ranked[j], r.ranked[i])) << i << " " << j;
+    } else {
+      EXPECT_TRUE(dominated || duplicate_of_front) << i;
+    }
+  }
+  // GPUs ascending along the front; both GPU counts appear (8 GPUs: fewer; 16: faster).
+  EXPECT_EQ(r.ranked[r.pareto.front()].gpus(), 8);
+  EXPECT_EQ(r.ranked[r.pareto.back()].gpus(), 16);
+}
+
+// ---------------------------------------------------------------------------------------
+// --explain.
+
+TEST(PlannerExplain, SaysWhatDoesNotFitOrWhereALayoutRanks) {
+  const Scenario s = load_file("scenarios/plan/llama3-70b-64xh100.json");
+  const PlanResult r = search(s, 2);
+  // KV heads: the loader's message, whole.
+  auto kv = explain_layout(s, r, "tp=16,pp=4");
+  ASSERT_TRUE(kv.ok()) << kv.error().message;
+  EXPECT_EQ(kv->rejected, Reject::kTpHeads);  // the first reason; every problem is listed
+  ASSERT_EQ(kv->problems.size(), 2u);
+  EXPECT_EQ(kv->problems[0],
+            "plan.tp: 16 does not divide num_kv_heads (8); set plan.replicate_kv_heads to true to replicate each "
+            "KV head on 2 ranks");
+  EXPECT_EQ(kv->problems[1],
+            "plan.tp: the TP group of 16 spans 2 nodes of 8 GPUs; TP stays inside the scale-up domain unless "
+            "search.allow_tp_across_nodes is true");
+  // Memory: what does not fit and by how much.
+  auto mem = explain_layout(s, r, "tp=1,pp=1,cp=1,zero=0,recompute=none,sp=false");
+  ASSERT_TRUE(mem.ok());
+  EXPECT_EQ(mem->rejected, Reject::kMemory);
+  ASSERT_EQ(mem->problems.size(), 1u);
+  EXPECT_EQ(mem->problems[0].rfind("memory: stage 0 needs ", 0), 0u) << mem->problems[0];
+  EXPECT_NE(mem->problems[0].find(" GiB over (params "), std::string::npos) << mem->problems[0];
+  // The scenario's own layout: its rank in the list, and what limits it.
+  auto own = explain_layout(s, r, layout_string(s.plan));
+  ASSERT_TRUE(own.ok());
+  ASSERT_FALSE(own->rejected.has_value());
+  ASSERT_TRUE(r.scenario_layout.has_value());
+  EXPECT_EQ(own->rank, r.scenario_layout);
+  EXPECT_EQ(own->limits.size(), 5u);  // step parts, largest overhead, memory, goodput, vs #1
+  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (21.5% of the step)");
+  EXPECT_TRUE(own->folded.size() == 1u && own->folded[0] ==
+              "with FlashAttention selective recomputation changes nothing: listed as recompute=none");
+}
+
+TEST(PlannerExplain, TensorParallelismAcrossNodesIsNamed) {
+  const Scenario s = load_text(R"({"model": "llama2-7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "workload": {"seq_len": 4096}, "search": {"global_batch": [32], "top_k": 0}})");
+  const PlanResult r = search(s, 2);
+  auto e = explain_layout(s, r, "tp=16");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->rejected, Reject::kTpAcrossNodes);
+  ASSERT_FALSE(e->problems.empty());
+  EXPECT_EQ(e->problems[0],
+            "plan.tp: the TP group of 16 spans 2 nodes of 8 GPUs; TP stays inside the scale-up domain unless "
+            "search.allow_tp_across_nodes is true");
+  auto outside = explain_layout(s, r, "tp=2,mb=16");
+  ASSERT_TRUE(outside.ok());
+  ASSERT_EQ(outside->outside.size(), 1u);
+  EXPECT_EQ(outside->outside[0], "microbatch = 16 is not searched (search.microbatch, default: 1, 2, 4, 8)");
+}
+
+TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
+  const Scenario s = load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "workload": {"seq_len": 8192}, "search": {"gpus": [8, 16], "global_batch": [64], "top_k": 0}})");
+  const PlanResult r = search(s, 2);
+  auto message = [&](const std::string& layout) {
+    auto e = explain_layout(s, r, layout);
+    return e.ok() ? std::string("(ok)") : e.error().message;
+  };
+  EXPECT_EQ(message("tp=8,pq=4,gpus=8"),
+            "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, sp, "
+            "schedule, v, mb, gb, zero, recompute, gpus)");
+  EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");
+  EXPECT_EQ(message("tp"), "\"tp\": \"tp\" is not key=value");
+  EXPECT_EQ(message("tp=8,tp=4"), "\"tp=8,tp=4\": tp is given twice");
+  EXPECT_EQ(message("zero=5,gpus=8"), "\"zero=5,gpus=8\": zero: 5 is out of range (0 to 3)");
+  EXPECT_EQ(message("sp=maybe,gpus=8"), "\"sp=maybe,gpus=8\": sp: expected true or false, got \"maybe\"");
+  EXPECT_EQ(message("tp=8"), "\"tp=8\": name the GPU count (gpus=N): the search has several (8, 16)");
+  EXPECT_EQ(message("tp=8,gpus=12"), "\"tp=8,gpus=12\": gpus: 12 is not a multiple of cluster.gpus_per_node (8)");
+  EXPECT_EQ(message(""), "\"\": empty layout; expected key=value pairs such as \"tp=8,pp=4\"");
+}
+
+TEST(PlannerLayout, StringsRoundTrip) {
+  Plan p;
+  p.tp = 8, p.pp = 4, p.dp = 2, p.cp = 2, p.ep = 1, p.sequence_parallel = true;
+  p.schedule = Schedule::kInterleaved, p.virtual_stages = 2, p.microbatch = 2, p.global_batch = 512;
+  p.zero = 1, p.recompute = Recompute::kFull;
+  const std::string text = layout_string(p);
+  EXPECT_EQ(text, "tp=8,pp=4,dp=2,cp=2,ep=1,sp=true,schedule=interleaved,v=2,mb=2,gb=512,zero=1,recompute=full");
+  auto back = parse_layout(text, Plan{});
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(layout_string(back->plan), text);
+  // v >= 2 without a schedule means interleaved.
+  EXPECT_EQ(parse_layout("pp=2,v=4", Plan{})->plan.schedule, Schedule::kInterleaved);
+}
+
+// ---------------------------------------------------------------------------------------
+// The `search` section: bad input, whole messages.
+
+std::string load_error(const std::string& search, const std::string& extra = R"("plan": {"global_batch": 64},)",
+                       bool plan_template = true) {
+  const std::string text = R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "workload": {"seq_len": 8192}, )" + extra + R"( "search": )" + search + "}";
+  LoadOptions o;
+  o.plan_template = plan_template;
+  auto s = parse_scenario(text, o);
+  return s.ok() ? std::string("(loaded)") : s.error().message;
+}
+
+TEST(SearchSpecInput, BadValuesAreNamedWithTheirPath) {
+  EXPECT_EQ(load_error(R"({"tp": [8, "x"]})"), "search.tp[1]: expected an integer, got \"x\"");
+  EXPECT_EQ(load_error(R"({"tp": []})"), "search.tp: an empty list allows nothing (omit the key for the default)");
+  EXPECT_EQ(load_error(R"({"tp": [8, 4, 8]})"), "search.tp[2]: 8 appears twice");
+  EXPECT_EQ(load_error(R"({"tp": {"a": 1}})"), "search.tp: expected an integer or a list of integers, got {\"a\":1}");
+  EXPECT_EQ(load_error(R"({"zero": [4]})"), "search.zero[0]: 4 is out of range (0 to 3)");
+  EXPECT_EQ(load_error(R"({"gpus": [16, 12]})"),
+            "search.gpus: 12 is not a multiple of cluster.gpus_per_node (8): the planner resizes the cluster in "
+            "whole nodes");
+  EXPECT_EQ(load_error(R"({"gpus": {"min": 64, "max": 16}})"), "search.gpus: min 64 exceeds max 16");
+  EXPECT_EQ(load_error(R"({"gpus": {"min": 8}})"),
+            "search.gpus: a range needs \"min\" and \"max\" (the sweep doubles from min to max)");
+  EXPECT_EQ(load_error(R"({"objectiv": "cost"})"), "search.objectiv: unknown key; did you mean \"objective\"?");
+  EXPECT_EQ(load_error(R"({"objective": "speed"})"),
+            "search.objective: \"speed\" is not one of \"time_to_train\", \"tokens_per_s\", \"cost\"");
+  EXPECT_EQ(load_error(R"({"schedule": ["1f1b", "interleave"]})"),
+            "search.schedule[1]: \"interleave\" is not one of \"gpipe\", \"1f1b\", \"interleaved\"; did you mean "
+            "\"interleaved\"?");
+  EXPECT_EQ(load_error(R"({"virtual_stages": [2], "schedule": ["1f1b"]})"),
+            "search.virtual_stages: applies to schedule \"interleaved\", which search.schedule leaves out");
+  EXPECT_EQ(load_error(R"({"sequence_parallel": "yes"})"), "search.sequence_parallel: expected true or false, got \"yes\"");
+  EXPECT_EQ(load_error(R"({"top_k": -1})"), "search.top_k: -1 is out of range (0 to 1000)");
+  EXPECT_EQ(load_error("5"), "search: expected an object, got 5");
+}
+
+TEST(SearchSpecInput, CrossFieldRequirementsNameTheMissingField) {
+  EXPECT_EQ(load_error(R"({"objective": "time_to_train"})"),
+            "search.objective: \"time_to_train\" needs workload.train_tokens (the tokens of the whole run, e.g. 15e12)");
+  EXPECT_EQ(load_error(R"({"objective": "cost"})"),
+            "search.objective: \"cost\" needs workload.train_tokens (the tokens of the whole run, e.g. 15e12)\n"
+            "search.objective: \"cost\" needs search.price_per_gpu_hour (e.g. 2.5)");
+  EXPECT_EQ(load_error("{}", ""),
+            "search.global_batch: required when plan.global_batch is not given: the sequences per optimizer step, "
+            "e.g. [512]");
+  // Without plan_template (estimate, simulate) the plan stays required.
+  EXPECT_EQ(load_error("{}", "", false), "plan: required: an object with tp, pp, dp, ...");
+}
+
+TEST(SearchSpecInput, APartialOrAbsentPlanIsATemplate) {
+  // Absent: defaults for every candidate; no layout of its own.
+  const Scenario a = load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "search": {"global_batch": [64, 128], "gpus": {"min": 8, "max": 32}}})");
+  ASSERT_TRUE(a.search.has_value());
+  EXPECT_FALSE(a.search->plan_is_layout);
+  EXPECT_EQ(a.search->gpus, (std::vector<int>{8, 16, 32}));
+  EXPECT_EQ(a.search->global_batch, (std::vector<std::int64_t>{64, 128}));
+  // Partial: its precision and headroom apply to every candidate, its tp is a layout.
+  const Scenario b = load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "plan": {"tp": 8, "precision": "fp8", "memory_headroom": 0.1, "global_batch": 64}, "search": {}})");
+  EXPECT_TRUE(b.search->plan_is_layout);
+  EXPECT_EQ(b.plan.dp, 2);
+  const PlanResult r = search(b, 2, 0);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const Candidate& c : r.ranked) {
+    EXPECT_EQ(c.plan.precision, Precision::kFp8);
+    EXPECT_EQ(c.plan.memory_headroom, 0.1);
+  }
+  EXPECT_TRUE(r.scenario_layout.has_value());
+}
+
+}  // namespace
+}  // namespace stepcast::planner
