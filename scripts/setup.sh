@@ -43,5 +43,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSTEPCAST_SANITIZE="$sanitize" "${extra[@]}"
+  -DSTEPCAST_SANITIZE="$sanitize" -DSTEPCAST_WITH_SIMGRID=ON "${extra[@]}"
 cmake --build "$build_dir"
