@@ -3,6 +3,7 @@
 // `--json` reports carry the fields of interfaces.md "Report" and are byte-identical
 // across runs and across key orders of the scenario (STYLE.md habit 12).
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -45,7 +46,9 @@ class Cli : public testing::Test {
  protected:
   void SetUp() override {
     const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(testing::TempDir()) / (std::string("stepcast_cli_") + info->name());
+    // The process id keeps two build trees running the suite at once apart.
+    dir_ = fs::path(testing::TempDir()) /
+           (std::string("stepcast_cli_") + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
