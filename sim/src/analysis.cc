@@ -12,94 +12,95 @@ namespace stepcast::sim {
 
 namespace {
 
-// Categories in priority order.
-enum Cat { kCompute, kOptimizer, kInput, kTp, kCp, kEp, kPp, kDp, kWait, kNumCats };
-
-Cat transfer_cat(CommClass c) {
-  switch (c) {
-    case CommClass::kTp: return kTp;
-    case CommClass::kCp: return kCp;
-    case CommClass::kEp: return kEp;
-    case CommClass::kPp: return kPp;
-    case CommClass::kDp: return kDp;
-    case CommClass::kNone: break;
-  }
-  return kDp;
-}
-
-struct Point {
-  std::int64_t t;
-  int delta;
-  Cat cat;
-  bool operator<(const Point& o) const { return t < o.t; }
-};
-
 RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::int64_t end, int steps) {
   const RoleTemplate& role = program.roles[static_cast<std::size_t>(r.stage)];
-  std::vector<Point> pts;
-  pts.reserve(r.spans.size() * 3);
+  std::vector<PartInterval> iv;
+  iv.reserve(r.spans.size() * 2);
   for (const Span& s : r.spans) {
     const Op& op = role.ops[s.op];
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || op.kind == OpKind::kSend) continue;
     if (op.stream == Stream::kCompute) {
       if (s.end == s.begin) continue;
-      const Cat c = op.cclass == ComputeClass::kOptimizer ? kOptimizer
-                    : op.cclass == ComputeClass::kInput   ? kInput
-                                                          : kCompute;
-      pts.push_back({s.begin.ns(), +1, c});
-      pts.push_back({s.end.ns(), -1, c});
+      const Part c = op.cclass == ComputeClass::kOptimizer ? Part::kOptimizer
+                     : op.cclass == ComputeClass::kInput   ? Part::kInput
+                                                           : Part::kCompute;
+      iv.push_back({s.begin.ns(), s.end.ns(), c});
       continue;
     }
-    if (s.begin > s.post && op.kind == OpKind::kCollective) {  // waiting for the group
-      pts.push_back({s.post.ns(), +1, kWait});
-      pts.push_back({s.begin.ns(), -1, kWait});
-    }
-    if (s.end > s.begin) {
-      const Cat c = transfer_cat(op.comm);
-      pts.push_back({s.begin.ns(), +1, c});
-      pts.push_back({s.end.ns(), -1, c});
-    }
+    if (s.begin > s.post && op.kind == OpKind::kCollective) iv.push_back({s.post.ns(), s.begin.ns(), Part::kWait});
+    if (s.end > s.begin) iv.push_back({s.begin.ns(), s.end.ns(), transfer_part(op.stream)});
   }
-  std::stable_sort(pts.begin(), pts.end());
-  double acc[kNumCats + 1] = {};
-  int count[kNumCats] = {};
-  std::int64_t t = 0;
-  auto account = [&](std::int64_t until) {
-    if (until <= t) return;
-    int cat = kNumCats;  // bubble
-    for (int c = 0; c < kNumCats; ++c) {
-      if (count[c] > 0) {
-        cat = c;
-        break;
-      }
-    }
-    acc[cat] += static_cast<double>(until - t);
-    t = until;
-  };
-  for (const Point& p : pts) {
-    account(std::min(p.t, end));
-    count[p.cat] += p.delta;
-  }
-  account(end);
-  const double k = 1e-9 / steps;
-  RankBreakdown b;
-  b.rank = r.rank;
-  b.stage = r.stage;
-  b.compute = acc[kCompute] * k;
-  b.optimizer = acc[kOptimizer] * k;
-  b.input = acc[kInput] * k;
-  b.tp = acc[kTp] * k;
-  b.cp = acc[kCp] * k;
-  b.ep = acc[kEp] * k;
-  b.pp = acc[kPp] * k;
-  b.dp = acc[kDp] * k;
-  b.wait = acc[kWait] * k;
-  b.bubble = acc[kNumCats] * k;
+  RankBreakdown b = sweep_breakdown(r.rank, r.stage, iv, end, steps);
   b.peak_bytes = r.peak_bytes;
   return b;
 }
 
 }  // namespace
+
+Part transfer_part(Stream stream) {
+  switch (stream) {
+    case Stream::kTp: return Part::kTp;
+    case Stream::kCp: return Part::kCp;
+    case Stream::kEp: return Part::kEp;
+    case Stream::kPp: return Part::kPp;
+    case Stream::kDp:
+    case Stream::kCompute: break;
+  }
+  return Part::kDp;
+}
+
+RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterval>& intervals, std::int64_t end,
+                              int steps) {
+  constexpr int kParts = 9;
+  struct Point {
+    std::int64_t t;
+    int delta;
+    int part;
+    bool operator<(const Point& o) const { return t < o.t; }
+  };
+  std::vector<Point> pts;
+  pts.reserve(intervals.size() * 2);
+  for (const PartInterval& i : intervals) {
+    pts.push_back({i.begin_ns, +1, static_cast<int>(i.part)});
+    pts.push_back({i.end_ns, -1, static_cast<int>(i.part)});
+  }
+  std::stable_sort(pts.begin(), pts.end());
+  double acc[kParts + 1] = {};
+  int count[kParts] = {};
+  std::int64_t t = 0;
+  auto account = [&](std::int64_t until) {
+    if (until <= t) return;
+    int part = kParts;  // bubble
+    for (int c = 0; c < kParts; ++c) {
+      if (count[c] > 0) {
+        part = c;
+        break;
+      }
+    }
+    acc[part] += static_cast<double>(until - t);
+    t = until;
+  };
+  for (const Point& p : pts) {
+    account(std::min(p.t, end));
+    count[p.part] += p.delta;
+  }
+  account(end);
+  const double k = 1e-9 / steps;
+  RankBreakdown b;
+  b.rank = rank;
+  b.stage = stage;
+  b.compute = acc[static_cast<int>(Part::kCompute)] * k;
+  b.optimizer = acc[static_cast<int>(Part::kOptimizer)] * k;
+  b.input = acc[static_cast<int>(Part::kInput)] * k;
+  b.tp = acc[static_cast<int>(Part::kTp)] * k;
+  b.cp = acc[static_cast<int>(Part::kCp)] * k;
+  b.ep = acc[static_cast<int>(Part::kEp)] * k;
+  b.pp = acc[static_cast<int>(Part::kPp)] * k;
+  b.dp = acc[static_cast<int>(Part::kDp)] * k;
+  b.wait = acc[static_cast<int>(Part::kWait)] * k;
+  b.bubble = acc[kParts] * k;
+  return b;
+}
 
 SimSummary analyze(const Program& program, const Timeline& tl) {
   SimSummary out;

@@ -521,87 +521,23 @@ Trace trace_from_timeline(const Program& program, const Timeline& timeline) {
 
 namespace {
 
-enum Cat { kCatCompute, kCatOptimizer, kCatInput, kCatTp, kCatCp, kCatEp, kCatPp, kCatDp, kCatWait, kNumCats };
-
-Cat stream_cat(Stream s) {
-  switch (s) {
-    case Stream::kTp: return kCatTp;
-    case Stream::kCp: return kCatCp;
-    case Stream::kEp: return kCatEp;
-    case Stream::kPp: return kCatPp;
-    case Stream::kDp:
-    case Stream::kCompute: break;
-  }
-  return kCatDp;
-}
-
-struct Point {
-  std::int64_t t;
-  int delta;
-  Cat cat;
-  bool operator<(const Point& o) const { return t < o.t; }
-};
-
 RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps) {
-  std::vector<Point> pts;
-  pts.reserve(r.ops.size() * 3);
+  std::vector<PartInterval> iv;
+  iv.reserve(r.ops.size() * 2);
   for (const TraceOp& o : r.ops) {
     if (o.kind == TraceOpKind::kSend) continue;
     if (o.stream == Stream::kCompute) {
       if (o.end_ns == o.begin_ns) continue;
-      const Cat c = o.cclass == ComputeClass::kOptimizer ? kCatOptimizer
-                    : o.cclass == ComputeClass::kInput   ? kCatInput
-                                                         : kCatCompute;
-      pts.push_back({o.begin_ns, +1, c});
-      pts.push_back({o.end_ns, -1, c});
+      const Part c = o.cclass == ComputeClass::kOptimizer ? Part::kOptimizer
+                     : o.cclass == ComputeClass::kInput   ? Part::kInput
+                                                          : Part::kCompute;
+      iv.push_back({o.begin_ns, o.end_ns, c});
       continue;
     }
-    if (o.begin_ns > o.post_ns && o.kind == TraceOpKind::kCollective) {
-      pts.push_back({o.post_ns, +1, kCatWait});
-      pts.push_back({o.begin_ns, -1, kCatWait});
-    }
-    if (o.end_ns > o.begin_ns) {
-      const Cat c = stream_cat(o.stream);
-      pts.push_back({o.begin_ns, +1, c});
-      pts.push_back({o.end_ns, -1, c});
-    }
+    if (o.begin_ns > o.post_ns && o.kind == TraceOpKind::kCollective) iv.push_back({o.post_ns, o.begin_ns, Part::kWait});
+    if (o.end_ns > o.begin_ns) iv.push_back({o.begin_ns, o.end_ns, transfer_part(o.stream)});
   }
-  std::stable_sort(pts.begin(), pts.end());
-  double acc[kNumCats + 1] = {};
-  int count[kNumCats] = {};
-  std::int64_t t = 0;
-  auto account = [&](std::int64_t until) {
-    if (until <= t) return;
-    int cat = kNumCats;  // bubble
-    for (int c = 0; c < kNumCats; ++c) {
-      if (count[c] > 0) {
-        cat = c;
-        break;
-      }
-    }
-    acc[cat] += static_cast<double>(until - t);
-    t = until;
-  };
-  for (const Point& p : pts) {
-    account(std::min(p.t, end));
-    count[p.cat] += p.delta;
-  }
-  account(end);
-  const double k = 1e-9 / steps;
-  RankBreakdown b;
-  b.rank = r.rank;
-  b.stage = r.stage;
-  b.compute = acc[kCatCompute] * k;
-  b.optimizer = acc[kCatOptimizer] * k;
-  b.input = acc[kCatInput] * k;
-  b.tp = acc[kCatTp] * k;
-  b.cp = acc[kCatCp] * k;
-  b.ep = acc[kCatEp] * k;
-  b.pp = acc[kCatPp] * k;
-  b.dp = acc[kCatDp] * k;
-  b.wait = acc[kCatWait] * k;
-  b.bubble = acc[kNumCats] * k;
-  return b;
+  return sweep_breakdown(r.rank, r.stage, iv, end, steps);
 }
 
 }  // namespace

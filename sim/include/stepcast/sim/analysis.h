@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,19 @@ struct RankBreakdown {
   double exposed_comm() const { return tp + cp + ep + pp + dp; }
   double total() const { return compute + optimizer + input + bubble + wait + exposed_comm(); }
 };
+
+// One interval of a rank's activity, for the breakdown sweep.
+enum class Part { kCompute, kOptimizer, kInput, kTp, kCp, kEp, kPp, kDp, kWait };
+struct PartInterval {
+  std::int64_t begin_ns = 0, end_ns = 0;
+  Part part = Part::kCompute;
+};
+// The breakdown of [0, end_ns) by the priority rules above (earlier Part wins; uncovered
+// time is bubble), divided by `steps`. Shared by analyze() and the trace reader.
+RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterval>& intervals, std::int64_t end_ns,
+                              int steps);
+// The Part of a communication op on `stream` while it moves data.
+Part transfer_part(Stream stream);
 
 struct SimSummary {
   std::vector<double> step_times_s;  // each step's duration (global, max over ranks)
