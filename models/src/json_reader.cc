@@ -37,34 +37,6 @@ static std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   return n;
 }
 
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    std::size_t n = 1;
-    if (b >= 0x20 && b < 0x7F) {
-      out += text[i];
-    } else if (b == '\n') {
-      out += "\\n";
-    } else if (b == '\r') {
-      out += "\\r";
-    } else if (b == '\t') {
-      out += "\\t";
-    } else if (b < 0x80) {  // other control characters, DEL
-      out += fmt::format("\\u{:04X}", b);
-    } else if ((n = utf8_sequence_length(text, i)) != 0) {
-      out.append(text.substr(i, n));
-    } else {
-      n = 1;
-      out += fmt::format("\\x{:02X}", b);
-    }
-    i += n;
-  }
-  return out;
-}
-
 std::string Diagnostics::joined() const {
   std::string out;
   for (std::size_t i = 0; i < lines_.size(); ++i) {
@@ -72,22 +44,6 @@ std::string Diagnostics::joined() const {
     out += lines_[i];
   }
   return out;
-}
-
-int edit_distance(std::string_view a, std::string_view b) {
-  std::vector<int> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    int diag = row[0];
-    row[0] = static_cast<int>(i);
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const int up = row[j];
-      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
@@ -256,3 +212,51 @@ void ObjectReader::finish() {
 }
 
 }  // namespace stepcast::detail
+
+namespace stepcast {
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    std::size_t n = 1;
+    if (b >= 0x20 && b < 0x7F) {
+      out += text[i];
+    } else if (b == '\n') {
+      out += "\\n";
+    } else if (b == '\r') {
+      out += "\\r";
+    } else if (b == '\t') {
+      out += "\\t";
+    } else if (b < 0x80) {  // other control characters, DEL
+      out += fmt::format("\\u{:04X}", b);
+    } else if ((n = detail::utf8_sequence_length(text, i)) != 0) {
+      out.append(text.substr(i, n));
+    } else {
+      n = 1;
+      out += fmt::format("\\x{:02X}", b);
+    }
+    i += n;
+  }
+  return out;
+}
+
+int edit_distance(std::string_view a, std::string_view b) {
+  std::vector<int> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    int diag = row[0];
+    row[0] = static_cast<int>(i);
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const int up = row[j];
+      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + cost});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace stepcast

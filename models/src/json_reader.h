@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stepcast/models/text.h"
+
 namespace stepcast::detail {
 
 using nlohmann::json;
@@ -26,13 +28,10 @@ class Diagnostics {
   std::vector<std::string> lines_;
 };
 
-// `text` made safe for a one-line message: control characters become \n, \r, \t or
-// \u00XX, and bytes that are not well-formed UTF-8 become \xNN (so a key or preset name
-// holding a newline, or binary garbage quoted by the parser, cannot split or garble a line).
-std::string printable(std::string_view text);
+// printable() and edit_distance() are public (stepcast/models/text.h).
+using stepcast::edit_distance;
+using stepcast::printable;
 
-// Edit distance, for "did you mean".
-int edit_distance(std::string_view a, std::string_view b);
 // The candidate `word` is the start of when exactly one is (and `word` has at least 3
 // characters: "h100" -> "h100-sxm"); else the closest candidate within a small edit
 // distance; "" when none is close.

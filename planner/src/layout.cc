@@ -7,25 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/models/text.h"
+
 namespace stepcast::planner {
 
 namespace {
-
-// Edit distance for "did you mean" (keys are short; a plain table is enough).
-int distance(std::string_view a, std::string_view b) {
-  std::vector<int> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    int diag = row[0];
-    row[0] = static_cast<int>(i);
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const int up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 const std::vector<std::string>& keys() {
   static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "sp", "schedule", "v",
@@ -41,15 +27,6 @@ std::optional<std::int64_t> to_int(std::string_view s) {
   return x;
 }
 
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -101,7 +78,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       std::string best;
       int best_d = std::numeric_limits<int>::max();
       for (const std::string& k : keys()) {
-        const int d = distance(key, k);
+        const int d = edit_distance(key, k);
         if (d < best_d) {
           best_d = d;
           best = k;

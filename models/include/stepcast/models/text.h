@@ -1,0 +1,16 @@
+// Text helpers for user-facing messages, shared by every loader and parser.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace stepcast {
+
+// `text` safe to quote on one line of a message: printable ASCII and well-formed UTF-8 kept,
+// \n \r \t escaped, other control characters as \u00XX, malformed bytes as \xNN.
+std::string printable(std::string_view text);
+
+// Levenshtein distance, for "did you mean".
+int edit_distance(std::string_view a, std::string_view b);
+
+}  // namespace stepcast
