@@ -3,6 +3,8 @@
 // `--json` reports carry the fields of interfaces.md "Report" and are byte-identical
 // across runs and across key orders of the scenario (STYLE.md habit 12).
 #include <gtest/gtest.h>
+
+#include "cli_runner.h"
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -25,62 +27,17 @@ namespace fs = std::filesystem;
 
 const std::string kShipped = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using stepcast::testing_support::Outcome;
+using stepcast::testing_support::read_file;
 
-std::string quoted(const std::string& arg) {  // for /bin/sh
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Each test gets its own folder for inputs and captured output.
-class Cli : public testing::Test {
+class Cli : public stepcast::testing_support::CliRunner {
  protected:
-  void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    // The process id keeps two build trees running the suite at once apart.
-    dir_ = fs::path(testing::TempDir()) /
-           (std::string("stepcast_cli_") + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& bytes) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path.string();
-  }
-
-  Outcome run(const std::vector<std::string>& args) {
-    std::string cmd = quoted(STEPCAST_BIN);
-    for (const auto& a : args) cmd += " " + quoted(a);
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd += " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-  }
-
   // Bad input: exit 2, nothing on stdout, and stderr starts with the error prefix.
   void expect_input_error(const Outcome& r) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err.rfind("stepcast: error: ", 0), 0u) << r.err;
   }
-
-  fs::path dir_;
 };
 
 // ---------------------------------------------------------------------------------------

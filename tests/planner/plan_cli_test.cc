@@ -2,6 +2,8 @@
 // input), byte-identical reports for 1 and N threads, no progress bar when stderr is not a
 // terminal, the CSV of every ranked layout.
 #include <gtest/gtest.h>
+
+#include "../cli/cli_runner.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,60 +22,16 @@ namespace fs = std::filesystem;
 
 const std::string kShipped = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/plan/llama3-70b-64xh100.json";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using stepcast::testing_support::Outcome;
+using stepcast::testing_support::read_file;
 
-std::string quoted(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-class PlanCli : public testing::Test {
+class PlanCli : public stepcast::testing_support::CliRunner {
  protected:
-  void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    // The process id keeps concurrent runs (several build trees, ctest -j) apart.
-    dir_ = fs::path(testing::TempDir()) /
-           (std::string("stepcast_plan_") + info->name() + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& bytes) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path.string();
-  }
-
-  Outcome run(const std::vector<std::string>& args) {
-    std::string cmd = quoted(STEPCAST_BIN);
-    for (const auto& a : args) cmd += " " + quoted(a);
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd += " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-  }
-
   void expect_input_error(const Outcome& r, const std::string& message) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err, "stepcast: error: " + message + "\n");
   }
-
-  fs::path dir_;
 };
 
 TEST_F(PlanCli, SameReportWithOneAndTwoThreadsAndNoProgressBarWhenPiped) {
