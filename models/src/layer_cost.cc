@@ -50,15 +50,32 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const double attn_w = static_cast<double>(count_params(m).attention_per_layer) / t;
     gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, attn_w / h, h);  // MLA projections as one GEMM
   } else {
-    gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, a_r * d.qk + g_r * (d.qk + d.v), h);
-    gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, h, a_r * d.v);
+    const double n_qkv = a_r * d.qk + g_r * (d.qk + d.v), k_proj = a_r * d.v;
+    gemm(lc.qkv_gemm_s, lc.qkv_flops, T, n_qkv, h);
+    gemm(lc.proj_gemm_s, lc.proj_flops, T, h, k_proj);
+    lc.attn_gemm_s = lc.qkv_gemm_s + lc.proj_gemm_s;
+    lc.attn_gemm_flops = lc.qkv_flops + lc.proj_flops;
+    if (!moe && sp && p.tp_comm_overlap) {
+      lc.tp_overlap = true;
+      lc.tp_chunks = p.tp;
+      double unused = 0;
+      gemm(lc.qkv_chunk_s, unused, T / t, n_qkv, h);
+      gemm(lc.proj_chunk_s, unused, T / t, h, k_proj);
+    }
   }
   double ffn_inner = 0;  // per-token FFN inner width on this rank (elementwise traffic)
   const double G = m.ffn_matrices;
   if (!moe) {
     const double F = static_cast<double>(m.ffn_hidden_size) / t;
-    gemm(lc.mlp_gemm_s, lc.mlp_flops, T, (G - 1) * F, h);
-    gemm(lc.mlp_gemm_s, lc.mlp_flops, T, h, F);
+    gemm(lc.fc1_gemm_s, lc.fc1_flops, T, (G - 1) * F, h);
+    gemm(lc.fc2_gemm_s, lc.fc2_flops, T, h, F);
+    lc.mlp_gemm_s = lc.fc1_gemm_s + lc.fc2_gemm_s;
+    lc.mlp_flops = lc.fc1_flops + lc.fc2_flops;
+    if (lc.tp_overlap) {
+      double unused = 0;
+      gemm(lc.fc1_chunk_s, unused, T / t, (G - 1) * F, h);
+      gemm(lc.fc2_chunk_s, unused, T / t, h, F);
+    }
     ffn_inner = F;
   } else {
     const MoeSpec& e = *m.moe;
@@ -101,6 +118,15 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double mlp_elem = 5.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
   lc.attn_elem_s = memory_time_s(gpu, kActBytes * T * attn_elem);
   lc.mlp_elem_s = memory_time_s(gpu, kActBytes * T * mlp_elem);
+  lc.attn_gemm_bwd_s = 2 * lc.attn_gemm_s;
+  lc.mlp_gemm_bwd_s = 2 * lc.mlp_gemm_s;
+  if (lc.tp_overlap) {
+    // Split GEMMs (layer_cost.h): tp chunks each, FLOPs unchanged.
+    lc.attn_gemm_s = t * lc.qkv_chunk_s + t * lc.proj_chunk_s;
+    lc.mlp_gemm_s = t * lc.fc1_chunk_s + t * lc.fc2_chunk_s;
+    lc.attn_gemm_bwd_s = t * lc.proj_chunk_s + lc.proj_gemm_s + 2 * lc.qkv_gemm_s;
+    lc.mlp_gemm_bwd_s = t * lc.fc2_chunk_s + lc.fc2_gemm_s + 2 * lc.fc1_gemm_s;
+  }
   if (p.recompute == Recompute::kFull) {
     lc.recompute_s = lc.fwd_s();
     lc.recompute_flops = lc.attn_gemm_flops + lc.attn_core_flops + lc.mlp_flops;
@@ -109,6 +135,12 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.recompute_flops = lc.attn_core_flops;
   }
   return lc;
+}
+
+double ring_overlap_exposed_s(double c, int n, double g) {
+  if (n < 2) return c;
+  const double steps = n - 1;
+  return steps * std::max(0.0, c / steps - g);
 }
 
 LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
@@ -130,6 +162,21 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // input gradients backward); a recomputed forward repeats its 2.
     const double one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
     out.tp_exposed_s = 2 * one * recompute_factor;
+    if (lc.tp_overlap) {
+      // Transformer Engine userbuffers (docs/model-reference.md): forward AG|qkv and AG|fc1
+      // ring exchange, RS|proj and RS|fc2 pipelined; backward AG of the output gradient
+      // ring-exchanged with the dgrad of proj and fc2, RS of the input gradient in bulk
+      // beside the wgrad of qkv and fc1.
+      const int n = p.tp;
+      const double ag = out.tp_allgather_s, rs = out.tp_reducescatter_s;
+      out.tp_overlap_fwd_s = ring_overlap_exposed_s(ag, n, lc.qkv_chunk_s) +
+                             ring_overlap_exposed_s(rs, n, lc.proj_chunk_s) +
+                             ring_overlap_exposed_s(ag, n, lc.fc1_chunk_s) +
+                             ring_overlap_exposed_s(rs, n, lc.fc2_chunk_s);
+      out.tp_overlap_bwd_s = ring_overlap_exposed_s(ag, n, lc.fc2_chunk_s) + std::max(0.0, rs - lc.fc1_gemm_s) +
+                             ring_overlap_exposed_s(ag, n, lc.proj_chunk_s) + std::max(0.0, rs - lc.qkv_gemm_s);
+      out.tp_exposed_s = out.tp_overlap_fwd_s * (recompute_factor - 1) + out.tp_overlap_bwd_s;
+    }
   }
   if (p.cp > 1) {
     // Ring attention: cp-1 exchanges with a neighbour, overlapped with the attention of

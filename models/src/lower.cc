@@ -185,7 +185,7 @@ class StageBuilder {
     const bool bwd = pass == 'B';
     const double scale = bwd ? 2.0 : 1.0;
     const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
-    const double gemm = scale * lc.attn_gemm_s, elem = scale * lc.attn_elem_s;
+    const double gemm = bwd ? lc.attn_gemm_bwd_s : lc.attn_gemm_s, elem = scale * lc.attn_elem_s;
     const double flops = (bwd ? 2 : 1) * lc.attn_gemm_flops + (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
     const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
     if (p_.cp <= 1) {
@@ -231,8 +231,104 @@ class StageBuilder {
     return add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {prev});
   }
 
+  // --- TP communication overlap (LayerCost::tp_overlap; layer_cost.h) -----------------
+  // The collectives stay real collectives on the TP stream (the backend prices them, as
+  // layer_comm() does); the GEMM beside them is split so that the engine's time equals the
+  // closed form's: a ring all-gather beside the first n-1 chunks, the last chunk after both,
+  // c + ... = g + max(c, (n-1) g) = n g + (n-1) max(0, c/(n-1) - g).
+
+  // A zero-second op on the compute stream that waits for `a` and `b`.
+  std::uint32_t join(std::uint32_t a, std::uint32_t b, int layer, int mb, const std::string& name) {
+    return add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), name, {a, b});
+  }
+  // All-gather pipelined with a GEMM split into n chunks of `g` seconds (ring exchange).
+  std::uint32_t ag_ring(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
+    const double n = p_.tp;
+    const std::uint32_t ag = add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                                 "tp.ag " + name + " (overlapped)", {prev});
+    const std::uint32_t main = add(compute(ComputeClass::kGemm, SimTime::from_s((n - 1) * g), flops * (n - 1) / n, layer, mb),
+                                   name + " chunks", {prev});
+    return add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops / n, layer, mb), name + " last chunk", {main, ag});
+  }
+  // A GEMM split into n chunks of `g` seconds pipelined with a reduce-scatter: the first
+  // chunk, then the reduce-scatter beside the other n-1.
+  std::uint32_t rs_pipeline(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
+    const double n = p_.tp;
+    const std::uint32_t first = add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops / n, layer, mb),
+                                    name + " first chunk", {prev});
+    const std::uint32_t rs = add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                                 "tp.rs " + name + " (overlapped)", {first});
+    const std::uint32_t rest = add(compute(ComputeClass::kGemm, SimTime::from_s((n - 1) * g), flops * (n - 1) / n, layer, mb),
+                                   name + " chunks", {first});
+    return join(rest, rs, layer, mb, "wait tp.rs " + name);
+  }
+  // A reduce-scatter issued after `prev` beside an independent GEMM of `g` seconds (bulk).
+  std::uint32_t rs_bulk(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
+    const std::uint32_t rs = add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                                 "tp.rs " + name + " (overlapped)", {prev});
+    const std::uint32_t w = add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops, layer, mb), name, {prev});
+    return join(w, rs, layer, mb, "wait tp.rs " + name);
+  }
+  // `pre` seconds of compute, the attention core (with the CP ring exchange beside it when
+  // cp > 1, as attention() does), then `post` seconds.
+  std::uint32_t core_block(std::uint32_t prev, int layer, int mb, char pass, double pre, double pre_flops,
+                           double post, double post_flops) {
+    const LayerCost& lc = dense_;
+    const bool bwd = pass == 'B';
+    const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
+    const double core_flops = (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
+    const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
+    if (p_.cp <= 1) {
+      return add(compute(ComputeClass::kAttention, SimTime::from_s(pre + core + post), pre_flops + core_flops + post_flops,
+                         layer, mb),
+                 name, {prev});
+    }
+    const double c = p_.cp;
+    const std::uint32_t before = add(compute(ComputeClass::kGemm, SimTime::from_s(pre), pre_flops, layer, mb),
+                                     name + ".pre", {prev});
+    const std::uint32_t ring =
+        add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * dense_comm_.cp_step_bytes, layer, mb),
+            fmt::format("cp.ring {} mb{} L{}", pass, mb, layer), {before});
+    role_.ops[ring].duration = SimTime::from_s((c - 1) * (bwd ? dense_comm_.cp_step_bwd_s : dense_comm_.cp_step_fwd_s));
+    role_.ops[ring].kind = OpKind::kCompute;  // a fixed-duration transfer on the CP stream, as in attention()
+    role_.ops[ring].cclass = ComputeClass::kElementwise;
+    const std::uint32_t main = add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
+                                           core_flops * (c - 1) / c, layer, mb),
+                                   name + ".core", {before});
+    const std::uint32_t last = add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), core_flops / c, layer, mb),
+                                   name + ".core_last", {main, ring});
+    return add(compute(ComputeClass::kGemm, SimTime::from_s(post), post_flops, layer, mb), name + ".post", {last});
+  }
+  // Forward (or recomputed forward) of a dense layer with TP communication overlap.
+  std::uint32_t layer_forward_overlap(std::uint32_t prev, int layer, int mb, char pass) {
+    const LayerCost& lc = dense_;
+    const std::string t = fmt::format("{} mb{} L{}", pass, mb, layer);
+    std::uint32_t x = ag_ring(prev, lc.qkv_chunk_s, lc.qkv_flops, layer, mb, t + " qkv");
+    x = core_block(x, layer, mb, pass, lc.attn_elem_s, 0, 0, 0);
+    x = rs_pipeline(x, lc.proj_chunk_s, lc.proj_flops, layer, mb, t + " proj");
+    x = ag_ring(x, lc.fc1_chunk_s, lc.fc1_flops, layer, mb, t + " fc1");
+    x = add(compute(ComputeClass::kElementwise, SimTime::from_s(lc.mlp_elem_s), 0, layer, mb), t + " mlp elem", {x});
+    return rs_pipeline(x, lc.fc2_chunk_s, lc.fc2_flops, layer, mb, t + " fc2");
+  }
+  // Backward of a dense layer with TP communication overlap: per block, the all-gather of
+  // the output gradient ring-exchanged with the dgrad of proj / fc2; the reduce-scatter of
+  // the input gradient in bulk beside the wgrad of qkv / fc1.
+  std::uint32_t layer_backward_overlap(std::uint32_t prev, int layer, int mb) {
+    const LayerCost& lc = dense_;
+    const std::string t = fmt::format("B mb{} L{}", mb, layer);
+    std::uint32_t x = ag_ring(prev, lc.fc2_chunk_s, lc.fc2_flops, layer, mb, t + " fc2.dgrad");
+    x = add(compute(ComputeClass::kGemm, SimTime::from_s(lc.fc2_gemm_s + 2 * lc.mlp_elem_s + lc.fc1_gemm_s),
+                    lc.fc2_flops + lc.fc1_flops, layer, mb),
+            t + " fc2.wgrad+mlp elem+fc1.dgrad", {x});
+    x = rs_bulk(x, lc.fc1_gemm_s, lc.fc1_flops, layer, mb, t + " fc1.wgrad");
+    x = ag_ring(x, lc.proj_chunk_s, lc.proj_flops, layer, mb, t + " proj.dgrad");
+    x = core_block(x, layer, mb, 'B', lc.proj_gemm_s + 2 * lc.attn_elem_s, lc.proj_flops, lc.qkv_gemm_s, lc.qkv_flops);
+    return rs_bulk(x, lc.qkv_gemm_s, lc.qkv_flops, layer, mb, t + " qkv.wgrad");
+  }
+
   // One layer's forward (pass 'F') or its recomputation ('R').
   std::uint32_t layer_forward(std::uint32_t prev, int layer, int mb, char pass) {
+    if (!is_moe(layer) && dense_.tp_overlap) return layer_forward_overlap(prev, layer, mb, pass);
     const std::string tag_s = fmt::format("{} mb{} L{}", pass, mb, layer);
     std::uint32_t x = tp_before(prev, layer, mb, tag_s + " attn");
     x = attention(x, layer, mb, pass);
@@ -346,13 +442,17 @@ class StageBuilder {
         x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), fmt::format("wait fsdp.ag B mb{} L{}", mb, layer),
                 {x, gather});
       }
-      const std::string t = fmt::format("B mb{} L{}", mb, layer);
-      x = tp_before(x, layer, mb, t + " mlp");
-      x = mlp(x, layer, mb, 'B');
-      x = tp_after(x, layer, mb, t + " mlp");
-      x = tp_before(x, layer, mb, t + " attn");
-      x = attention(x, layer, mb, 'B');
-      x = tp_after(x, layer, mb, t + " attn");
+      if (!moe && dense_.tp_overlap) {
+        x = layer_backward_overlap(x, layer, mb);
+      } else {
+        const std::string t = fmt::format("B mb{} L{}", mb, layer);
+        x = tp_before(x, layer, mb, t + " mlp");
+        x = mlp(x, layer, mb, 'B');
+        x = tp_after(x, layer, mb, t + " mlp");
+        x = tp_before(x, layer, mb, t + " attn");
+        x = attention(x, layer, mb, 'B');
+        x = tp_after(x, layer, mb, t + " attn");
+      }
       done[static_cast<std::size_t>(idx)] = x;
       const double act = p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
                                                           : (moe ? act_moe_ : act_dense_);

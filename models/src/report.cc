@@ -98,6 +98,7 @@ std::string estimate_report_json(const Scenario& s, const Estimate& e) {
                {"microbatch", p.microbatch}, {"global_batch", p.global_batch}, {"zero", p.zero},
                {"recompute", recompute_name(p.recompute)},
                {"precision", precision_name(p.precision)}};
+  if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
   j["seed"] = s.seed;
   j["network"] = s.network;
   j["notes"] = e.notes;
@@ -117,7 +118,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    c.gpu.name, c.world()));
   line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={} sp={} schedule={}{} microbatch={} "
                    "global_batch={} (m={}) zero={} recompute={} precision={}",
-                   p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "on" : "off",
+                   p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
                    schedule_name(p.schedule),
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
                    p.global_batch, e.microbatches, p.zero, recompute_name(p.recompute),

@@ -190,6 +190,15 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
                            });
     if (x) q.sequence_parallel = *x;
   }
+  if (const json* o = r.raw("tp_comm_overlap")) {
+    auto x = list_of<bool>(*o, r.path_of("tp_comm_overlap"), "true, false or a list of them", diag,
+                           [&](const json& e, const std::string& path) -> std::optional<bool> {
+                             if (e.is_boolean()) return e.get<bool>();
+                             diag.add(path, "expected true or false, got " + describe(e));
+                             return std::nullopt;
+                           });
+    if (x) q.tp_comm_overlap = *x;
+  }
   if (auto x = r.boolean("allow_tp_across_nodes")) q.allow_tp_across_nodes = *x;
   if (auto x = r.integer("top_k", 0, 1000)) q.top_k = static_cast<int>(*x);
   if (auto x = r.choice("objective", {"time_to_train", "tokens_per_s", "cost"})) {

@@ -14,7 +14,7 @@ namespace stepcast::planner {
 namespace {
 
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "sp", "schedule", "v",
+  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "sp", "tpo", "tp_comm_overlap", "schedule", "v",
                                              "virtual_stages", "mb", "microbatch", "gb",
                                              "global_batch", "zero", "recompute", "gpus"};
   return k;
@@ -49,8 +49,9 @@ const char* recompute_name(Recompute recompute) {
 }
 
 std::string layout_string(const Plan& p) {
-  return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={},schedule={},v={},mb={},gb={},zero={},recompute={}",
+  return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}",
                      p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
+                     p.tp_comm_overlap ? ",tpo=true" : "",
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute));
 }
@@ -85,12 +86,13 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         }
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
-      return Error{msg + " (keys: tp, pp, dp, cp, ep, sp, schedule, v, mb, gb, zero, recompute, gpus)"};
+      return Error{msg + " (keys: tp, pp, dp, cp, ep, sp, tpo, schedule, v, mb, gb, zero, recompute, gpus)"};
     }
     // Aliases share one slot.
     if (key == "virtual_stages") key = "v";
     if (key == "microbatch") key = "mb";
     if (key == "global_batch") key = "gb";
+    if (key == "tp_comm_overlap") key = "tpo";
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return Error{fmt::format("{}: {} is given twice", quoted, key)};
     }
@@ -108,6 +110,10 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       if (value == "true" || value == "1") out.plan.sequence_parallel = true;
       else if (value == "false" || value == "0") out.plan.sequence_parallel = false;
       else return Error{fmt::format("{}: sp: expected true or false, got \"{}\"", quoted, printable(value))};
+    } else if (key == "tpo") {
+      if (value == "true" || value == "1") out.plan.tp_comm_overlap = true;
+      else if (value == "false" || value == "0") out.plan.tp_comm_overlap = false;
+      else return Error{fmt::format("{}: tpo: expected true or false, got \"{}\"", quoted, printable(value))};
     } else if (key == "schedule") {
       if (value == "gpipe") out.plan.schedule = Schedule::kGpipe;
       else if (value == "1f1b") out.plan.schedule = Schedule::kOneFOneB;

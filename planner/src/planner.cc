@@ -77,7 +77,7 @@ namespace {
 auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep,
                          static_cast<int>(p.schedule), p.virtual_stages, p.microbatch,
-                         p.sequence_parallel, p.zero, static_cast<int>(p.recompute));
+                         p.sequence_parallel, p.tp_comm_overlap, p.zero, static_cast<int>(p.recompute));
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }
@@ -114,6 +114,7 @@ struct Context {
   std::vector<Schedule> schedules;
   std::vector<Recompute> recompute;
   std::vector<bool> sp;
+  std::vector<bool> tpo;  // tp_comm_overlap values
 };
 
 // Ascending.
@@ -172,6 +173,13 @@ std::vector<Variant> schedule_variants(const Context& x, int pp) {
 std::vector<bool> sp_values(const Context& x, int tp) {
   if (tp == 1) return {x.sp.front()};
   return x.sp;
+}
+
+// TP communication overlap needs sequence parallelism and tp > 1: other layouts are listed
+// once, without it.
+std::vector<bool> tpo_values(const Context& x, int tp, bool sp) {
+  if (tp == 1 || !sp) return {false};
+  return x.tpo;
 }
 
 bool heads_ok(const ModelSpec& m, const Plan& p) {
@@ -251,7 +259,9 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const ModelSpec& m = x.s.model;
   const std::vector<Variant> variants = schedule_variants(x, it.pp);
   const std::vector<bool> sps = sp_values(x, it.tp);
-  const std::int64_t per_mb = static_cast<std::int64_t>(sps.size() * x.recompute.size() * x.zero.size());
+  std::size_t sp_tpo = 0;  // (sp, tp_comm_overlap) pairs
+  for (bool sp : sps) sp_tpo += tpo_values(x, it.tp, sp).size();
+  const std::int64_t per_mb = static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
   const std::int64_t per_ep = per_variant * static_cast<std::int64_t>(variants.size());
   const std::int64_t leaves = per_ep * static_cast<std::int64_t>(x.ep.size());
@@ -298,6 +308,8 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
         p.microbatch = mb;
         for (bool sp : sps) {
           p.sequence_parallel = sp;
+          for (bool tpo : tpo_values(x, it.tp, sp)) {
+          p.tp_comm_overlap = tpo;
           for (Recompute rc : x.recompute) {
             p.recompute = rc;
             for (int z : x.zero) {
@@ -317,6 +329,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
               ++c.feasible;
               out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
             }
+          }
           }
         }
       }
@@ -379,7 +392,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -426,6 +439,7 @@ Result<Context> make_context(const Scenario& s) {
     x.recompute.erase(std::remove(x.recompute.begin(), x.recompute.end(), Recompute::kSelective), x.recompute.end());
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
+  x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
   if (!x.q.ep.empty()) x.ep = x.q.ep;
   else if (s.model.moe) x.ep = divisors(s.model.moe->num_experts);
   else x.ep = {1};
@@ -757,6 +771,10 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   }
   if (std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
     out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));
+  }
+  const std::vector<bool> tpos = tpo_values(x, p.tp, p.sequence_parallel);
+  if (std::find(tpos.begin(), tpos.end(), p.tp_comm_overlap) == tpos.end()) {
+    out.push_back(fmt::format("tpo = {} is not searched (search.tp_comm_overlap)", p.tp_comm_overlap ? "true" : "false"));
   }
   return out;
 }

@@ -78,7 +78,8 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
   const Figures& f = x.figures();
   std::string row = fmt::format(
       " {:>5}  {:>6} {:>3} {:>3} {:>4} {:>3} {:>3} {:>3}  {:<14} {:>3} {:>6} {:>4}  {:<9}  {:>8.3f} {:>8}  {:>10} {:>5.1f}%  {:>11} {:>6.1f}",
-      rank + 1, p.world(), p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "on" : "-", schedule_cell(p),
+      rank + 1, p.world(), p.tp, p.pp, p.dp, p.cp, p.ep,
+      p.sequence_parallel ? (p.tp_comm_overlap ? "ovl" : "on") : "-", schedule_cell(p),
       p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute), f.step_time_s,
       x.simulated ? fmt::format("{:.3f}", x.closed.step_time_s) : std::string("="),
       grouped(std::llround(f.tokens_per_s)), f.mfu * 100,

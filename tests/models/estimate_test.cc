@@ -10,7 +10,10 @@
 #include <limits>
 #include <string>
 
+#include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
+#include "stepcast/models/layer_cost.h"
+#include "stepcast/models/program.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
 
@@ -211,6 +214,59 @@ TEST(Estimate, DoublingDataParallelAtFixedGlobalBatchHalvesMicrobatches) {
   EXPECT_EQ(e.microbatches, 16);
   EXPECT_EQ(e.world, 128);
   EXPECT_EQ(e.tokens_per_step, 524'288);  // same global batch
+}
+
+// TP communication overlap, one dense Llama-3-70B layer on 8 H100 (tp 8, SP, 8,192 tokens
+// per microbatch), by hand from the primitives (docs/model-reference.md "TP communication
+// overlap"). Each TP collective moves T h 2 = 8192 x 8192 x 2 bytes within the node: c_ag,
+// c_rs seconds (collective_cost). The GEMMs split into 8 chunks of 1,024 rows:
+//   qkv  (1024 x 1280) . (1280 x 8192)^T: N = 64/8 x 128 + 1 x 2 x 128 = 1,280, K = 8,192
+//   proj (1024 x 1024) -> 8,192:           N = 8,192, K = 64/8 x 128 = 1,024
+//   fc1  N = 2 x 28,672 / 8 = 7,168, K = 8,192;  fc2  N = 8,192, K = 28,672 / 8 = 3,584
+// exposed per ring collective = 7 max(0, c/7 - g_chunk); bulk RS = max(0, c_rs - g_full).
+// forward  = ring(ag, qkv) + ring(rs, proj) + ring(ag, fc1) + ring(rs, fc2)
+// backward = ring(ag, fc2) + bulk(rs, fc1 full) + ring(ag, proj) + bulk(rs, qkv full)
+// With FlashAttention selective recomputation adds no pass: exposed = forward + backward.
+TEST(TpCommOverlap, OneLayerExposedTimeByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 8;
+  Plan p;
+  p.tp = 8, p.pp = 4, p.dp = 2, p.sequence_parallel = true, p.tp_comm_overlap = true;
+  p.global_batch = 64;
+  const double T = 8192, h = 8192;
+  const GroupShape g = group_shape(8, 1, 8);
+  const double c_ag = collective_cost(c, CollKind::kAllGather, g, T * h * 2).time_s;
+  const double c_rs = collective_cost(c, CollKind::kReduceScatter, g, T * h * 2).time_s;
+  auto gemm = [&](double mm, double nn, double kk) { return gemm_time_s(c.gpu, Precision::kBf16, mm, nn, kk); };
+  const double qkv = gemm(1024, 1280, 8192), proj = gemm(1024, 8192, 1024);
+  const double fc1 = gemm(1024, 7168, 8192), fc2 = gemm(1024, 8192, 3584);
+  auto ring = [](double coll, double chunk) { return 7 * std::max(0.0, coll / 7 - chunk); };
+  const double fwd = ring(c_ag, qkv) + ring(c_rs, proj) + ring(c_ag, fc1) + ring(c_rs, fc2);
+  const double bwd = ring(c_ag, fc2) + std::max(0.0, c_rs - gemm(8192, 7168, 8192)) + ring(c_ag, proj) +
+                     std::max(0.0, c_rs - gemm(8192, 1280, 8192));
+  const LayerCost lc = layer_cost(m, c, p, 8192, false);
+  ASSERT_TRUE(lc.tp_overlap);
+  const LayerComm cm = layer_comm(m, c, p, 8192, false, lc);
+  EXPECT_DOUBLE_EQ(cm.tp_overlap_fwd_s, fwd);
+  EXPECT_DOUBLE_EQ(cm.tp_overlap_bwd_s, bwd);
+  EXPECT_DOUBLE_EQ(cm.tp_exposed_s, fwd + bwd);
+  // Against the unoverlapped layer: 2 (AG + RS) per pass, 2 passes; and the split GEMMs
+  // cost 8 chunks each in the forward.
+  EXPECT_LT(cm.tp_exposed_s, 0.25 * 4 * (c_ag + c_rs));
+  EXPECT_DOUBLE_EQ(lc.attn_gemm_s, 8 * qkv + 8 * proj);
+  EXPECT_DOUBLE_EQ(lc.mlp_gemm_s, 8 * fc1 + 8 * fc2);
+  // Overlap off: the unsplit totals, 2 x forward in the backward, all collectives exposed.
+  p.tp_comm_overlap = false;
+  const LayerCost off = layer_cost(m, c, p, 8192, false);
+  EXPECT_EQ(off.attn_gemm_s, gemm(8192, 1280, 8192) + gemm(8192, 8192, 1024));
+  EXPECT_EQ(off.attn_gemm_bwd_s, 2 * off.attn_gemm_s);
+  EXPECT_EQ(layer_comm(m, c, p, 8192, false, off).tp_exposed_s, 2 * (c_ag + c_rs) * 2);
+  // MoE layers keep their TP collectives exposed.
+  const ModelSpec& mix = builtin_presets().models.at("mixtral-8x7b");
+  Plan q = p;
+  q.tp_comm_overlap = true;
+  EXPECT_FALSE(layer_cost(mix, c, q, 8192, true).tp_overlap);
 }
 
 }  // namespace

@@ -384,6 +384,43 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
   }
 }
 
+TEST(Engine, TpCommOverlapStepMatchesTheClosedForm) {
+  // With plan.tp_comm_overlap both sides price the same split GEMMs and the same
+  // collectives (layer_cost.h): the engine runs the all-gather beside the first n-1 GEMM
+  // chunks and the last chunk after both, the reduce-scatter beside the last n-1 chunks
+  // (or beside the wgrad GEMM, backward), which is the closed form's
+  // n g + (n-1) max(0, c/(n-1) - g) per collective. The compute is the same sum; the step
+  // differs only where the non-TP parts already differ (p2p, DP tail; see above).
+  Scenario shipped = shipped_scenario();
+  shipped.plan.tp_comm_overlap = true;
+  Scenario cp = scenario(kCp);
+  cp.plan.tp_comm_overlap = true;
+  Scenario full = scenario(kCp);
+  full.plan.tp_comm_overlap = true;
+  full.plan.recompute = Recompute::kFull;
+  Scenario moe = scenario(kMoeEp);  // MoE layers keep their TP collectives exposed
+  moe.plan.tp_comm_overlap = true;
+  struct Case {
+    const char* label;
+    Scenario s;
+  };
+  const std::vector<Case> cases = {{"shipped tp8 pp4 dp2 + overlap", shipped},
+                                   {"cp2 tp4 dp2 + overlap", cp},
+                                   {"cp2 tp4 dp2 full recompute + overlap", full},
+                                   {"moe ep4 tp2 pp2 dp4 + overlap", moe}};
+  for (const Case& k : cases) {
+    const Simulated r = run(k.s);
+    const Estimate e = estimate(k.s);
+    EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.006)
+        << k.label << ": engine " << r.summary.step_time_s << " s, closed form " << e.step_time_s << " s";
+    const sim::RankBreakdown& c = r.summary.ranks[r.summary.critical];
+    EXPECT_NEAR(c.compute, e.breakdown.compute, 1e-3 * e.breakdown.compute) << k.label;
+    EXPECT_NEAR(c.tp, e.exposed.tp, 0.02 * e.exposed.tp + 1e-4) << k.label;
+  }
+  // The overlap shortens the shipped step (exposed TP 1.72 s -> ~0.27 s) in the engine too.
+  EXPECT_LT(run(shipped).summary.step_time_s, run(shipped_scenario()).summary.step_time_s - 1.0);
+}
+
 // --- 6. peak memory --------------------------------------------------------------------------
 
 TEST(Engine, PeakMemoryEqualsTheStaticModelFor1F1BAndGpipe) {

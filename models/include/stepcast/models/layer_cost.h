@@ -28,14 +28,35 @@ struct LayerCost {
   double core_bwd_factor = 2.5; // attention backward / forward (FlashAttention recomputes)
   // Executed FLOPs of the forward pieces.
   double attn_gemm_flops = 0, attn_core_flops = 0, mlp_flops = 0;
+  // Backward GEMM seconds (data and weight gradients). Without TP communication overlap
+  // exactly 2 x the forward GEMMs; with it see `tp_overlap`.
+  double attn_gemm_bwd_s = 0, mlp_gemm_bwd_s = 0;
+
+  // The four GEMMs of a dense layer with standard attention (0 for MoE and MLA layers),
+  // forward seconds and FLOPs, unsplit: qkv + proj = attn_gemm_s, fc1 + fc2 = mlp_gemm_s
+  // (in that summation order). fc1 holds the G-1 up/gate matrices.
+  double qkv_gemm_s = 0, proj_gemm_s = 0, fc1_gemm_s = 0, fc2_gemm_s = 0;
+  double qkv_flops = 0, proj_flops = 0, fc1_flops = 0, fc2_flops = 0;
+  // TP communication overlap (Plan::tp_comm_overlap; dense non-MLA layers with SP and
+  // tp > 1). Each of the four GEMMs that meets a TP collective is split into tp chunks of
+  // M/tp rows (`*_chunk_s`: one chunk, gemm_time_s on that shape), so
+  //   forward:  attn_gemm_s = tp*qkv_chunk + tp*proj_chunk, mlp_gemm_s = tp*fc1_chunk + tp*fc2_chunk
+  //   backward: the dgrad of proj / fc2 is split (paired with the all-gather of the output
+  //             gradient), the rest is not: attn_gemm_bwd_s = tp*proj_chunk + proj + 2*qkv,
+  //             mlp_gemm_bwd_s = tp*fc2_chunk + fc2 + 2*fc1.
+  // The chunked dgrad is priced on the forward chunk shape, as the unsplit backward is (2x
+  // the forward). docs/model-reference.md "TP communication overlap".
+  bool tp_overlap = false;
+  int tp_chunks = 1;
+  double qkv_chunk_s = 0, proj_chunk_s = 0, fc1_chunk_s = 0, fc2_chunk_s = 0;
 
   double attn_fwd_s() const { return attn_gemm_s + attn_core_s + attn_elem_s; }
   double mlp_fwd_s() const { return mlp_gemm_s + mlp_elem_s; }
   double fwd_s() const { return attn_fwd_s() + mlp_fwd_s(); }
   // Backward: GEMMs twice (data and weight gradients), attention core x core_bwd_factor,
   // memory-bound work twice.
-  double attn_bwd_s() const { return 2 * attn_gemm_s + core_bwd_factor * attn_core_s + 2 * attn_elem_s; }
-  double mlp_bwd_s() const { return 2 * mlp_gemm_s + 2 * mlp_elem_s; }
+  double attn_bwd_s() const { return attn_gemm_bwd_s + core_bwd_factor * attn_core_s + 2 * attn_elem_s; }
+  double mlp_bwd_s() const { return mlp_gemm_bwd_s + 2 * mlp_elem_s; }
   // Extra forward work before the backward: the whole layer (full), the attention core
   // without FlashAttention (selective), else nothing.
   double recompute_s = 0;
@@ -56,6 +77,14 @@ struct LayerComm {
   // reduce-scatter pairs, each on `tp_bytes`.
   double tp_bytes = 0;
   double tp_allreduce_s = 0, tp_allgather_s = 0, tp_reducescatter_s = 0;
+  // With TP communication overlap (LayerCost::tp_overlap), exposed seconds of each pass
+  // (one layer, one microbatch): a collective of c seconds over n = tp ranks pipelined
+  // with a GEMM split into n chunks of g seconds exposes (n-1) * max(0, c/(n-1) - g);
+  // one left alone beside an independent GEMM of G seconds ("bulk") max(0, c - G).
+  //   forward (and a full recompute): AG|qkv, RS|proj, AG|fc1, RS|fc2, all pipelined;
+  //   backward: AG of the output gradient | dgrad of proj and of fc2 (pipelined), RS of
+  //             the input gradient beside the wgrad of qkv and of fc1 (bulk).
+  double tp_overlap_fwd_s = 0, tp_overlap_bwd_s = 0;
   // Context parallel ring attention: cp-1 neighbour exchanges forward (K, V) and
   // backward (K, V and their gradients: twice the bytes).
   double cp_step_bytes = 0;
@@ -66,6 +95,10 @@ struct LayerComm {
   // Exposed seconds per microbatch, as the closed form counts them.
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
 };
+
+// (n-1) * max(0, c/(n-1) - g): the exposed part of a collective of `c` seconds split over
+// n-1 ring steps, each hidden behind one GEMM chunk of `g` seconds (n >= 2).
+double ring_overlap_exposed_s(double c, int n, double g);
 
 LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                      std::int64_t seq_len, bool moe_layer, const LayerCost& cost);

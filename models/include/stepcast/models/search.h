@@ -33,6 +33,10 @@ struct SearchSpec {
   std::vector<Schedule> schedule;    // in enum order
   std::vector<Recompute> recompute;  // in enum order
   std::vector<bool> sequence_parallel;  // false before true
+  // TP communication overlap (Plan::tp_comm_overlap), false before true; empty: both. Only
+  // layouts with sequence parallelism and tp > 1 take true; the others are listed once,
+  // without it.
+  std::vector<bool> tp_comm_overlap;
   bool allow_tp_across_nodes = false;   // else a TP group must sit inside one node
   int top_k = 20;                       // closed-form best re-simulated by the engine (0: none)
   // nullopt: time_to_train when workload.train_tokens > 0, else tokens_per_s.
