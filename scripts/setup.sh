@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages stepcast needs (idempotent; as root, or through sudo),
 # then configures and builds. Usage:
 #   scripts/setup.sh [--build-dir DIR] [--sanitize] [--all-deps] [-- extra cmake args]
-# --all-deps also installs the optional backends' packages (Eigen, Open MPI, Qt 6).
+# The executor's cpu_mpi backend (Eigen, Open MPI) is always built; the cuda_nccl backend
+# when nvcc is found (/usr/local/cuda). --all-deps also installs Qt 6 for the GUI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,10 +23,10 @@ done
 
 packages=(cmake ninja-build g++ pkg-config
           nlohmann-json3-dev libcli11-dev libfmt-dev libsimgrid-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev
+          libeigen3-dev libopenmpi-dev openmpi-bin)
 if [ "$all_deps" = 1 ]; then
-  packages+=(libeigen3-dev libopenmpi-dev openmpi-bin
-             qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth)
+  packages+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth)
 fi
 
 missing=()
@@ -42,6 +43,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     -o DPkg::Lock::Timeout=300 "${missing[@]}"
 fi
 
+# MPI under the sanitizers reports Open MPI's own leaks: the sanitized build exercises the
+# runner through the in-memory communicator and leaves MPI and CUDA out.
+mpi=ON
+cuda=OFF
+if [ "$sanitize" = ON ]; then mpi=OFF; fi
+if [ "$sanitize" = OFF ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }; then
+  cuda=ON
+  export PATH="$PATH:/usr/local/cuda/bin"
+fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSTEPCAST_SANITIZE="$sanitize" -DSTEPCAST_WITH_SIMGRID=ON "${extra[@]}"
+  -DSTEPCAST_SANITIZE="$sanitize" -DSTEPCAST_WITH_SIMGRID=ON \
+  -DSTEPCAST_WITH_MPI="$mpi" -DSTEPCAST_WITH_CUDA="$cuda" "${extra[@]}"
 cmake --build "$build_dir"

@@ -114,6 +114,17 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
   const int n = g.ranks;
   if (kind != CollKind::kSendRecv && n <= 1) return out;
   if (bytes <= 0) return out;
+  if (!c.collective_fits.empty()) {
+    const CollScope scope = g.nodes > 1 ? CollScope::kInterNode : CollScope::kIntraNode;
+    for (const CollectiveFit& f : c.collective_fits) {
+      if (f.kind != static_cast<int>(kind) || f.scope != scope) continue;
+      out.time_s = f.alpha_s + f.beta_s_per_byte * bytes * bus_factor(kind, std::max(n, 2));
+      out.algo = CollAlgo::kAuto;
+      out.algbw_GBps = bytes / out.time_s / 1e9;
+      out.busbw_GBps = out.algbw_GBps * bus_factor(kind, std::max(n, 2));
+      return out;
+    }
+  }
   const Links l = links(c);
   const double S = bytes;
   auto consider = [&](CollAlgo a, double t) {

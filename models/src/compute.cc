@@ -60,7 +60,7 @@ double gemm_efficiency_max(const GpuSpec& gpu, Precision p) {
 
 double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, double k) {
   (void)k;
-  constexpr double kTm = 128, kTn = 256;
+  const double kTm = std::max(1, gpu.gemm_tile_m), kTn = std::max(1, gpu.gemm_tile_n);
   const double tiles_m = std::ceil(m / kTm), tiles_n = std::ceil(n / kTn);
   const double q_tile = (m * n) / (tiles_m * kTm * tiles_n * kTn);
   double q_wave = 1.0;
@@ -81,7 +81,7 @@ double gemm_time_s(const GpuSpec& gpu, Precision p, double m, double n, double k
   const double elem = p == Precision::kFp8 ? 1.0 : 2.0;
   const double bytes = elem * (m * k + k * n) + 2.0 * m * n;
   const double t_compute = flops / (gemm_efficiency(gpu, p, m, n, k) * peak_flops(gpu, p));
-  return std::max(t_compute, memory_time_s(gpu, bytes));
+  return std::max(t_compute, memory_time_s(gpu, bytes)) + bytes * gpu.gemm_s_per_byte;
 }
 
 }  // namespace stepcast

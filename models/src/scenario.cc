@@ -116,6 +116,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.cp, r.integer("cp", 1, kMaxPar));
   set(p.ep, r.integer("ep", 1, kMaxPar));
   set(p.sequence_parallel, r.boolean("sequence_parallel"));
+  set(p.tp_comm_overlap, r.boolean("tp_comm_overlap"));
   if (auto s = r.choice("schedule", {"gpipe", "1f1b", "interleaved"})) {
     p.schedule = *s == "gpipe" ? Schedule::kGpipe
                  : *s == "1f1b" ? Schedule::kOneFOneB
@@ -222,10 +223,24 @@ std::optional<std::int64_t> checked_product(std::initializer_list<std::int64_t> 
   return out;
 }
 
+// Adds "path: reason" lines (from a nested parser) to `diag`.
+void add_lines(detail::Diagnostics& diag, const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(": ");
+    if (colon == std::string::npos) diag.add("calibration", line);
+    else diag.add(line.substr(0, colon), line.substr(colon + 2));
+  }
+}
+
 // Joins messages one per line, each made printable (a model "name" may hold a newline).
 std::string one_per_line(const std::vector<std::string>& lines) {
   std::string msg;
-  for (std::size_t i = 0; i < lines.size(); ++i) msg += (i ? "\n" : "") + detail::printable(lines[i]);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i) msg += '\n';
+    msg += detail::printable(lines[i]);
+  }
   return msg;
 }
 
@@ -249,6 +264,12 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
     } else {
       add(fmt::format("plan.tp: {} does not divide num_kv_heads ({})", p.tp, m.num_kv_heads));
     }
+  }
+  if (p.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel)) {
+    add(fmt::format("plan.tp_comm_overlap: needs tensor parallelism with sequence parallelism "
+                    "(tp = {}, sequence_parallel = {}); it overlaps the sequence-parallel "
+                    "all-gathers and reduce-scatters with the GEMMs",
+                    p.tp, p.sequence_parallel ? "true" : "false"));
   }
   if (p.schedule == Schedule::kInterleaved) {
     if (p.virtual_stages < 2) {
@@ -403,8 +424,28 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
   if (const json* v = top.raw("checkpoint")) s.checkpoint = detail::read_checkpoint(*v, diag);
   if (const json* v = top.raw("search")) s.search = detail::read_search(*v, diag);
   const bool plan_template = options.plan_template && s.search.has_value();
-  if (top.raw("calibration")) {
-    diag.add("calibration", "this section is not supported by this version of stepcast");
+  std::optional<Calibration> calibration;
+  if (const json* v = top.raw("calibration")) {
+    if (v->is_object()) {
+      auto c = parse_calibration(v->dump(), "calibration");
+      if (c.ok()) calibration = *c;
+      else add_lines(diag, c.error().message);
+    } else if (v->is_string()) {
+      std::filesystem::path fpath(v->get<std::string>());
+      if (!options.base_dir.empty() && fpath.is_relative()) fpath = std::filesystem::path(options.base_dir) / fpath;
+      std::ifstream in(fpath, std::ios::binary);
+      std::ostringstream ss;
+      if (in) ss << in.rdbuf();
+      if (!in) {
+        diag.add("calibration", fmt::format("cannot read \"{}\"", printable(fpath.native())));
+      } else {
+        auto c = parse_calibration(ss.str(), fmt::format("calibration ({})", printable(fpath.native())));
+        if (c.ok()) calibration = *c;
+        else add_lines(diag, c.error().message);
+      }
+    } else {
+      diag.add("calibration", fmt::format("expected a file path or an object, got {}", describe(*v)));
+    }
   }
   if (const json* e = top.raw("expect")) {
     check_expect(*e, diag);
@@ -471,6 +512,10 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
   top.finish();
   if (!diag.empty()) return Error{diag.joined()};
   if (!(model_ok && cluster_ok && plan_ok && workload_ok)) return Error{"invalid scenario"};
+  if (calibration) {
+    apply_calibration(*calibration, s.cluster);
+    s.calibration = std::move(calibration);
+  }
 
   if (s.workload.seq_len == 0) s.workload.seq_len = s.model.train_seq_len;
   if (plan_template) {  // the plan is the search's template (search_json.cc)
@@ -524,7 +569,12 @@ Result<Scenario> load_scenario_file(const std::string& path, const LoadOptions& 
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return Error{path + ": cannot read file"};
-  auto r = parse_scenario(ss.str(), options);
+  LoadOptions with_dir = options;
+  if (with_dir.base_dir.empty()) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    with_dir.base_dir = parent.native();
+  }
+  auto r = parse_scenario(ss.str(), with_dir);
   if (!r.ok()) {
     // Prefix every line so each problem names the file.
     std::string msg, line;

@@ -238,6 +238,8 @@ GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.gemm_efficiency, r.number("gemm_efficiency", 0, 1, false, true));
   set(g.attention_efficiency, r.number("attention_efficiency", 0, 1, false, true));
   set(g.hbm_efficiency, r.number("hbm_efficiency", 0, 1, false, true));
+  set(g.gemm_tile_m, r.integer("gemm_tile_m", 1, 4096));
+  set(g.gemm_tile_n, r.integer("gemm_tile_n", 1, 4096));
   set(g.source, r.string("source"));
   r.ignore({"vendor", "architecture", "tf32_dense_tflops", "fp4_dense_tflops", "int8_dense_tops",
             "hbm_type", "scaleup_fabric", "scaleup_generation", "scaleup_links",

@@ -349,9 +349,9 @@ TEST(ReliabilityLoader, CheckpointStorageAndUnknownKeys) {
             "checkpoint.shardd: unknown key; did you mean \"sharded\"?");
 }
 
-TEST(ReliabilityLoader, CalibrationIsStillRejected) {
-  EXPECT_EQ(load_error(with(R"(, "calibration": "fit.json")")),
-            "calibration: this section is not supported by this version of stepcast");
+TEST(ReliabilityLoader, CalibrationMustBeAPathOrAnObject) {
+  EXPECT_EQ(load_error(with(R"(, "calibration": 3)")),
+            "calibration: expected a file path or an object, got 3");
 }
 
 }  // namespace

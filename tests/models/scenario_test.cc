@@ -4,6 +4,7 @@
 // in the style `plan.tp: 3 does not divide num_attention_heads (64)`; the numbers in a
 // message are the preset figures of models/data/*.json, quoted in each test.
 #include "stepcast/models/scenario.h"
+#include "stepcast/models/collectives.h"
 
 #include <gtest/gtest.h>
 
@@ -256,6 +257,17 @@ TEST(ScenarioErrors, StringWithUnitWhereAPositiveNumberIsExpected) {
 TEST(ScenarioErrors, NumberWhereABooleanIsExpected) {
   EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "sequence_parallel": 1})")),
             "plan.sequence_parallel: expected true or false, got 1");
+  // TP communication overlap needs SP and tp > 1 (the overlapped collectives are SP's).
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "tp_comm_overlap": true})")),
+            "plan.tp_comm_overlap: needs tensor parallelism with sequence parallelism (tp = 8, "
+            "sequence_parallel = false); it overlaps the sequence-parallel all-gathers and reduce-scatters "
+            "with the GEMMs");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 1, "pp": 8, "dp": 8, "sequence_parallel": true, "tp_comm_overlap": true})")),
+            "plan.tp_comm_overlap: needs tensor parallelism with sequence parallelism (tp = 1, "
+            "sequence_parallel = true); it overlaps the sequence-parallel all-gathers and reduce-scatters "
+            "with the GEMMs");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "sequence_parallel": true, "tp_comm_overlap": "yes"})")),
+            "plan.tp_comm_overlap: expected true or false, got \"yes\"");
 }
 
 TEST(ScenarioErrors, ArrayWhereAnObjectIsExpected) {
@@ -507,11 +519,29 @@ TEST(ScenarioErrors, FormatTwoIsNotSupported) {
   EXPECT_EQ(load_error(text), "format: 2 is not supported (this stepcast reads format 1)");
 }
 
-TEST(ScenarioErrors, CalibrationIsNotSupportedYet) {
-  // faults and checkpoint are read (tests/models/checkpoint_test.cc); calibration is not.
+TEST(ScenarioErrors, CalibrationFileMissingOrMalformed) {
+  // parse_scenario without a base directory: the path is taken as given.
   EXPECT_EQ(load_error(llama70b_plan(
-                kPlan, R"(, "calibration": "fit.json", "faults": {}, "checkpoint": {})")),
-            "calibration: this section is not supported by this version of stepcast");
+                kPlan, R"(, "calibration": "/nonexistent/fit.json", "faults": {}, "checkpoint": {})")),
+            "calibration: cannot read \"/nonexistent/fit.json\"");
+  EXPECT_EQ(load_error(llama70b_plan(kPlan, R"(, "calibration": {"format": 2, "compute": {"gemm": {"efficiency": 15}}})")),
+            "calibration.format: 2 is not supported (this stepcast reads format 1)\n"
+            "calibration.compute.gemm.efficiency: 15 is out of range (0 to 10)");
+}
+
+TEST(ScenarioCalibration, ObjectAppliesToTheCluster) {
+  auto s = parse_scenario(llama70b_plan(kPlan, R"(, "calibration": {"format": 1, "kind": "stepcast-calibration",
+      "compute": {"gemm": {"efficiency": 0.5}, "memory": {"efficiency": 0.7}},
+      "collectives": [{"kind": "all_reduce", "scope": "intra_node", "alpha_s": 1e-5, "beta_s_per_byte": 2e-12}]})"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.gemm_efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.hbm_efficiency, 0.7);
+  // A TP8 all-reduce of 1 MB inside a node now costs alpha + beta x 2(n-1)/n x S.
+  const double t = collective_cost(s->cluster, CollKind::kAllReduce, GroupShape{8, 8, 1}, 1e6).time_s;
+  EXPECT_NEAR(t, 1e-5 + 2e-12 * 1e6 * 2 * 7 / 8.0, 1e-15);
+  // Scopes without a fit keep the alpha-beta prior: two nodes are not 1e-5 + ...
+  const double inter = collective_cost(s->cluster, CollKind::kAllReduce, GroupShape{16, 8, 2}, 1e6).time_s;
+  EXPECT_GT(std::abs(inter - (1e-5 + 2e-12 * 1e6 * 2 * 15 / 16.0)), 1e-7);
 }
 
 TEST(ScenarioErrors, NetworkMustBeAnalyticOrSimgrid) {

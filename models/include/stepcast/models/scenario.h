@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/models/calibration.h"
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/search.h"
@@ -26,6 +27,7 @@ struct Scenario {
   std::optional<CheckpointSpec> checkpoint;  // "checkpoint"; absent: the defaults
   std::optional<SearchSpec> search;  // "search": constraints of `stepcast plan` (search.h)
   std::string expect_json;           // the "expect" object, compact JSON; "" when absent
+  std::optional<Calibration> calibration;  // "calibration", already applied to `cluster`
 };
 
 struct LoadOptions {
@@ -35,6 +37,9 @@ struct LoadOptions {
   // partial, and its layout checks are left to the planner (SearchSpec::plan_is_layout
   // says whether it is a valid layout). Without a `search` section both are the same.
   bool plan_template = false;
+  // Directory that relative paths in the document ("calibration") are relative to;
+  // load_scenario_file sets it to the file's directory.
+  std::string base_dir;
 };
 
 // Parses and validates a scenario document. Comments (// and /* */) are allowed.

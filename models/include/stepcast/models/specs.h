@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stepcast {
 
@@ -77,7 +78,22 @@ struct GpuSpec {
   double gemm_efficiency = 0;          // 0 = derive from mamf/peak
   double attention_efficiency = 0.6;   // FlashAttention-class kernels, fwd+bwd
   double hbm_efficiency = 0.8;         // memory-bound kernels
+  // GEMM tile used for tile quantization (compute.h); CPUs: small register tiles.
+  int gemm_tile_m = 128, gemm_tile_n = 256;
+  // Calibrated (calibration.h): seconds per operand byte added to every GEMM (0 = none).
+  double gemm_s_per_byte = 0;
   std::string source;
+};
+
+// A calibrated collective (calibration.h): time = alpha + beta x bus bytes, where bus
+// bytes = nccl-tests size x bus_factor(kind, n); replaces the alpha-beta prior of
+// collective_cost() for groups of that scope.
+enum class CollScope : std::uint8_t { kIntraNode, kInterNode };
+struct CollectiveFit {
+  int kind = 0;                        // CollKind (collectives.h)
+  CollScope scope = CollScope::kIntraNode;
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
 };
 
 enum class Topology { kSingleSwitch, kFatTree, kRailOptimized };
@@ -100,6 +116,7 @@ struct ClusterSpec {
   double storage_write_GBps = 50;
   double storage_read_GBps = 100;
   double host_memory_GiB = 2048;
+  std::vector<CollectiveFit> collective_fits;  // from a calibration; empty = priors
   std::string source;
 
   int world() const { return nodes * gpus_per_node; }
@@ -117,6 +134,11 @@ enum class Optimizer { kAdam, kSgd };
 struct Plan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
   bool sequence_parallel = false;
+  // Tensor-parallel communication overlap (Megatron-Core / Transformer Engine
+  // tp_comm_overlap): with sequence parallelism the TP all-gathers and reduce-scatters of
+  // dense layers are split into tp chunks and pipelined with their GEMMs
+  // (docs/model-reference.md). REQUIRES (loader): sequence_parallel and tp > 1.
+  bool tp_comm_overlap = false;
   Schedule schedule = Schedule::kOneFOneB;
   int virtual_stages = 1;
   int microbatch = 1;                  // sequences per microbatch per rank

@@ -1,0 +1,59 @@
+// Calibration: cost-model parameters fitted to measurements on one machine (the
+// executor's `stepcast calibrate`), versioned JSON with the hardware fingerprint, the fit
+// and its residuals. A scenario's "calibration" (a path or an object) applies it to the
+// scenario's cluster: GEMM efficiency ceiling and per-byte term, attention efficiency,
+// memory-bound efficiency, and alpha/beta per (collective, scope).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepcast/models/result.h"
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+// How well one part of the fit explains its points.
+struct FitQuality {
+  int points = 0;
+  double rms_relative = 0;   // sqrt(mean(((fit - measured) / measured)^2))
+};
+
+struct CollectiveCalibration {
+  CollectiveFit fit;
+  double max_bytes = 0;      // largest measured size (nccl-tests bytes)
+  FitQuality quality;
+};
+
+struct Calibration {
+  static constexpr int kFormat = 1;
+  std::string created;        // ISO date, informational
+  // Fingerprint: what was measured, on what.
+  std::string backend;        // "cpu_mpi", "cuda_nccl"
+  std::string device;         // Device::describe()
+  std::string communicator;   // Communicator::describe()
+  std::string host;
+  int ranks = 0;
+  std::string gpu_spec;       // the GpuSpec the efficiencies are relative to (its name)
+  double peak_flops = 0;      // that spec's peak for the fitted precision
+  // Compute (0 = not fitted, keep the prior).
+  double gemm_efficiency = 0;      // ceiling relative to peak_flops
+  double gemm_s_per_byte = 0;
+  FitQuality gemm;
+  double attention_efficiency = 0;
+  FitQuality attention;
+  double memory_efficiency = 0;    // of hbm_bandwidth_GBps
+  FitQuality memory;
+  std::vector<CollectiveCalibration> collectives;
+  std::vector<std::string> sources;   // measurement files the fit used
+};
+
+// Applies the fitted parameters to `cluster` (GPU efficiencies, collective fits).
+void apply_calibration(const Calibration& cal, ClusterSpec& cluster);
+
+std::string calibration_json(const Calibration& cal);
+// Parses a calibration document; errors name the JSON path ("calibration.gemm.efficiency: ...").
+Result<Calibration> parse_calibration(std::string_view text, const std::string& path_prefix = "calibration");
+
+}  // namespace stepcast

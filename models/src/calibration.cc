@@ -1,0 +1,174 @@
+#include "stepcast/models/calibration.h"
+
+#include <array>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "json_reader.h"
+#include "stepcast/models/collectives.h"
+
+namespace stepcast {
+
+using detail::json;
+
+namespace {
+
+constexpr std::array<CollKind, 6> kKinds = {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
+                                           CollKind::kAllToAll, CollKind::kBroadcast, CollKind::kSendRecv};
+
+std::vector<std::string> kind_names() {
+  std::vector<std::string> v;
+  for (CollKind k : kKinds) v.emplace_back(to_string(k));
+  return v;
+}
+
+json quality_json(const FitQuality& q) { return json{{"points", q.points}, {"rms_relative", q.rms_relative}}; }
+
+void read_quality(detail::ObjectReader& r, FitQuality& q) {
+  if (auto v = r.integer("points", 0, 1'000'000'000)) q.points = static_cast<int>(*v);
+  if (auto v = r.number("rms_relative", 0, 1e9)) q.rms_relative = *v;
+}
+
+}  // namespace
+
+void apply_calibration(const Calibration& cal, ClusterSpec& c) {
+  if (cal.gemm_efficiency > 0) c.gpu.gemm_efficiency = cal.gemm_efficiency;
+  if (cal.gemm_s_per_byte > 0) c.gpu.gemm_s_per_byte = cal.gemm_s_per_byte;
+  if (cal.attention_efficiency > 0) c.gpu.attention_efficiency = cal.attention_efficiency;
+  if (cal.memory_efficiency > 0) c.gpu.hbm_efficiency = cal.memory_efficiency;
+  for (const CollectiveCalibration& cc : cal.collectives) {
+    bool replaced = false;
+    for (CollectiveFit& f : c.collective_fits) {
+      if (f.kind == cc.fit.kind && f.scope == cc.fit.scope) {
+        f = cc.fit;
+        replaced = true;
+      }
+    }
+    if (!replaced) c.collective_fits.push_back(cc.fit);
+  }
+}
+
+std::string calibration_json(const Calibration& cal) {
+  json colls = json::array();
+  for (const CollectiveCalibration& cc : cal.collectives) {
+    colls.push_back(json{{"kind", std::string(to_string(static_cast<CollKind>(cc.fit.kind)))},
+                         {"scope", cc.fit.scope == CollScope::kIntraNode ? "intra_node" : "inter_node"},
+                         {"alpha_s", cc.fit.alpha_s},
+                         {"beta_s_per_byte", cc.fit.beta_s_per_byte},
+                         {"busbw_GBps", cc.fit.beta_s_per_byte > 0 ? 1e-9 / cc.fit.beta_s_per_byte : 0.0},
+                         {"max_bytes", cc.max_bytes},
+                         {"fit", quality_json(cc.quality)}});
+  }
+  json j = {
+      {"format", Calibration::kFormat},
+      {"kind", "stepcast-calibration"},
+      {"created", cal.created},
+      {"fingerprint",
+       {{"backend", cal.backend}, {"device", cal.device}, {"communicator", cal.communicator}, {"host", cal.host},
+        {"ranks", cal.ranks}, {"gpu_spec", cal.gpu_spec}, {"peak_flops", cal.peak_flops}}},
+      {"compute",
+       {{"gemm", {{"efficiency", cal.gemm_efficiency}, {"s_per_byte", cal.gemm_s_per_byte}, {"fit", quality_json(cal.gemm)}}},
+        {"attention", {{"efficiency", cal.attention_efficiency}, {"fit", quality_json(cal.attention)}}},
+        {"memory", {{"efficiency", cal.memory_efficiency}, {"fit", quality_json(cal.memory)}}}}},
+      {"collectives", colls},
+      {"sources", cal.sources},
+  };
+  return j.dump(2) + "\n";
+}
+
+Result<Calibration> parse_calibration(std::string_view text, const std::string& prefix) {
+  json doc = json::parse(text, nullptr, false, true);
+  if (doc.is_discarded()) return Error{prefix + ": not valid JSON"};
+  if (!doc.is_object()) return Error{prefix + ": expected an object, got " + detail::describe(doc)};
+  detail::Diagnostics diag;
+  detail::ObjectReader top(doc, prefix, diag);
+  Calibration cal;
+  if (auto f = top.integer("format", 1, 1'000'000); f && *f != Calibration::kFormat) {
+    diag.add(top.path_of("format"), fmt::format("{} is not supported (this stepcast reads format {})", *f, Calibration::kFormat));
+  }
+  if (auto k = top.string("kind"); k && *k != "stepcast-calibration") {
+    diag.add(top.path_of("kind"), fmt::format("\"{}\" is not a stepcast calibration", detail::printable(*k)));
+  }
+  if (auto v = top.string("created")) cal.created = *v;
+  if (const json* fp = top.raw("fingerprint"); fp && fp->is_object()) {
+    detail::ObjectReader r(*fp, top.path_of("fingerprint"), diag);
+    if (auto v = r.string("backend")) cal.backend = *v;
+    if (auto v = r.string("device")) cal.device = *v;
+    if (auto v = r.string("communicator")) cal.communicator = *v;
+    if (auto v = r.string("host")) cal.host = *v;
+    if (auto v = r.integer("ranks", 0, 100'000'000)) cal.ranks = static_cast<int>(*v);
+    if (auto v = r.string("gpu_spec")) cal.gpu_spec = *v;
+    if (auto v = r.number("peak_flops", 0, 1e21)) cal.peak_flops = *v;
+    r.finish();
+  }
+  if (const json* c = top.raw("compute"); c && c->is_object()) {
+    detail::ObjectReader r(*c, top.path_of("compute"), diag);
+    auto part = [&](const char* name, double& eff, FitQuality& q, double* per_byte) {
+      const json* v = r.raw(name);
+      if (!v) return;
+      if (!v->is_object()) {
+        diag.add(r.path_of(name), "expected an object, got " + detail::describe(*v));
+        return;
+      }
+      detail::ObjectReader p(*v, r.path_of(name), diag);
+      if (auto e = p.number("efficiency", 0, 10)) eff = *e;  // > 1: the spec understates the peak
+      if (per_byte) {
+        if (auto b = p.number("s_per_byte", 0, 1)) *per_byte = *b;
+      }
+      if (const json* f = p.raw("fit"); f && f->is_object()) {
+        detail::ObjectReader fr(*f, p.path_of("fit"), diag);
+        read_quality(fr, q);
+        fr.finish();
+      }
+      p.finish();
+    };
+    part("gemm", cal.gemm_efficiency, cal.gemm, &cal.gemm_s_per_byte);
+    part("attention", cal.attention_efficiency, cal.attention, nullptr);
+    part("memory", cal.memory_efficiency, cal.memory, nullptr);
+    r.finish();
+  }
+  if (const json* cs = top.raw("collectives")) {
+    if (!cs->is_array()) {
+      diag.add(top.path_of("collectives"), "expected an array, got " + detail::describe(*cs));
+    } else {
+      for (std::size_t i = 0; i < cs->size(); ++i) {
+        const json& e = (*cs)[i];
+        const std::string path = fmt::format("{}[{}]", top.path_of("collectives"), i);
+        if (!e.is_object()) {
+          diag.add(path, "expected an object, got " + detail::describe(e));
+          continue;
+        }
+        detail::ObjectReader r(e, path, diag);
+        CollectiveCalibration cc;
+        if (auto k = r.choice("kind", kind_names())) {
+          for (CollKind kind : kKinds) if (to_string(kind) == *k) cc.fit.kind = static_cast<int>(kind);
+        } else if (!r.has("kind")) {
+          diag.add(r.path_of("kind"), "required");
+        }
+        if (auto s = r.choice("scope", {"intra_node", "inter_node"})) {
+          cc.fit.scope = *s == "intra_node" ? CollScope::kIntraNode : CollScope::kInterNode;
+        }
+        if (auto v = r.number("alpha_s", 0, 1e3)) cc.fit.alpha_s = *v;
+        if (auto v = r.number("beta_s_per_byte", 0, 1)) cc.fit.beta_s_per_byte = *v;
+        if (auto v = r.number("max_bytes", 0, 1e18)) cc.max_bytes = *v;
+        r.ignore({"busbw_GBps"});
+        if (const json* f = r.raw("fit"); f && f->is_object()) {
+          detail::ObjectReader fr(*f, r.path_of("fit"), diag);
+          read_quality(fr, cc.quality);
+          fr.finish();
+        }
+        r.finish();
+        cal.collectives.push_back(cc);
+      }
+    }
+  }
+  if (const json* s = top.raw("sources"); s && s->is_array()) {
+    for (const json& e : *s) if (e.is_string()) cal.sources.push_back(e.get<std::string>());
+  }
+  top.finish();
+  if (!diag.empty()) return Error{diag.joined()};
+  return cal;
+}
+
+}  // namespace stepcast

@@ -1,0 +1,123 @@
+// End to end on real MPI ranks (4 processes through mpiexec, oversubscribing small
+// machines): `stepcast execute` runs TP2 x DP2 and PP2 (1F1B) x DP2, every op of the
+// Program appears in the measured trace, collectives verify, and a calibration fitted on
+// the first run predicts the second (a different plan) within 10%.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/lower.h"
+#include "stepcast/models/scenario.h"
+
+namespace {
+
+std::string dir() {
+  static const std::string d = [] {
+    auto p = std::filesystem::temp_directory_path() / ("stepcast-mpi-e2e-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(p);
+    return p.string();
+  }();
+  return d;
+}
+
+int sh(const std::string& cmd, std::string* out = nullptr) {
+  const std::string log = dir() + "/last.log";
+  const int rc = std::system((cmd + " > " + log + " 2>&1").c_str());
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (out) *out = ss.str();
+  if (rc != 0) std::cerr << cmd << "\n" << ss.str();
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+std::string mpirun(const std::string& args) {
+  return std::string(STEPCAST_MPIEXEC) + " -n 4 " + STEPCAST_BIN + " " + args;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+class MpiE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/";
+    rc_a = sh(mpirun("execute " + s + "cpu-tp2dp2.json --steps 3 --out " + dir() + "/a"));
+    rc_b = sh(mpirun("execute " + s + "cpu-pp2-1f1b.json --steps 3 --out " + dir() + "/b"));
+  }
+  static int rc_a, rc_b;
+};
+int MpiE2E::rc_a = -1;
+int MpiE2E::rc_b = -1;
+
+void expect_every_op(const std::string& scenario, const nlohmann::json& m) {
+  auto s = stepcast::load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/" + scenario);
+  ASSERT_TRUE(s.ok());
+  const stepcast::Program prog = stepcast::lower(*s);
+  ASSERT_EQ(m.at("timeline").size(), 4u);
+  for (const auto& r : m.at("timeline")) {
+    const auto& role = prog.roles.at(r.at("stage").get<std::size_t>());
+    for (int step = 0; step < 3; ++step) {
+      std::set<std::uint32_t> ops;
+      for (const auto& sp : r.at("spans")) {
+        if (sp.at(1).get<int>() == step) ops.insert(sp.at(0).get<std::uint32_t>());
+      }
+      EXPECT_EQ(ops.size(), role.ops.size()) << scenario << " rank " << r.at("rank") << " step " << step;
+    }
+  }
+  EXPECT_GT(m.at("verification").at("elements").get<double>(), 1e6);
+  EXPECT_EQ(m.at("verification").at("wrong").get<int>(), 0);
+}
+
+TEST_F(MpiE2E, Tp2Dp2RunsEveryOpAndVerifies) {
+  ASSERT_EQ(rc_a, 0);
+  expect_every_op("cpu-tp2dp2.json", read_json(dir() + "/a/measured.json"));
+}
+
+TEST_F(MpiE2E, Pp2OneFOneBRunsEveryOpAndVerifies) {
+  ASSERT_EQ(rc_b, 0);
+  expect_every_op("cpu-pp2-1f1b.json", read_json(dir() + "/b/measured.json"));
+}
+
+TEST_F(MpiE2E, MeasuredTraceIsReadByDiagnose) {
+  ASSERT_EQ(rc_a, 0);
+  std::string out;
+  EXPECT_EQ(sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/a/trace.json", &out), 0);
+  EXPECT_NE(out.find("4 ranks"), std::string::npos) << out;
+}
+
+TEST_F(MpiE2E, CalibrationOnOnePlanPredictsTheOtherWithinTenPercent) {
+  ASSERT_EQ(rc_a, 0);
+  ASSERT_EQ(rc_b, 0);
+  std::string out;
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " calibrate " + dir() + "/a/measured.json --holdout " + dir() +
+                   "/b/measured.json --out " + dir() + "/cal.json --json",
+               &out),
+            0);
+  const auto report = nlohmann::json::parse(out.substr(out.find('{')));
+  ASSERT_EQ(report.at("runs").size(), 2u);
+  const auto& fitted = report.at("runs")[0].at("step");
+  const auto& held = report.at("runs")[1].at("step");
+  // The prediction error falls on both plans, and the held-out plan is within 10%.
+  EXPECT_LT(std::abs(fitted.at("error_after").get<double>()), std::abs(fitted.at("error_before").get<double>()));
+  EXPECT_LT(std::abs(held.at("error_after").get<double>()), std::abs(held.at("error_before").get<double>()));
+  EXPECT_LT(std::abs(held.at("error_after").get<double>()), 0.10) << out;
+  // The calibration file loads into a scenario (the "calibration" key) and changes the GPU.
+  const auto cal = read_json(dir() + "/cal.json");
+  EXPECT_EQ(cal.at("kind"), "stepcast-calibration");
+  EXPECT_GT(cal.at("compute").at("gemm").at("efficiency").get<double>(), 0.0);
+}
+
+}  // namespace
