@@ -69,6 +69,7 @@ struct Machine {
 
 // The backend's device and communicator; an error message when this build cannot.
 Result<Machine*> open_machine(const std::string& backend, Machine& m) {
+  (void)m;  // unused in builds without MPI and CUDA
   if (backend != "cpu_mpi" && backend != "cuda_nccl") {
     return Error{fmt::format("--backend: \"{}\" is not a backend (cpu_mpi, cuda_nccl)", backend)};
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stepcast/models/compute.h"
 
 namespace stepcast::exec {
 
@@ -45,36 +44,40 @@ OpWork op_work(const ExecContext& ctx, const Op& op) {
     if (w.bytes <= 0 || w.ring_steps == 0) w.kind = OpWork::Kind::kNone;
     return w;
   }
+  double gemm_flops = 0, core_flops = 0;
   switch (op.cclass) {
-    case ComputeClass::kGemm: {
-      double flops = op.flops;
-      if (flops <= 0 && seconds > 0) {
-        flops = seconds * gemm_efficiency_max(gpu, ctx.plan.precision) * peak_flops(gpu, ctx.plan.precision);
-      }
-      if (flops <= 0) return w;
-      w.kind = OpWork::Kind::kGemm;
-      w.gemm = gemm_of_flops(ctx, flops);
-      return w;
-    }
-    case ComputeClass::kAttention: {
-      if (op.flops <= 0) return w;
-      AttentionShape a;
-      a.batch = std::max<std::int64_t>(1, ctx.model.num_attention_heads / std::max(1, ctx.plan.tp));
-      a.d = std::max<std::int64_t>(1, ctx.model.head_dim);
-      a.sq = at_least_one(tokens_per_rank(ctx));
-      a.sk = at_least_one(op.flops / (4.0 * static_cast<double>(a.batch * a.sq * a.d)));
-      w.kind = OpWork::Kind::kAttention;
-      w.attention = a;
-      return w;
-    }
+    case ComputeClass::kGemm:
+      core_flops = op.flops * op.core_fraction;
+      gemm_flops = op.flops - core_flops;
+      break;
+    case ComputeClass::kAttention:
+      // Without a recorded split (hand-built Programs) an attention op is all core.
+      core_flops = op.core_fraction > 0 ? op.flops * op.core_fraction : op.flops;
+      gemm_flops = op.flops - core_flops;
+      break;
     case ComputeClass::kElementwise:
     case ComputeClass::kOptimizer:
     case ComputeClass::kInput:
-      if (seconds <= 0) return w;
-      w.kind = OpWork::Kind::kElementwise;
-      w.bytes = seconds * gpu.hbm_efficiency * gpu.hbm_bandwidth_GBps * 1e9;
-      return w;
+      break;
   }
+  w.bytes = op.bytes;
+  if (gemm_flops <= 0 && core_flops <= 0 && w.bytes <= 0 && seconds > 0) {
+    w.bytes = seconds * gpu.hbm_efficiency * gpu.hbm_bandwidth_GBps * 1e9;
+  }
+  if (gemm_flops > 0) {
+    w.has_gemm = true;
+    w.gemm = gemm_of_flops(ctx, gemm_flops);
+  }
+  if (core_flops > 0) {
+    AttentionShape a;
+    a.batch = std::max<std::int64_t>(1, ctx.model.num_attention_heads / std::max(1, ctx.plan.tp));
+    a.d = std::max<std::int64_t>(1, ctx.model.head_dim);
+    a.sq = at_least_one(tokens_per_rank(ctx));
+    a.sk = at_least_one(core_flops / (4.0 * static_cast<double>(a.batch * a.sq * a.d)));
+    w.has_attention = true;
+    w.attention = a;
+  }
+  if (w.has_gemm || w.has_attention || w.bytes > 0) w.kind = OpWork::Kind::kCompute;
   return w;
 }
 

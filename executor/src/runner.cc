@@ -206,9 +206,11 @@ class Runner {
       CommBuffers& b = bufs_[i];
       switch (w.kind) {
         case OpWork::Kind::kNone: break;
-        case OpWork::Kind::kGemm: dev_.gemm(s, w.gemm); break;
-        case OpWork::Kind::kAttention: dev_.attention(s, w.attention); break;
-        case OpWork::Kind::kElementwise: dev_.elementwise(s, w.bytes); break;
+        case OpWork::Kind::kCompute:
+          if (w.has_gemm) dev_.gemm(s, w.gemm);
+          if (w.has_attention) dev_.attention(s, w.attention);
+          if (w.bytes > 0) dev_.elementwise(s, w.bytes);
+          break;
         case OpWork::Kind::kCollective:
           end_[i] = comm_.collective(dev_, s, op.coll, group(op.group), b.send, b.recv);
           break;

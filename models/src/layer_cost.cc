@@ -215,6 +215,7 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   const double g = gemm_time_s(c.gpu, p.precision, T, Vr, h);
   // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
   const double ce = memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
+  out.ce_s = ce;
   out.fwd_s = g + ce / 2;
   out.bwd_s = 2 * g + ce / 2;
   out.flops = 3 * 2.0 * T * Vr * h;

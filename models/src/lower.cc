@@ -101,6 +101,15 @@ class StageBuilder {
     role_.ops.push_back(op);
     return static_cast<std::uint32_t>(role_.ops.size() - 1);
   }
+  // Records what an op's duration is made of, for the executor (program.h): `mem_s`
+  // seconds of memory-bound work (stored as the bytes they stream) and `core_flops` of
+  // attention core among its FLOPs. Returns `op`.
+  std::uint32_t annotate(std::uint32_t op, double mem_s, double core_flops) {
+    Op& o = role_.ops[op];
+    o.bytes = mem_s * c_.gpu.hbm_efficiency * c_.gpu.hbm_bandwidth_GBps * 1e9;
+    o.core_fraction = o.flops > 0 ? static_cast<float>(std::clamp(core_flops / o.flops, 0.0, 1.0)) : 0.0f;
+    return op;
+  }
   void add_dep(std::uint32_t op, std::uint32_t dep) {
     // Only valid for the op just added (its deps are the last entries).
     if (dep == kNone) return;
@@ -186,15 +195,20 @@ class StageBuilder {
     const double scale = bwd ? 2.0 : 1.0;
     const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
     const double gemm = bwd ? lc.attn_gemm_bwd_s : lc.attn_gemm_s, elem = scale * lc.attn_elem_s;
-    const double flops = (bwd ? 2 : 1) * lc.attn_gemm_flops + (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
+    const double gemm_flops = (bwd ? 2 : 1) * lc.attn_gemm_flops;
+    const double core_flops = (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
+    const double flops = gemm_flops + core_flops;
     const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
     if (p_.cp <= 1) {
-      return add(compute(ComputeClass::kAttention, SimTime::from_s(gemm + core + elem), flops, layer, mb), name,
-                 {prev});
+      return annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(gemm + core + elem), flops, layer, mb), name,
+                          {prev}),
+                      elem, core_flops);
     }
     const double c = p_.cp;
-    const std::uint32_t pre = add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2 + elem), 0, layer, mb),
-                                  name + ".qkv", {prev});
+    const std::uint32_t pre = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2 + elem), gemm_flops / 2,
+                                                   layer, mb),
+                                           name + ".qkv", {prev}),
+                                       elem, 0);
     const double step = bwd ? cm.cp_step_bwd_s : cm.cp_step_fwd_s;
     const std::uint32_t ring =
         add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * cm.cp_step_bytes, layer, mb),
@@ -204,12 +218,15 @@ class StageBuilder {
     role_.ops[ring].duration = SimTime::from_s((c - 1) * step);
     role_.ops[ring].kind = OpKind::kCompute;  // a fixed-duration transfer on the CP stream
     role_.ops[ring].cclass = ComputeClass::kElementwise;
-    const std::uint32_t main = add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
-                                           flops * (c - 1) / c, layer, mb),
-                                   name + ".core", {pre});
-    const std::uint32_t last = add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), flops / c, layer, mb),
-                                   name + ".core_last", {main, ring});
-    return add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2), 0, layer, mb), name + ".proj", {last});
+    const std::uint32_t main = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
+                                                    core_flops * (c - 1) / c, layer, mb),
+                                            name + ".core", {pre}),
+                                        0, core_flops * (c - 1) / c);
+    const std::uint32_t last = annotate(
+        add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), core_flops / c, layer, mb), name + ".core_last",
+            {main, ring}),
+        0, core_flops / c);
+    return add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2), gemm_flops / 2, layer, mb), name + ".proj", {last});
   }
 
   std::uint32_t mlp(std::uint32_t prev, int layer, int mb, char pass) {
@@ -224,11 +241,13 @@ class StageBuilder {
       const std::uint32_t a = add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),
                                   fmt::format("ep.a2a {} mb{} L{} {}", pass, mb, layer, bwd ? "combine" : "dispatch"),
                                   {prev});
-      const std::uint32_t e = add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {a});
+      const std::uint32_t e = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {a}),
+                                       (bwd ? 2 : 1) * lc.mlp_elem_s, 0);
       return add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),
                  fmt::format("ep.a2a {} mb{} L{} {}", pass, mb, layer, bwd ? "dispatch" : "combine"), {e});
     }
-    return add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {prev});
+    return annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {prev}),
+                    (bwd ? 2 : 1) * lc.mlp_elem_s, 0);
   }
 
   // --- TP communication overlap (LayerCost::tp_overlap; layer_cost.h) -----------------
@@ -271,32 +290,38 @@ class StageBuilder {
   }
   // `pre` seconds of compute, the attention core (with the CP ring exchange beside it when
   // cp > 1, as attention() does), then `post` seconds.
+  // `elem_s` of `pre` is memory-bound work.
   std::uint32_t core_block(std::uint32_t prev, int layer, int mb, char pass, double pre, double pre_flops,
-                           double post, double post_flops) {
+                           double post, double post_flops, double elem_s) {
     const LayerCost& lc = dense_;
     const bool bwd = pass == 'B';
     const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
     const double core_flops = (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
     const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
     if (p_.cp <= 1) {
-      return add(compute(ComputeClass::kAttention, SimTime::from_s(pre + core + post), pre_flops + core_flops + post_flops,
-                         layer, mb),
-                 name, {prev});
+      return annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(pre + core + post),
+                                  pre_flops + core_flops + post_flops, layer, mb),
+                          name, {prev}),
+                      elem_s, core_flops);
     }
     const double c = p_.cp;
-    const std::uint32_t before = add(compute(ComputeClass::kGemm, SimTime::from_s(pre), pre_flops, layer, mb),
-                                     name + ".pre", {prev});
+    const std::uint32_t before =
+        annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(pre), pre_flops, layer, mb), name + ".pre", {prev}),
+                 elem_s, 0);
     const std::uint32_t ring =
         add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * dense_comm_.cp_step_bytes, layer, mb),
             fmt::format("cp.ring {} mb{} L{}", pass, mb, layer), {before});
     role_.ops[ring].duration = SimTime::from_s((c - 1) * (bwd ? dense_comm_.cp_step_bwd_s : dense_comm_.cp_step_fwd_s));
     role_.ops[ring].kind = OpKind::kCompute;  // a fixed-duration transfer on the CP stream, as in attention()
     role_.ops[ring].cclass = ComputeClass::kElementwise;
-    const std::uint32_t main = add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
-                                           core_flops * (c - 1) / c, layer, mb),
-                                   name + ".core", {before});
-    const std::uint32_t last = add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), core_flops / c, layer, mb),
-                                   name + ".core_last", {main, ring});
+    const std::uint32_t main = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
+                                                    core_flops * (c - 1) / c, layer, mb),
+                                            name + ".core", {before}),
+                                        0, core_flops * (c - 1) / c);
+    const std::uint32_t last = annotate(
+        add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), core_flops / c, layer, mb), name + ".core_last",
+            {main, ring}),
+        0, core_flops / c);
     return add(compute(ComputeClass::kGemm, SimTime::from_s(post), post_flops, layer, mb), name + ".post", {last});
   }
   // Forward (or recomputed forward) of a dense layer with TP communication overlap.
@@ -304,10 +329,11 @@ class StageBuilder {
     const LayerCost& lc = dense_;
     const std::string t = fmt::format("{} mb{} L{}", pass, mb, layer);
     std::uint32_t x = ag_ring(prev, lc.qkv_chunk_s, lc.qkv_flops, layer, mb, t + " qkv");
-    x = core_block(x, layer, mb, pass, lc.attn_elem_s, 0, 0, 0);
+    x = core_block(x, layer, mb, pass, lc.attn_elem_s, 0, 0, 0, lc.attn_elem_s);
     x = rs_pipeline(x, lc.proj_chunk_s, lc.proj_flops, layer, mb, t + " proj");
     x = ag_ring(x, lc.fc1_chunk_s, lc.fc1_flops, layer, mb, t + " fc1");
-    x = add(compute(ComputeClass::kElementwise, SimTime::from_s(lc.mlp_elem_s), 0, layer, mb), t + " mlp elem", {x});
+    x = annotate(add(compute(ComputeClass::kElementwise, SimTime::from_s(lc.mlp_elem_s), 0, layer, mb), t + " mlp elem", {x}),
+                 lc.mlp_elem_s, 0);
     return rs_pipeline(x, lc.fc2_chunk_s, lc.fc2_flops, layer, mb, t + " fc2");
   }
   // Backward of a dense layer with TP communication overlap: per block, the all-gather of
@@ -317,12 +343,14 @@ class StageBuilder {
     const LayerCost& lc = dense_;
     const std::string t = fmt::format("B mb{} L{}", mb, layer);
     std::uint32_t x = ag_ring(prev, lc.fc2_chunk_s, lc.fc2_flops, layer, mb, t + " fc2.dgrad");
-    x = add(compute(ComputeClass::kGemm, SimTime::from_s(lc.fc2_gemm_s + 2 * lc.mlp_elem_s + lc.fc1_gemm_s),
-                    lc.fc2_flops + lc.fc1_flops, layer, mb),
-            t + " fc2.wgrad+mlp elem+fc1.dgrad", {x});
+    x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(lc.fc2_gemm_s + 2 * lc.mlp_elem_s + lc.fc1_gemm_s),
+                             lc.fc2_flops + lc.fc1_flops, layer, mb),
+                     t + " fc2.wgrad+mlp elem+fc1.dgrad", {x}),
+                 2 * lc.mlp_elem_s, 0);
     x = rs_bulk(x, lc.fc1_gemm_s, lc.fc1_flops, layer, mb, t + " fc1.wgrad");
     x = ag_ring(x, lc.proj_chunk_s, lc.proj_flops, layer, mb, t + " proj.dgrad");
-    x = core_block(x, layer, mb, 'B', lc.proj_gemm_s + 2 * lc.attn_elem_s, lc.proj_flops, lc.qkv_gemm_s, lc.qkv_flops);
+    x = core_block(x, layer, mb, 'B', lc.proj_gemm_s + 2 * lc.attn_elem_s, lc.proj_flops, lc.qkv_gemm_s, lc.qkv_flops,
+                   2 * lc.attn_elem_s);
     return rs_bulk(x, lc.qkv_gemm_s, lc.qkv_flops, layer, mb, t + " qkv.wgrad");
   }
 
@@ -379,8 +407,9 @@ class StageBuilder {
     }
     if (k == chunks_ - 1) {
       x = memory(true, logits_bytes(), fmt::format("alloc logits mb{}", mb), x);
-      x = add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
-              fmt::format("F mb{} logits+loss", mb), {x});
+      x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
+                       fmt::format("F mb{} logits+loss", mb), {x}),
+                   logits_.ce_s / 2, 0);
     } else {
       const Op s = p2p(OpKind::kSend, stage_of_chunk(k + 1), tag(mb, k, false), mb);
       add(s, fmt::format("pp.send F mb{} chunk{}", mb, k), {x});
@@ -394,8 +423,9 @@ class StageBuilder {
     const int n = chunk_layers(m_.num_layers, chunks_, k);
     std::uint32_t x = kNone;
     if (k == chunks_ - 1) {
-      x = add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
-              fmt::format("B mb{} logits", mb), {last_compute_});
+      x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
+                       fmt::format("B mb{} logits", mb), {last_compute_}),
+                   logits_.ce_s / 2, 0);
     } else {
       const Op r = p2p(OpKind::kRecv, stage_of_chunk(k + 1), tag(mb, k + 1, true), mb);
       x = add(r, fmt::format("pp.recv B mb{} chunk{}", mb, k), {});
@@ -436,8 +466,9 @@ class StageBuilder {
         x = layer_forward(full_alloc, layer, mb, 'R');
       } else if (p_.recompute == Recompute::kSelective && !p_.flash_attention) {
         const LayerCost& lc = moe ? moe_ : dense_;
-        x = add(compute(ComputeClass::kAttention, SimTime::from_s(lc.recompute_s), lc.recompute_flops, layer, mb),
-                fmt::format("R mb{} L{} core", mb, layer), {x, gather});
+        x = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(lc.recompute_s), lc.recompute_flops, layer, mb),
+                         fmt::format("R mb{} L{} core", mb, layer), {x, gather}),
+                     0, lc.recompute_flops);
       } else if (gather != kNone) {
         x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), fmt::format("wait fsdp.ag B mb{} L{}", mb, layer),
                 {x, gather});

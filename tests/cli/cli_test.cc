@@ -334,3 +334,66 @@ TEST_F(Cli, CheckpointPrintsTheReadableReport) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// The executor's commands: bad input is caught before any rank starts (exit 2).
+
+class ExecutorCli : public stepcast::testing_support::CliRunner {};
+
+const std::string kExecScenario = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-tp2dp2.json";
+
+TEST_F(ExecutorCli, ExecuteRejectsBadOptions) {
+  Outcome r = run({"execute", kExecScenario, "--steps", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --steps: 0 must be at least 1\n");
+  r = run({"execute", kExecScenario, "--scale-down", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --scale-down: 0 must be at least 1\n");
+  r = run({"execute", kExecScenario, "--backend", "tpu"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --backend: \"tpu\" is not a backend (cpu_mpi, cuda_nccl)\n");
+}
+
+TEST_F(ExecutorCli, ExecuteReportsScenarioErrorsBeforeStarting) {
+  const Outcome bad = run({"execute", write("bad.json", "{\"format\": 1}")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("model: required"), std::string::npos) << bad.err;
+}
+
+TEST_F(ExecutorCli, BenchRejectsUnknownBenchmarkAndSizes) {
+  Outcome r = run({"bench", "matmul"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: bench: \"matmul\" is not a benchmark (gemm, collectives)\n");
+  r = run({"bench", "collectives", "--min-bytes", "4096", "--max-bytes", "1024"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --min-bytes/--max-bytes: need 0 < min-bytes <= max-bytes\n");
+  r = run({"bench", "gemm", "--gpu", "h100"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --gpu: unknown GPU preset \"h100\"\n");
+}
+
+TEST_F(ExecutorCli, CalibrateRejectsMissingAndForeignFiles) {
+  Outcome r = run({"calibrate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: calibrate: give measured runs (MEASURED.json) or --bench files\n");
+  const std::string missing = (std::filesystem::path(testing::TempDir()) / "no-such-measured.json").string();
+  r = run({"calibrate", missing});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: " + missing + ": cannot open file\n");
+  const std::string foreign = write("scenario.json", "{\"format\": 1, \"kind\": \"something else\"}");
+  r = run({"calibrate", foreign});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: " + foreign + ": kind: not a stepcast measurement (written by `stepcast execute`)\n");
+  r = run({"calibrate", "--bench", foreign});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: " + foreign +
+                       ": kind: not a stepcast bench file (written by `stepcast bench ... --json FILE`)\n");
+  const std::string garbage = write("garbage.json", "{\"kind\": \"stepcast-measurement\", \"scenario\": 3}");
+  r = run({"calibrate", garbage});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("stepcast: error: " + garbage + ": malformed measurement: ", 0), 0u) << r.err;
+}
+
+}  // namespace

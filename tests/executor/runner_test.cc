@@ -10,6 +10,8 @@
 #include "stepcast/executor/cpu_device.h"
 #include "stepcast/executor/fake_comm.h"
 #include "stepcast/executor/launch.h"
+#include "stepcast/executor/measure.h"
+#include "stepcast/models/presets.h"
 #include "stepcast/executor/runner.h"
 #include "stepcast/models/lower.h"
 #include "stepcast/models/scenario.h"
@@ -176,6 +178,49 @@ TEST(Runner, WrongWorldSizeIsAClearError) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "the plan needs 4 ranks (tp 2 x cp 1 x dp 2 x pp 1) but 1 were launched");
   }
+}
+
+TEST(ScaleDown, KeepsStructureAndHeadDim) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  // Llama-3-70B / 8 for tp = 8, pp x v = 4: 64 heads / 8 = 8, 8 KV heads / 8 = 1, head_dim
+  // 128 -> hidden 8 x 128 = 1024; FFN 28672 / 8 = 3584; vocabulary 128256 / 8 = 16032;
+  // 80 layers / 8 = 10 (>= 4).
+  const ModelSpec s = scale_down(m, 8, 4, 8);
+  EXPECT_EQ(s.num_attention_heads, 8);
+  EXPECT_EQ(s.num_kv_heads, 1);
+  EXPECT_EQ(s.head_dim, 128);
+  EXPECT_EQ(s.hidden_size, 1024);
+  EXPECT_EQ(s.ffn_hidden_size, 3584);
+  EXPECT_EQ(s.vocab_size, 16032);
+  EXPECT_EQ(s.num_layers, 10);
+  // Floors: heads never below tp, layers never below pp x v.
+  const ModelSpec t = scale_down(m, 64, 16, 16);
+  EXPECT_EQ(t.num_attention_heads, 16);
+  EXPECT_EQ(t.num_layers, 16);
+  EXPECT_THROW((void)scale_down(m, 0, 1, 1), std::invalid_argument);
+}
+
+TEST(OpWork, PartsFollowTheLoweredAnnotations) {
+  const Scenario s = load("cpu-tp2dp2.json");
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  const ExecContext ctx = context(s);
+  // T = 256 tokens, h = 256: every GEMM part has m = 256, k = 256; an attention op's parts
+  // add up to its FLOPs (2mnk rounds n to an integer), its core part to core_fraction.
+  int attention_ops = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.kind != OpKind::kCompute || op.stream != Stream::kCompute) continue;
+    const OpWork w = op_work(ctx, op);
+    if (op.cclass == ComputeClass::kAttention) {
+      ++attention_ops;
+      ASSERT_TRUE(w.has_gemm && w.has_attention);
+      EXPECT_EQ(w.gemm.m, 256);
+      EXPECT_EQ(w.gemm.k, 256);
+      EXPECT_NEAR(w.gemm.flops() + w.attention.flops(), op.flops, 0.02 * op.flops);
+      EXPECT_NEAR(w.attention.flops(), op.flops * op.core_fraction, 0.02 * op.flops * op.core_fraction);
+      EXPECT_GT(w.bytes, 0);  // norms, RoPE, residuals
+    }
+  }
+  EXPECT_EQ(attention_ops, 4 * 4 * 2);  // 4 layers x 4 microbatches x (forward, backward)
 }
 
 TEST(Launch, ReadsMpiSlurmAndTorchrunVariables) {

@@ -71,12 +71,13 @@ struct BenchFile {
 std::string bench_json(const BenchFile& b);
 Result<BenchFile> parse_bench(const std::string& text, const std::string& path);
 
-// Fit inputs: compute ops and collectives with their measured durations.
+// Fit inputs: compute ops (or GEMM benchmark points) and collectives with their measured
+// durations. A compute op's time is the sum of its parts (op_work.h).
 struct ComputeSample {
-  enum class Kind : std::uint8_t { kGemm, kAttention, kMemory } kind = Kind::kGemm;
-  double flops = 0;          // executed
-  double quantization = 1;   // tile/wave efficiency of the shape (compute.h), relative to the ceiling
+  double gemm_flops = 0;     // executed GEMM FLOPs
+  double quantization = 1;   // tile/wave efficiency of the GEMM shape (compute.h), relative to the ceiling
   double operand_bytes = 0;  // GEMM operand and result bytes (the cost model's formula)
+  double core_flops = 0;     // attention core FLOPs
   double bytes = 0;          // memory-bound bytes
   double measured_s = 0;
 };
@@ -94,8 +95,8 @@ void run_samples(const Program& program, const ExecContext& ctx, const Timeline&
                  std::vector<ComputeSample>& compute, std::vector<CommSample>& comm);
 
 // Non-negative least squares (Eigen QR) on absolute errors, so fitted totals match measured
-// totals: GEMM time = flops / (eta q peak) + c x bytes;
-// attention = flops / (eta_att peak); memory-bound = bytes / (eta_mem BW); collectives per
+// totals. Compute, one joint fit over all samples: time = GEMM flops / (eta q peak) + c x
+// GEMM operand bytes + core flops / (eta_att peak) + bytes / (eta_mem BW). Collectives per
 // (kind, scope): alpha + beta x bus bytes. Parts without samples stay 0 (prior kept).
 Calibration fit_calibration(const GpuSpec& gpu, Precision p, const std::vector<ComputeSample>& compute,
                             const std::vector<CommSample>& comm);

@@ -1,14 +1,15 @@
 // What a Program op asks a real machine to do. The Program carries FLOPs, bytes and
 // cost-model durations, not kernel shapes; op_work() turns an op into work of the same
-// size (docs/executor.md "From ops to kernels"):
-//   GEMM ops         one GEMM with m = tokens per rank per microbatch, k = hidden size
-//                    and n chosen so that 2mnk equals the op's FLOPs;
-//   attention ops    batched Q.K^T and P.V over the rank's heads (d = head_dim, sq = the
+// size (docs/executor.md "From ops to kernels"). A compute op has up to three parts, as
+// lower() records them (program.h): GEMM FLOPs, attention-core FLOPs (core_fraction) and
+// the bytes of its memory-bound part:
+//   GEMM part        one GEMM with m = tokens per rank per microbatch, k = hidden size
+//                    and n chosen so that 2mnk equals the part's FLOPs;
+//   attention part   batched Q.K^T and P.V over the rank's heads (d = head_dim, sq = the
 //                    rank's tokens), sk chosen so the FLOPs match, plus the softmax pass;
-//   memory-bound ops (elementwise, optimizer, input) the bytes the cost model streamed:
-//                    duration x hbm_efficiency x HBM bandwidth of the scenario's GPU;
-//   ops with a duration but no FLOPs (context parallelism's projections) a GEMM of the
-//                    FLOPs the cost model's GEMM rate gives that duration;
+//   memory part      an elementwise pass streaming the bytes;
+//   ops with a duration and nothing else (optimizer, input, ops of hand-built Programs)
+//                    stream duration x hbm_efficiency x HBM bandwidth of the scenario's GPU;
 //   the CP ring (a fixed-duration op on the CP stream) cp-1 neighbour exchanges.
 #pragma once
 
@@ -27,11 +28,12 @@ struct ExecContext {
 };
 
 struct OpWork {
-  enum class Kind : std::uint8_t { kNone, kGemm, kAttention, kElementwise, kCollective, kSend, kRecv, kRing, kAlloc, kFree };
+  enum class Kind : std::uint8_t { kNone, kCompute, kCollective, kSend, kRecv, kRing, kAlloc, kFree };
   Kind kind = Kind::kNone;
+  bool has_gemm = false, has_attention = false;   // kCompute parts (bytes > 0: the memory part)
   GemmShape gemm;
   AttentionShape attention;
-  double bytes = 0;   // elementwise: streamed; comm: nccl-tests size; ring: one exchange; alloc/free
+  double bytes = 0;   // compute: streamed; comm: nccl-tests size; ring: one exchange; alloc/free
   int ring_steps = 0;
 };
 

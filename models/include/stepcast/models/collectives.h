@@ -5,13 +5,14 @@
 // reduce-scatter and all-to-all.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
 
-enum class CollKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+enum class CollKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 enum class CollAlgo { kAuto, kRing, kTree, kHierarchical, kPairwise, kDirect };
 
 std::string_view to_string(CollKind kind);

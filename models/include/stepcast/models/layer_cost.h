@@ -110,6 +110,7 @@ namespace stepcast {
 // Output layer and cross entropy of one microbatch on a last-stage rank.
 struct LogitsCost {
   double fwd_s = 0, bwd_s = 0;
+  double ce_s = 0;   // the cross entropy's memory-bound part of fwd_s + bwd_s (half each)
   double flops = 0;  // executed, fwd + bwd
 };
 LogitsCost logits_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,

@@ -40,13 +40,17 @@ struct Op {
   CommClass comm = CommClass::kNone;
   CollKind coll = CollKind::kAllReduce;   // kCollective
   GroupKind group = GroupKind::kTp;       // kCollective
+  // kCompute: the share of `flops` that is attention core work (Q.K^T, P.V, scored by the
+  // attention efficiency); the rest are GEMMs. The executor runs each part as such.
+  float core_fraction = 0;
   std::int32_t peer_stage = -1;           // kSend/kRecv: pipeline stage of the peer
   std::int32_t layer = -1;                // -1: not a layer op
   std::int32_t microbatch = -1;
   std::uint32_t name = 0;                 // index into Program::names
   std::uint32_t tag = 0;                  // kSend/kRecv: matches a send with its recv
   double flops = 0;                       // kCompute (executed FLOPs)
-  double bytes = 0;                       // compute: HBM bytes; comm: nccl-tests size; alloc/free
+  double bytes = 0;                       // compute: bytes of its memory-bound part (included in
+                                          // duration); comm: nccl-tests size; alloc/free
   SimTime duration;                       // kCompute: cost-model time; comm: set by the backend
   std::uint32_t dep_begin = 0, dep_count = 0;  // indices into RoleTemplate::deps
 };
