@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -399,6 +400,12 @@ int cmd_calibrate(const CalibrateArgs& a) {
     }
   }
   Calibration cal = exec::fit_calibration(gpu, prec, compute, comm);
+  {
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    cal.created = date;
+  }
   if (!fit_runs.empty()) {
     const exec::Measurement& m = fit_runs[0].m;
     cal.backend = m.backend;
@@ -421,11 +428,15 @@ int cmd_calibrate(const CalibrateArgs& a) {
   report["runs"] = nlohmann::json::array();
   std::ostringstream text;
   text << fmt::format("stepcast calibrate: {} compute samples, {} collective samples -> {}\n", compute.size(), comm.size(), a.out);
-  text << fmt::format("Fit        GEMM efficiency {:.3f} of {:.3g} TFLOP/s + {:.3g} s/byte (rms {:.1f}%, {} points); "
-                      "attention {:.3f} (rms {:.1f}%); memory-bound {:.3f} of {:.3g} GB/s (rms {:.1f}%)\n",
-                      cal.gemm_efficiency, cal.peak_flops / 1e12, cal.gemm_s_per_byte, 100 * cal.gemm.rms_relative,
-                      cal.gemm.points, cal.attention_efficiency, 100 * cal.attention.rms_relative, cal.memory_efficiency,
-                      gpu.hbm_bandwidth_GBps, 100 * cal.memory.rms_relative);
+  auto rms = [](const FitQuality& q) {
+    return q.points > 0 ? fmt::format("rms {:.1f}% over {} ops", 100 * q.rms_relative, q.points)
+                        : std::string("no op dominated by it");
+  };
+  text << fmt::format("Fit        GEMM efficiency {:.3f} of {:.3g} TFLOP/s + {:.3g} s/byte ({}); attention {:.3f} ({}); "
+                      "memory-bound {:.3f} of {:.3g} GB/s ({})\n",
+                      cal.gemm_efficiency, cal.peak_flops / 1e12, cal.gemm_s_per_byte, rms(cal.gemm),
+                      cal.attention_efficiency, rms(cal.attention), cal.memory_efficiency, gpu.hbm_bandwidth_GBps,
+                      rms(cal.memory));
   for (const CollectiveCalibration& c : cal.collectives) {
     text << fmt::format("           {} {}: alpha {:.1f} us, busbw {:.3f} GB/s (rms {:.1f}%, {} points)\n",
                         to_string(static_cast<CollKind>(c.fit.kind)),
