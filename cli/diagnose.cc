@@ -1,4 +1,5 @@
 #include "diagnose.h"
+#include "execute.h"
 
 #include <cstdio>
 #include <fstream>
@@ -76,9 +77,15 @@ int cmd_compare(const CompareArgs& a) {
     const std::string& path = *paths[i];
     const auto text = read_file(path);
     if (!text) return input_error(fmt::format("{}: cannot read the file", path));
+    if (looks_like_measurement(*text)) {
+      auto side = measured_compare_side(path);
+      if (!side.ok()) return input_error(side.error().message);
+      sides[i] = std::move(side).value();
+      continue;
+    }
     if (sim::looks_like_trace(*text)) {
-      return input_error(fmt::format("{}: a trace; compare needs two scenarios (it reads the batch and the work per GPU "
-                                     "from them); diagnose reads traces",
+      return input_error(fmt::format("{}: a trace; compare needs scenarios or measured runs (measured.json of "
+                                     "stepcast execute: they give the batch and the work per GPU); diagnose reads traces",
                                      path));
     }
     auto s = load_scenario_file(path);

@@ -366,6 +366,17 @@ Result<Loaded> load_measurement(const std::string& path) {
 
 }  // namespace
 
+bool looks_like_measurement(const std::string& text) {
+  const auto head = text.substr(0, 256);
+  return head.find("\"kind\": \"stepcast-measurement\"") != std::string::npos;
+}
+
+Result<sim::CompareSide> measured_compare_side(const std::string& path) {
+  auto l = load_measurement(path);
+  if (!l.ok()) return l.error();
+  return sim::compare_side_measured(l->sc, l->prog, l->m.timeline, l->sc.name + " (measured)");
+}
+
 int cmd_calibrate(const CalibrateArgs& a) {
   if (a.measured.empty() && a.bench.empty()) return input_error("calibrate: give measured runs (MEASURED.json) or --bench files");
   std::vector<Loaded> fit_runs, holdout_runs;

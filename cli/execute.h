@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/models/result.h"
+#include "stepcast/sim/diagnose.h"
+
 namespace stepcast::cli {
 
 struct ExecuteArgs {
@@ -39,5 +42,11 @@ struct CalibrateArgs {
   bool json = false;
 };
 int cmd_calibrate(const CalibrateArgs& args);
+
+// True when `text` is a measurement written by `stepcast execute` (measured.json).
+bool looks_like_measurement(const std::string& text);
+// `compare` of a measured run: its side, labelled "<scenario name> (measured)". Errors
+// name the file (exit 2).
+Result<sim::CompareSide> measured_compare_side(const std::string& path);
 
 }  // namespace stepcast::cli

@@ -1390,6 +1390,32 @@ Result<CompareSide> compare_side(const Scenario& scenario, int steps, const Diag
   return s;
 }
 
+CompareSide compare_side_measured(const Scenario& scenario, const Program& program, const Timeline& measured,
+                                  const std::string& name, const DiagnoseOptions& opt) {
+  const Diagnosis d = diagnose_trace(trace_from_timeline(program, measured), opt);
+  CompareSide s;
+  s.name = name;
+  s.world = program.placement.world();
+  s.steps = d.steps;
+  if (d.hang) {
+    s.hang_report = d.hang_report;
+    return s;
+  }
+  s.step_time_s = d.step_time_s;
+  s.mean = d.mean;
+  s.tokens_per_step = program.tokens_per_step;
+  s.global_batch = scenario.plan.global_batch;
+  s.seq_len = scenario.workload.seq_len;
+  s.model_flops_per_step = program.model_flops_per_step;
+  s.peak_flops_per_gpu = program.peak_flops_per_gpu;
+  for (const Finding& f : d.verdict) {
+    if (f.problem) s.findings.push_back(f.text);
+  }
+  s.clean_step_time_s = s.step_time_s;
+  s.clean_mean = s.mean;
+  return s;
+}
+
 Comparison compare(const CompareSide& a, const CompareSide& b) {
   Comparison c;
   c.a = a;

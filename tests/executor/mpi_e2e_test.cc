@@ -93,6 +93,13 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   std::string out;
   EXPECT_EQ(sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/a/trace.json", &out), 0);
   EXPECT_NE(out.find("4 ranks"), std::string::npos) << out;
+  // compare reads measured runs: predicted (the scenario) against measured, by part.
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " compare " + STEPCAST_SOURCE_DIR + "/scenarios/execute/cpu-tp2dp2.json " +
+                   dir() + "/a/measured.json --json",
+               &out),
+            0);
+  const auto cmp = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_NE(cmp.dump().find("(measured)"), std::string::npos) << out;
   // Calibrate on TP2 x DP2, predict PP2 x DP2.
   ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " calibrate " + dir() + "/a/measured.json --holdout " + dir() +
                    "/b/measured.json --out " + dir() + "/cal.json --json",

@@ -248,6 +248,11 @@ struct CompareSide {
 // Simulates `scenario` for `steps` steps, diagnoses it and, when it has faults, simulates
 // the counterfactuals. Errors: those of run_scenario.
 Result<CompareSide> compare_side(const Scenario& scenario, int steps, const DiagnoseOptions& options = {});
+// A side from a measured run (the executor's timeline of `program`, lowered from
+// `scenario`): diagnosed as a trace; no counterfactuals (a measurement has no faults to
+// remove). `name` labels it in reports.
+CompareSide compare_side_measured(const Scenario& scenario, const Program& program, const Timeline& measured,
+                                  const std::string& name, const DiagnoseOptions& options = {});
 
 struct ComparePart {
   std::string name;   // "compute", "exposed_comm.tp", ..., "bubble", "wait", "input", "optimizer"
