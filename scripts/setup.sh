@@ -54,5 +54,6 @@ if [ "$sanitize" = OFF ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda
 fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTEPCAST_SANITIZE="$sanitize" -DSTEPCAST_WITH_SIMGRID=ON \
-  -DSTEPCAST_WITH_MPI="$mpi" -DSTEPCAST_WITH_CUDA="$cuda" "${extra[@]}"
+  -DSTEPCAST_WITH_MPI="$mpi" -DSTEPCAST_WITH_CUDA="$cuda" \
+  -DSTEPCAST_BUILD_TESTS=ON -DSTEPCAST_BUILD_BENCH=ON "${extra[@]}"
 cmake --build "$build_dir"
