@@ -69,7 +69,7 @@ struct Machine {
 };
 
 // The backend's device and communicator; an error message when this build cannot.
-Result<Machine*> open_machine(const std::string& backend, Machine& m) {
+Result<Machine*> open_machine_or_throw(const std::string& backend, Machine& m) {
   (void)m;  // unused in builds without MPI and CUDA
   if (backend != "cpu_mpi" && backend != "cuda_nccl") {
     return Error{fmt::format("--backend: \"{}\" is not a backend (cpu_mpi, cuda_nccl)", backend)};
@@ -98,6 +98,15 @@ Result<Machine*> open_machine(const std::string& backend, Machine& m) {
   m.comm = exec::make_nccl_communicator(*m.device, m.host.get(), rank, world, o);
   return &m;
 #endif
+}
+
+// open_machine_or_throw with the backends' exceptions (no GPU, MPI failures) as errors.
+Result<Machine*> open_machine(const std::string& backend, Machine& m) {
+  try {
+    return open_machine_or_throw(backend, m);
+  } catch (const std::exception& e) {
+    return Error{e.what()};
+  }
 }
 
 // Loads a scenario and applies --scale-down; the plan's layout is checked again.
@@ -132,13 +141,7 @@ int cmd_execute(const ExecuteArgs& a) {
   auto sc = load_scaled(a.scenario, a.scale_down);
   if (!sc.ok()) return input_error(sc.error().message);
   Machine machine;
-  Result<Machine*> opened = Error{""};
-  try {
-    opened = open_machine(a.backend, machine);
-  } catch (const std::exception& e) {
-    return input_error(e.what());
-  }
-  if (!opened.ok()) return input_error(opened.error().message);
+  if (auto opened = open_machine(a.backend, machine); !opened.ok()) return input_error(opened.error().message);
   exec::Communicator& comm = machine.data();
   const bool root = comm.rank() == 0;
   const Program prog = lower(*sc);
@@ -244,13 +247,7 @@ int cmd_bench(const BenchArgs& a) {
   if (it == gpus.end()) return input_error(fmt::format("--gpu: unknown GPU preset \"{}\"", gpu_name));
   const GpuSpec& gpu = it->second;
   Machine machine;
-  Result<Machine*> opened = Error{""};
-  try {
-    opened = open_machine(a.backend, machine);
-  } catch (const std::exception& e) {
-    return input_error(e.what());
-  }
-  if (!opened.ok()) return input_error(opened.error().message);
+  if (auto opened = open_machine(a.backend, machine); !opened.ok()) return input_error(opened.error().message);
   exec::Communicator& comm = machine.data();
   exec::BenchFile bf;
   bf.kind = a.what;

@@ -48,14 +48,27 @@ ModelSpec scale_down(const ModelSpec& m, int f, int min_layers, int min_heads) {
 
 // ---- wire format of one rank's result ---------------------------------------------------
 
-std::string rank_result_wire(const RankResult& r) {
+namespace {
+
+// A rank's spans as rows [op, step, stream, post_ns, begin_ns, end_ns], and its step ends.
+json spans_json(const RankTimeline& t) {
   json spans = json::array();
-  for (const Span& s : r.timeline.spans) {
+  for (const Span& s : t.spans) {
     spans.push_back({s.op, s.step, static_cast<int>(s.stream), s.post.ns(), s.begin.ns(), s.end.ns()});
   }
+  return spans;
+}
+json step_end_json(const RankTimeline& t) {
   json ends = json::array();
-  for (SimTime t : r.timeline.step_end) ends.push_back(t.ns());
-  return json{{"rank", r.timeline.rank}, {"stage", r.timeline.stage}, {"spans", spans}, {"step_end", ends},
+  for (SimTime e : t.step_end) ends.push_back(e.ns());
+  return ends;
+}
+
+}  // namespace
+
+std::string rank_result_wire(const RankResult& r) {
+  return json{{"rank", r.timeline.rank}, {"stage", r.timeline.stage}, {"spans", spans_json(r.timeline)},
+              {"step_end", step_end_json(r.timeline)},
               {"step_s", r.step_s}, {"verified", r.verified_elements}, {"wrong", r.wrong_elements},
               {"errors", r.errors}, {"peak", r.peak_memory_bytes}, {"predicted_peak", r.predicted_peak_bytes}}
       .dump();
@@ -108,14 +121,8 @@ double Measurement::median_step_s() const {
 std::string measurement_json(const Measurement& m) {
   json ranks = json::array();
   for (const RankTimeline& r : m.timeline.ranks) {
-    json spans = json::array();
-    for (const Span& s : r.spans) {
-      spans.push_back({s.op, s.step, static_cast<int>(s.stream), s.post.ns(), s.begin.ns(), s.end.ns()});
-    }
-    json ends = json::array();
-    for (SimTime t : r.step_end) ends.push_back(t.ns());
-    ranks.push_back({{"rank", r.rank}, {"stage", r.stage}, {"step_end", ends},
-                     {"spans_columns", "op, step, stream, post_ns, begin_ns, end_ns"}, {"spans", spans}});
+    ranks.push_back({{"rank", r.rank}, {"stage", r.stage}, {"step_end", step_end_json(r)},
+                     {"spans_columns", "op, step, stream, post_ns, begin_ns, end_ns"}, {"spans", spans_json(r)}});
   }
   nlohmann::ordered_json j;
   j["format"] = 1;
