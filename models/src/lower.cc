@@ -190,43 +190,12 @@ class StageBuilder {
   // with the attention core. Returns the last op.
   std::uint32_t attention(std::uint32_t prev, int layer, int mb, char pass) {
     const LayerCost& lc = is_moe(layer) ? moe_ : dense_;
-    const LayerComm& cm = is_moe(layer) ? moe_comm_ : dense_comm_;
     const bool bwd = pass == 'B';
-    const double scale = bwd ? 2.0 : 1.0;
-    const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
-    const double gemm = bwd ? lc.attn_gemm_bwd_s : lc.attn_gemm_s, elem = scale * lc.attn_elem_s;
+    const double gemm = bwd ? lc.attn_gemm_bwd_s : lc.attn_gemm_s, elem = (bwd ? 2.0 : 1.0) * lc.attn_elem_s;
     const double gemm_flops = (bwd ? 2 : 1) * lc.attn_gemm_flops;
-    const double core_flops = (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
-    const double flops = gemm_flops + core_flops;
-    const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
-    if (p_.cp <= 1) {
-      return annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(gemm + core + elem), flops, layer, mb), name,
-                          {prev}),
-                      elem, core_flops);
-    }
-    const double c = p_.cp;
-    const std::uint32_t pre = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2 + elem), gemm_flops / 2,
-                                                   layer, mb),
-                                           name + ".qkv", {prev}),
-                                       elem, 0);
-    const double step = bwd ? cm.cp_step_bwd_s : cm.cp_step_fwd_s;
-    const std::uint32_t ring =
-        add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * cm.cp_step_bytes, layer, mb),
-            fmt::format("cp.ring {} mb{} L{}", pass, mb, layer), {pre});
-    // The ring's duration: cp-1 neighbour exchanges (set by the engine's backend for one
-    // exchange; lower() records the count in `flops` = 0 and the multiplier in bytes).
-    role_.ops[ring].duration = SimTime::from_s((c - 1) * step);
-    role_.ops[ring].kind = OpKind::kCompute;  // a fixed-duration transfer on the CP stream
-    role_.ops[ring].cclass = ComputeClass::kElementwise;
-    const std::uint32_t main = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
-                                                    core_flops * (c - 1) / c, layer, mb),
-                                            name + ".core", {pre}),
-                                        0, core_flops * (c - 1) / c);
-    const std::uint32_t last = annotate(
-        add(compute(ComputeClass::kAttention, SimTime::from_s(core / c), core_flops / c, layer, mb), name + ".core_last",
-            {main, ring}),
-        0, core_flops / c);
-    return add(compute(ComputeClass::kGemm, SimTime::from_s(gemm / 2), gemm_flops / 2, layer, mb), name + ".proj", {last});
+    // QKV projection (half of the GEMM time) and the memory-bound work before the core,
+    // the output projection after it.
+    return core_block(prev, layer, mb, pass, gemm / 2 + elem, gemm_flops / 2, gemm / 2, gemm_flops / 2, elem);
   }
 
   std::uint32_t mlp(std::uint32_t prev, int layer, int mb, char pass) {
@@ -293,7 +262,8 @@ class StageBuilder {
   // `elem_s` of `pre` is memory-bound work.
   std::uint32_t core_block(std::uint32_t prev, int layer, int mb, char pass, double pre, double pre_flops,
                            double post, double post_flops, double elem_s) {
-    const LayerCost& lc = dense_;
+    const LayerCost& lc = is_moe(layer) ? moe_ : dense_;
+    const LayerComm& cm = is_moe(layer) ? moe_comm_ : dense_comm_;
     const bool bwd = pass == 'B';
     const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
     const double core_flops = (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
@@ -309,10 +279,12 @@ class StageBuilder {
         annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(pre), pre_flops, layer, mb), name + ".pre", {prev}),
                  elem_s, 0);
     const std::uint32_t ring =
-        add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * dense_comm_.cp_step_bytes, layer, mb),
+        add(collective(CollKind::kSendRecv, GroupKind::kCp, (bwd ? 2 : 1) * cm.cp_step_bytes, layer, mb),
             fmt::format("cp.ring {} mb{} L{}", pass, mb, layer), {before});
-    role_.ops[ring].duration = SimTime::from_s((c - 1) * (bwd ? dense_comm_.cp_step_bwd_s : dense_comm_.cp_step_fwd_s));
-    role_.ops[ring].kind = OpKind::kCompute;  // a fixed-duration transfer on the CP stream, as in attention()
+    // The ring's duration: cp-1 neighbour exchanges beside the core (a fixed-duration
+    // transfer on the CP stream; the executor runs it as cp-1 exchanges of `bytes`).
+    role_.ops[ring].duration = SimTime::from_s((c - 1) * (bwd ? cm.cp_step_bwd_s : cm.cp_step_fwd_s));
+    role_.ops[ring].kind = OpKind::kCompute;
     role_.ops[ring].cclass = ComputeClass::kElementwise;
     const std::uint32_t main = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
                                                     core_flops * (c - 1) / c, layer, mb),
