@@ -258,8 +258,7 @@ class StageBuilder {
     return join(w, rs, layer, mb, "wait tp.rs " + name);
   }
   // `pre` seconds of compute, the attention core (with the CP ring exchange beside it when
-  // cp > 1, as attention() does), then `post` seconds.
-  // `elem_s` of `pre` is memory-bound work.
+  // cp > 1), then `post` seconds; `elem_s` of `pre` is memory-bound work. One op without CP.
   std::uint32_t core_block(std::uint32_t prev, int layer, int mb, char pass, double pre, double pre_flops,
                            double post, double post_flops, double elem_s) {
     const LayerCost& lc = is_moe(layer) ? moe_ : dense_;

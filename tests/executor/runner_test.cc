@@ -121,6 +121,23 @@ TEST(Runner, Pp2OneFOneBMatchesSendsWithRecvs) {
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 4 * 256 * 256);
 }
 
+TEST(Runner, ContextParallelRingExchangesVerify) {
+  // The TP2 x DP2 model as CP2 x DP2: each attention block's ring op runs cp - 1 = 1
+  // exchange with the CP neighbour, whose seeded data arrive exactly.
+  Scenario s = load("cpu-tp2dp2.json");
+  s.plan.tp = 1;
+  s.plan.cp = 2;
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  int rings = 0;
+  for (const Op& op : prog.roles[0].ops) rings += op.kind == OpKind::kCompute && op.stream == Stream::kCp;
+  EXPECT_EQ(rings, 4 * 4 * 2);  // 4 layers x 4 microbatches x (forward, backward)
+}
+
 TEST(Runner, CorruptedCollectivesAreCounted) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;
