@@ -202,8 +202,9 @@ StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan
     const double layer_ag =
         collective_cost(c, CollKind::kAllGather, g, rp.largest_layer * kWeightBytes).time_s;
     // Prefetch hides each layer's gather behind the previous layer's compute; the first
-    // gather of each pass is exposed.
-    st.fsdp = std::max(layer_ag, ag - st.forward) + std::max(layer_ag, ag + rs - st.backward);
+    // gather of each pass over a model chunk is exposed: v per pass with interleaving.
+    const double v = p.virtual_stages;
+    st.fsdp = std::max(v * layer_ag, ag - st.forward) + std::max(v * layer_ag, ag + rs - st.backward);
   }
   if (flops) *flops = fl;
   return st;
