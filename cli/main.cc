@@ -177,11 +177,13 @@ int run(int argc, char** argv) {
 
   stepcast::cli::CompareArgs cmp_args;
   CLI::App* cmpc = app.add_subcommand(
-      "compare", "Decompose the step-time difference of two scenarios; work per GPU; scaling efficiency");
-  cmpc->add_option("A", cmp_args.a, "Scenario JSON file (the baseline)")->required();
-  cmpc->add_option("B", cmp_args.b, "Scenario JSON file")->required();
+      "compare",
+      "Decompose the step-time difference of two scenarios or measured runs; work per GPU; scaling efficiency");
+  cmpc->add_option("A", cmp_args.a, "Scenario JSON file, or measured.json of stepcast execute (the baseline)")
+      ->required();
+  cmpc->add_option("B", cmp_args.b, "Scenario JSON file, or measured.json of stepcast execute")->required();
   cmpc->add_flag("--json", cmp_args.json, "Print the JSON report");
-  cmpc->add_option("--steps", cmp_args.steps, "Steps to simulate for each (default 10)");
+  cmpc->add_option("--steps", cmp_args.steps, "Steps to simulate for each scenario (default 10)");
 
   stepcast::cli::PlanArgs plan_args;
   CLI::App* planc = app.add_subcommand(

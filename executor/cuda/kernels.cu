@@ -51,38 +51,33 @@ __global__ void stream_rw(const uint4* __restrict__ in, uint4* __restrict__ out,
 
 __device__ __forceinline__ float score(__nv_bfloat16 x, float scale) { return __expf(__bfloat162float(x) * scale - 1.0f); }
 
-// 8 scores per 16-byte vector; the tail (n % 8) scalar.
-__global__ void scores_bf16(const __nv_bfloat16* in, __nv_bfloat16* out, std::size_t n, float scale) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  const std::size_t vecs = n / 8;
-  for (std::size_t v = first; v < vecs; v += stride) {
-    const uint4 raw = reinterpret_cast<const uint4*>(in)[v];
-    const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&raw);
-    uint4 res;
-    __nv_bfloat16* y = reinterpret_cast<__nv_bfloat16*>(&res);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) y[j] = __float2bfloat16_rn(score(x[j], scale));
-    reinterpret_cast<uint4*>(out)[v] = res;
-  }
-  for (std::size_t i = vecs * 8 + first; i < n; i += stride) out[i] = __float2bfloat16_rn(score(in[i], scale));
+// One output element of the scores pass.
+template <typename Out>
+__device__ __forceinline__ Out to_out(float x);
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ __nv_fp8_storage_t to_out<__nv_fp8_storage_t>(float x) {
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
 }
 
-__global__ void scores_fp8(const __nv_bfloat16* in, __nv_fp8_storage_t* out, std::size_t n, float scale) {
+// 8 scores per 16-byte input vector (written as 8 x sizeof(Out) bytes); the tail (n % 8) scalar.
+template <typename Out, typename Vec>
+__global__ void scores(const __nv_bfloat16* in, Out* out, std::size_t n, float scale) {
+  static_assert(sizeof(Vec) == 8 * sizeof(Out), "one output vector holds 8 scores");
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t vecs = n / 8;
   for (std::size_t v = first; v < vecs; v += stride) {
     const uint4 raw = reinterpret_cast<const uint4*>(in)[v];
     const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&raw);
-    uint2 res;
-    __nv_fp8_storage_t* y = reinterpret_cast<__nv_fp8_storage_t*>(&res);
+    Vec res;
+    Out* y = reinterpret_cast<Out*>(&res);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) y[j] = __nv_cvt_float_to_fp8(score(x[j], scale), __NV_SATFINITE, __NV_E4M3);
-    reinterpret_cast<uint2*>(out)[v] = res;
+    for (int j = 0; j < 8; ++j) y[j] = to_out<Out>(score(x[j], scale));
+    reinterpret_cast<Vec*>(out)[v] = res;
   }
-  for (std::size_t i = vecs * 8 + first; i < n; i += stride)
-    out[i] = __nv_cvt_float_to_fp8(score(in[i], scale), __NV_SATFINITE, __NV_E4M3);
+  for (std::size_t i = vecs * 8 + first; i < n; i += stride) out[i] = to_out<Out>(score(in[i], scale));
 }
 
 }  // namespace
@@ -110,9 +105,9 @@ cudaError_t launch_scores_pass(const void* in_bf16, void* out, bool out_fp8, std
   const int blocks = blocks_for((n + 7) / 8, max_blocks);
   const auto* in = static_cast<const __nv_bfloat16*>(in_bf16);
   if (out_fp8) {
-    scores_fp8<<<blocks, kThreads, 0, s>>>(in, static_cast<__nv_fp8_storage_t*>(out), n, scale);
+    scores<__nv_fp8_storage_t, uint2><<<blocks, kThreads, 0, s>>>(in, static_cast<__nv_fp8_storage_t*>(out), n, scale);
   } else {
-    scores_bf16<<<blocks, kThreads, 0, s>>>(in, static_cast<__nv_bfloat16*>(out), n, scale);
+    scores<__nv_bfloat16, uint4><<<blocks, kThreads, 0, s>>>(in, static_cast<__nv_bfloat16*>(out), n, scale);
   }
   return cudaGetLastError();
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -80,7 +79,7 @@ class Runner {
       comm_.barrier();
       const double t0 = dev_.now_s();
       if (mstep == 0) base = -comm_.max_all(-t0);  // earliest start over ranks
-      execute_step(res);
+      execute_step();
       dev_.synchronize();
       for (const EventPtr& e : end_) if (e) e->wait();
       double step_end = t0;
@@ -186,10 +185,8 @@ class Runner {
     }
   }
 
-  void execute_step(RankResult& res) {
-    (void)res;
+  void execute_step() {
     const auto& ops = role_->ops;
-    std::deque<void*> live;
     std::multimap<double, void*> allocs;
     double live_bytes = 0;
     std::vector<std::size_t> pending;
