@@ -192,7 +192,15 @@ StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan
     const int stride = Placement::of(p, gpn).group_stride(GroupKind::kPp);
     const GroupShape g = group_shape(2, stride, gpn);
     const double one = collective_cost(c, CollKind::kSendRecv, g, S).time_s;
-    st.pp = 2.0 * p.virtual_stages * one;
+    const double v = p.virtual_stages;
+    if (p.schedule == Schedule::kInterleaved && p.overlap_p2p_comm) {
+      // Each receive is posted a step ahead and hides behind that step's chunk: in the
+      // steady state a forward's behind a backward chunk and a backward's behind a forward.
+      st.pp = v * std::max(0.0, one - st.backward / v) + v * std::max(0.0, one - st.forward / v);
+      st.pp_fill = one;
+    } else {
+      st.pp = 2.0 * v * one;
+    }
   }
   if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
@@ -297,7 +305,9 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.exposed.tp = mb * slowest.tp;
   e.exposed.cp = mb * slowest.cp;
   e.exposed.ep = mb * slowest.ep;
-  e.exposed.pp = mb * slowest.pp;
+  // Overlapped receives still lie on the fill and drain path: the first forward crosses
+  // pp - 1 stage boundaries before the last stage starts, the last backward as many back.
+  e.exposed.pp = mb * slowest.pp + 2.0 * (p.pp - 1) * slowest.pp_fill;
   e.exposed.dp = mb * slowest.fsdp + tail_dp;
   e.breakdown.exposed_comm = e.exposed.tp + e.exposed.cp + e.exposed.ep + e.exposed.pp + e.exposed.dp;
   e.breakdown.bubble = bubble;

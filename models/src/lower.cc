@@ -82,11 +82,30 @@ class StageBuilder {
       input = add(op, "input", {});
     }
     if (p_.zero >= 1 && p_.zero < 3 && p_.overlap_param_gather) param_gather_ = gather_params({});
-    for (const ScheduleStep& st : pipeline_schedule(p_, stage_)) {
-      if (st.forward) forward(st.microbatch, st.chunk, input);
-      else backward(st.microbatch, st.chunk);
+    const std::vector<ScheduleStep> steps = pipeline_schedule(p_, stage_);
+    // Receives in the order the steps need them; with p2p overlap the receive of step i+1
+    // is posted before step i computes (on its own stream, so it waits only for its data).
+    const bool ahead = p_.pp > 1 && p_.schedule == Schedule::kInterleaved && p_.overlap_p2p_comm;
+    std::uint32_t next = kNone;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const ScheduleStep& st = steps[i];
+      const std::uint32_t r = i > 0 && ahead ? next : recv_for(st, ahead);
+      if (ahead && i + 1 < steps.size()) next = recv_for(steps[i + 1], true);
+      if (st.forward) forward(st.microbatch, st.chunk, input, r);
+      else backward(st.microbatch, st.chunk, r);
     }
     finish_step();
+  }
+
+  // The pipeline receive a step starts with (kNone: none, the first or last chunk).
+  std::uint32_t recv_for(const ScheduleStep& st, bool ahead) {
+    const int k = chunk_of(st.chunk);
+    const int mb = st.microbatch;
+    if (st.forward ? k == 0 : k == chunks_ - 1) return kNone;
+    const int peer = st.forward ? k - 1 : k + 1;
+    Op r = p2p(OpKind::kRecv, stage_of_chunk(peer), tag(mb, peer, !st.forward), mb);
+    if (ahead) r.stream = Stream::kPpRecv;
+    return add(r, fmt::format("pp.recv {} mb{} chunk{}", st.forward ? 'F' : 'B', mb, k), {});
   }
 
  private:
@@ -345,7 +364,7 @@ class StageBuilder {
   }
 
   // --- passes ------------------------------------------------------------------------
-  void forward(int mb, int j, std::uint32_t input) {
+  void forward(int mb, int j, std::uint32_t input, std::uint32_t recv) {
     const int k = chunk_of(j);
     const int first = chunk_first_layer(m_.num_layers, chunks_, k);
     const int n = chunk_layers(m_.num_layers, chunks_, k);
@@ -353,8 +372,7 @@ class StageBuilder {
     if (k == 0) {
       x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
     } else {
-      const Op r = p2p(OpKind::kRecv, stage_of_chunk(k - 1), tag(mb, k - 1, false), mb);
-      x = add(r, fmt::format("pp.recv F mb{} chunk{}", mb, k), {});
+      x = recv;
     }
     if (param_gather_ != kNone) add_dep_to_next_ = param_gather_;
     std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);
@@ -388,7 +406,7 @@ class StageBuilder {
     last_compute_ = x;
   }
 
-  void backward(int mb, int j) {
+  void backward(int mb, int j, std::uint32_t recv) {
     const int k = chunk_of(j);
     const int first = chunk_first_layer(m_.num_layers, chunks_, k);
     const int n = chunk_layers(m_.num_layers, chunks_, k);
@@ -398,8 +416,7 @@ class StageBuilder {
                        fmt::format("B mb{} logits", mb), {last_compute_}),
                    logits_.ce_s / 2, 0);
     } else {
-      const Op r = p2p(OpKind::kRecv, stage_of_chunk(k + 1), tag(mb, k + 1, true), mb);
-      x = add(r, fmt::format("pp.recv B mb{} chunk{}", mb, k), {});
+      x = recv;
     }
     const bool last_mb = is_last_backward(mb, j);
     std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);

@@ -53,6 +53,7 @@ const char* to_string(Stream s) {
     case Stream::kEp: return "comm.ep";
     case Stream::kDp: return "comm.dp";
     case Stream::kPp: return "p2p";
+    case Stream::kPpRecv: return "p2p.recv";
   }
   return "?";
 }

@@ -144,6 +144,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.ddp_bucket_MiB, r.number("ddp_bucket_MiB", 0, 1e6, false, true));
   set(p.overlap_grad_reduce, r.boolean("overlap_grad_reduce"));
   set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
+  set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto order = r.string("placement")) {
     // "tp-cp-ep-dp-pp": dimensions innermost first; "ep" may appear (it is carved out of

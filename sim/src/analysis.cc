@@ -42,7 +42,8 @@ Part transfer_part(Stream stream) {
     case Stream::kTp: return Part::kTp;
     case Stream::kCp: return Part::kCp;
     case Stream::kEp: return Part::kEp;
-    case Stream::kPp: return Part::kPp;
+    case Stream::kPp:
+    case Stream::kPpRecv: return Part::kPp;
     case Stream::kDp:
     case Stream::kCompute: break;
   }

@@ -114,6 +114,46 @@ TEST(Bubble, InterleavedBubbleIsPMinus1OverVStageTimes) {
   expect_rel(e.step_time_s - e.breakdown.optimizer, (8 + 3.0 / 2) * t, 1e-12);
 }
 
+// Pipeline p2p overlap (Plan::overlap_p2p_comm, interleaved only): each receive is posted
+// a step ahead and hides behind one chunk of the other direction. Per microbatch, with
+// `one` the transfer of one chunk boundary and f, b the stage's forward/backward compute:
+//   blocking: 2 v one;  overlapped: v max(0, one - b/v) + v max(0, one - f/v),
+// plus one transfer per stage boundary on the fill and drain path, 2 (p - 1) one per step.
+TEST(PipelineP2pOverlap, ReceivesHideBehindOneChunkAndOnlyTheFillPathRemains) {
+  const ModelSpec m = balanced_model();
+  ClusterSpec c = free_comm_node();
+  c.intra_bandwidth_GBps = 400;  // real transfers: 4096 tokens x 4096 x 2 B = 32 MiB each
+  Plan on = pipeline_plan(Schedule::kInterleaved, 2, 8);
+  Plan off = on;
+  off.overlap_p2p_comm = false;
+  const StageTimes a = stage_times(m, c, on, kWorkload, 1);
+  const StageTimes b = stage_times(m, c, off, kWorkload, 1);
+  const double one = b.pp / 4;  // blocking: 2 v = 4 transfers per microbatch
+  // 33,554,432 B at 400 GB/s x the scale-up efficiency: tens of microseconds.
+  ASSERT_GT(one, 33554432.0 / 400e9);
+  ASSERT_LT(one, 33554432.0 / 400e9 / 0.5);
+  // A chunk (4 layers of Llama-3-8B, 4096 tokens) computes for milliseconds: all hidden.
+  ASSERT_GT(a.forward / 2, one);
+  EXPECT_EQ(a.pp, 0.0);
+  EXPECT_DOUBLE_EQ(a.pp_fill, one);
+  const Estimate ea = estimate(m, c, on, kWorkload);
+  const Estimate eb = estimate(m, c, off, kWorkload);
+  expect_rel(ea.exposed.pp, 2.0 * 3 * one, 1e-12);  // 2 (p - 1) transfers
+  expect_rel(eb.exposed.pp, 8 * 4 * one, 1e-12);    // m 2 v transfers
+  // A slow link (one longer than a chunk): overlap saves exactly the compute it hides
+  // behind, f + b per microbatch.
+  c.intra_bandwidth_GBps = 0.5;
+  const StageTimes sa = stage_times(m, c, on, kWorkload, 1);
+  const StageTimes sb = stage_times(m, c, off, kWorkload, 1);
+  ASSERT_GT(sb.pp / 4, sa.backward / 2);
+  expect_rel(sb.pp - sa.pp, sa.forward + sa.backward, 1e-9);
+  // 1F1B has no look-ahead receive: the flag changes nothing there.
+  Plan f1 = pipeline_plan(Schedule::kOneFOneB, 1, 8);
+  const double blocking = stage_times(m, c, f1, kWorkload, 1).pp;
+  f1.overlap_p2p_comm = false;
+  EXPECT_EQ(stage_times(m, c, f1, kWorkload, 1).pp, blocking);
+}
+
 TEST(Bubble, MoreMicrobatchesShrinkTheBubbleShare) {
   // (p-1)/(m+p-1) for p = 4: m = 4 -> 3/7, m = 16 -> 3/19, m = 64 -> 3/67.
   const ModelSpec m = balanced_model();

@@ -57,6 +57,7 @@ struct StageTimes {
   double forward = 0;        // compute of one microbatch forward
   double backward = 0;       // compute of one microbatch backward (incl. recomputation)
   double tp = 0, cp = 0, ep = 0, pp = 0, fsdp = 0;  // exposed communication per microbatch
+  double pp_fill = 0;  // with p2p overlap: one chunk-boundary transfer (fill and drain latency)
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp; }
 };
 StageTimes stage_times(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,

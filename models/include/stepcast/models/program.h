@@ -24,8 +24,10 @@ enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // ZeRO/FSDP sharding, as Megatron); kEdp the expert-data-parallel group.
 enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp };
 // Streams of a rank; ops on one stream run in program order, one at a time.
-enum class Stream : std::uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
-inline constexpr int kNumStreams = 6;
+// kPpRecv: pipeline receives posted ahead of their step (Plan::overlap_p2p_comm); sends and
+// blocking receives use kPp.
+enum class Stream : std::uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp, kPpRecv };
+inline constexpr int kNumStreams = 7;
 
 const char* to_string(OpKind k);
 const char* to_string(ComputeClass c);

@@ -153,6 +153,11 @@ struct Plan {
   double ddp_bucket_MiB = 25;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
+  // Pipeline p2p overlap (Megatron-Core overlap_p2p_comm, on by default there; it applies
+  // to the interleaved schedule only): the receive for the next schedule step is posted
+  // before the current step computes, so its transfer hides behind that compute. Off, or
+  // with 1F1B / GPipe, a stage receives only when it reaches the step (blocking exchange).
+  bool overlap_p2p_comm = true;
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
   // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
   std::array<int, 4> placement = {0, 1, 2, 3};
