@@ -121,6 +121,30 @@ TEST(Runner, Pp2OneFOneBMatchesSendsWithRecvs) {
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 4 * 256 * 256);
 }
 
+// The interleaved schedule posts each receive a step ahead on its own stream
+// (Plan::overlap_p2p_comm): the runner executes the same Program, every transfer verifies.
+TEST(Runner, InterleavedLookAheadReceivesVerify) {
+  Scenario s = load("cpu-pp2-1f1b.json");
+  s.plan.schedule = Schedule::kInterleaved;
+  s.plan.virtual_stages = 2;
+  ASSERT_TRUE(s.plan.overlap_p2p_comm);
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  int ahead = 0;
+  for (const RoleTemplate& role : prog.roles) {
+    for (const Op& op : role.ops) ahead += op.kind == OpKind::kRecv && op.stream == Stream::kPpRecv;
+  }
+  ASSERT_GT(ahead, 0);
+  RunOptions o;
+  o.warmup = 1;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  // Chunks 0..3, stage 0 holding 0 and 2, stage 1 holding 1 and 3: each stage receives 3
+  // boundary transfers per microbatch (stage 0: activations into chunk 2, gradients into
+  // chunks 0 and 2), 3 x 4 microbatches of T x h = 256 x 256 f32, all verified.
+  for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 3 * 4 * 256 * 256);
+}
+
 TEST(Runner, ContextParallelRingExchangesVerify) {
   // The TP2 x DP2 model as CP2 x DP2: each attention block's ring op runs cp - 1 = 1
   // exchange with the CP neighbour, whose seeded data arrive exactly.
