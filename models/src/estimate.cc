@@ -209,10 +209,16 @@ StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan
     const double rs = collective_cost(c, CollKind::kReduceScatter, g, params * p.grad_bytes).time_s;
     const double layer_ag =
         collective_cost(c, CollKind::kAllGather, g, rp.largest_layer * kWeightBytes).time_s;
-    // Prefetch hides each layer's gather behind the previous layer's compute; the first
-    // gather of each pass over a model chunk is exposed: v per pass with interleaving.
+    const double layer_rs =
+        collective_cost(c, CollKind::kReduceScatter, g, rp.largest_layer * p.grad_bytes).time_s;
+    // Prefetch hides each layer's gather behind the previous layer's compute. Gathers and
+    // reduce-scatters share the one DP stream (one communicator), so a forward chunk pass,
+    // which follows a backward one in the steady state, waits for that pass's last
+    // reduce-scatter and then its own first gather: v of them per microbatch with
+    // interleaving. A backward pass's first gathers queue behind the forward's and finish
+    // during its compute: only the stream's throughput can expose them.
     const double v = p.virtual_stages;
-    st.fsdp = std::max(v * layer_ag, ag - st.forward) + std::max(v * layer_ag, ag + rs - st.backward);
+    st.fsdp = std::max(v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag + rs - st.backward);
   }
   if (flops) *flops = fl;
   return st;
