@@ -78,8 +78,9 @@ std::string calibration_json(const Calibration& cal) {
 }
 
 Result<Calibration> parse_calibration(std::string_view text, const std::string& prefix) {
-  json doc = json::parse(text, nullptr, false, true);
-  if (doc.is_discarded()) return Error{prefix + ": not valid JSON"};
+  auto parsed = reader::parse_document(text);
+  if (!parsed.ok()) return Error{reader::prefix_lines(prefix, parsed.error().message)};
+  const json& doc = *parsed;
   if (!doc.is_object()) return Error{prefix + ": expected an object, got " + detail::describe(doc)};
   detail::Diagnostics diag;
   detail::ObjectReader top(doc, prefix, diag);

@@ -1,13 +1,23 @@
-#include "json_reader.h"
+#include "stepcast/models/json_reader.h"
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 
 #include <fmt/format.h>
 
-namespace stepcast::detail {
+namespace stepcast::reader {
 
 void Diagnostics::add(const std::string& path, const std::string& reason) {
+  if (lines_.size() >= kMaxDiagnosticLines) {
+    ++dropped_;
+    return;
+  }
   lines_.push_back(printable(path.empty() ? reason : path + ": " + reason));
 }
 
@@ -42,6 +52,10 @@ std::string Diagnostics::joined() const {
   for (std::size_t i = 0; i < lines_.size(); ++i) {
     if (i) out += '\n';
     out += lines_[i];
+  }
+  if (dropped_ > 0) {
+    out += fmt::format("\n... and {} more problem{} (the first {} are listed)", dropped_, dropped_ == 1 ? "" : "s",
+                       lines_.size());
   }
   return out;
 }
@@ -88,6 +102,8 @@ std::string describe(const json& v) {
 std::string join(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
+
+std::string index(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 ObjectReader::ObjectReader(const json& obj, std::string path, Diagnostics& diag)
     : obj_(obj), path_(std::move(path)), diag_(diag) {}
@@ -211,7 +227,228 @@ void ObjectReader::finish() {
   }
 }
 
-}  // namespace stepcast::detail
+
+std::optional<std::int64_t> ObjectReader::required_integer(std::string_view key, std::int64_t min,
+                                                           std::int64_t max) {
+  if (!has(key)) {
+    raw(key);
+    diag_.add(path_of(key), "missing (required)");
+    return std::nullopt;
+  }
+  return integer(key, min, max);
+}
+
+std::optional<double> ObjectReader::required_number(std::string_view key, double min, double max) {
+  if (!has(key)) {
+    raw(key);
+    diag_.add(path_of(key), "missing (required)");
+    return std::nullopt;
+  }
+  return number(key, min, max);
+}
+
+std::optional<std::string> ObjectReader::required_string(std::string_view key) {
+  if (!has(key)) {
+    raw(key);
+    diag_.add(path_of(key), "missing (required)");
+    return std::nullopt;
+  }
+  return string(key);
+}
+
+const json* ObjectReader::array(std::string_view key) {
+  const json* v = raw(key);
+  if (v && !v->is_array()) {
+    diag_.add(path_of(key), "expected an array, got " + describe(*v));
+    return nullptr;
+  }
+  return v;
+}
+
+const json* ObjectReader::object(std::string_view key) {
+  const json* v = raw(key);
+  if (v && !v->is_object()) {
+    diag_.add(path_of(key), "expected an object, got " + describe(*v));
+    return nullptr;
+  }
+  return v;
+}
+
+std::string prefix_lines(const std::string& source, const std::string& message) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= message.size()) {
+    const std::size_t nl = message.find('\n', start);
+    const std::size_t end = nl == std::string::npos ? message.size() : nl;
+    if (!out.empty()) out += '\n';
+    out += source + ": " + message.substr(start, end - start);
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+Result<std::string> read_input_file(const std::string& path, std::uint64_t max_bytes) {
+  const std::string shown = printable(path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Error{shown + ": no such file or directory"};
+    return Error{fmt::format("{}: cannot open file ({})", shown, std::strerror(errno))};
+  }
+  if (S_ISDIR(st.st_mode)) return Error{shown + ": is a directory"};
+  // FIFOs, character devices (/dev/zero, /dev/urandom) and sockets never end or block:
+  // only regular files are input.
+  if (!S_ISREG(st.st_mode)) return Error{shown + ": not a regular file (a pipe, device or socket)"};
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    return Error{fmt::format("{}: {} bytes is larger than the {} MiB an input file may have", shown,
+                             static_cast<std::uint64_t>(st.st_size), max_bytes >> 20)};
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) return Error{fmt::format("{}: cannot open file ({})", shown, std::strerror(errno))};
+  std::string text;
+  text.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = text.empty() ? 0 : std::fread(text.data(), 1, text.size(), f.get());
+  if (std::ferror(f.get())) return Error{shown + ": cannot read file"};
+  text.resize(got);
+  // A file that grew after stat(): read on, within the cap.
+  char buf[65536];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) {
+    if (text.size() + n > max_bytes) {
+      return Error{fmt::format("{}: larger than the {} MiB an input file may have", shown, max_bytes >> 20)};
+    }
+    text.append(buf, n);
+  }
+  if (std::ferror(f.get())) return Error{shown + ": cannot read file"};
+  return text;
+}
+
+namespace {
+
+// Rejects what the JSON parser should never see: NUL bytes, empty input and nesting beyond
+// kMaxDepth.
+std::optional<std::string> prescan(std::string_view text) {
+  // JSON text never holds a NUL byte (strings escape it as \u0000), and nlohmann's lexer
+  // takes one for the end of input, silently dropping what follows ("{}\0garbage" would load).
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::string_view before = text.substr(0, nul);
+    const auto line_start = before.rfind('\n');
+    const std::size_t column = line_start == std::string_view::npos ? nul + 1 : nul - line_start;
+    return fmt::format("invalid JSON: NUL byte at line {}, column {} (is this a binary file?)",
+                       std::count(before.begin(), before.end(), '\n') + 1, column);
+  }
+  std::size_t i = 0;
+  bool any = false;
+  int depth = 0, line = 1;
+  bool in_string = false;
+  for (; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '\n') ++line;
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      if (i < text.size()) ++line;
+      continue;
+    }
+    if (ch == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      i += 2;
+      while (i + 1 < text.size() && !(text[i] == '*' && text[i + 1] == '/')) {
+        if (text[i] == '\n') ++line;
+        ++i;
+      }
+      ++i;
+      continue;
+    }
+    if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') any = true;
+    if (ch == '"') in_string = true;
+    if (ch == '{' || ch == '[') {
+      if (++depth > kMaxDepth) {
+        return fmt::format("invalid JSON: nesting deeper than {} levels at line {}", kMaxDepth, line);
+      }
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+    }
+  }
+  if (!any) return std::string("empty document: expected a JSON object");
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<json> parse_document(std::string_view text) {
+  if (auto bad = prescan(text)) return Error{*bad};
+  // The parser's callback tracks the JSON path of the value being read, so that a number
+  // the parser rejects ("tp": 1e400) is reported at its field, and finds repeated keys
+  // (the parser would silently keep the last one).
+  struct Frame {
+    bool array = false;
+    std::string key;                // objects: the current key
+    std::vector<std::string> keys;  // objects: every key so far
+    std::size_t done = 0;           // arrays: elements completed
+  };
+  std::vector<Frame> frames;
+  std::vector<std::string> duplicates;  // paths, in document order
+  auto path_now = [&frames] {
+    std::string path;
+    for (const Frame& f : frames) path = f.array ? index(path, f.done) : join(path, f.key);
+    return path;
+  };
+  auto track = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      frames.push_back(Frame{event == E::array_start, "", {}, 0});
+    } else if (event == E::key) {
+      if (!frames.empty()) {
+        Frame& f = frames.back();
+        f.key = parsed.get<std::string>();
+        if (std::find(f.keys.begin(), f.keys.end(), f.key) != f.keys.end()) {
+          duplicates.push_back(path_now());
+        } else {
+          f.keys.push_back(f.key);
+        }
+      }
+    } else if (event == E::object_end || event == E::array_end || event == E::value) {
+      if (event != E::value && !frames.empty()) frames.pop_back();
+      if (!frames.empty() && frames.back().array) ++frames.back().done;
+    }
+    return true;
+  };
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end(), track, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::out_of_range& e) {
+    // 406: a number beyond the range of a double. The message quotes the number.
+    std::string what = e.what();
+    const auto open = what.find('\'');
+    const auto close = what.rfind('\'');
+    if (e.id == 406 && open != std::string::npos && close > open) {
+      Diagnostics diag;
+      diag.add(path_now(), what.substr(open + 1, close - open - 1) + " is beyond the range of a number (about 1.8e308)");
+      return Error{diag.joined()};
+    }
+    return Error{printable("invalid JSON: " + what)};
+  } catch (const json::exception& e) {
+    // parse_error: the library's "[json.exception.parse_error.101] " prefix is dropped,
+    // and the bytes it quotes from the input are made printable (the input may be binary).
+    std::string what = e.what();
+    if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    return Error{printable("invalid JSON: " + what)};
+  }
+  if (!duplicates.empty()) {
+    Diagnostics diag;
+    for (const auto& path : duplicates) diag.add(path, "duplicate key (each key may appear once)");
+    return Error{diag.joined()};
+  }
+  return doc;
+}
+
+}  // namespace stepcast::reader
 
 namespace stepcast {
 
@@ -232,7 +469,7 @@ std::string printable(std::string_view text) {
       out += "\\t";
     } else if (b < 0x80) {  // other control characters, DEL
       out += fmt::format("\\u{:04X}", b);
-    } else if ((n = detail::utf8_sequence_length(text, i)) != 0) {
+    } else if ((n = reader::utf8_sequence_length(text, i)) != 0) {
       out.append(text.substr(i, n));
     } else {
       n = 1;

@@ -23,7 +23,6 @@ using detail::ObjectReader;
 
 namespace {
 
-constexpr int kMaxDepth = 64;
 constexpr std::int64_t kMaxGlobalBatch = 1'000'000'000;  // sequences per step
 
 // Fields of the report that "expect" may name (reference/interfaces.md).
@@ -49,59 +48,6 @@ const std::vector<std::string>& expectable_fields() {
       // `stepcast diagnose` (docs/incidents.md).
       "healthy", "hang", "mismatch", "outlier_ranks", "stalling_hosts", "resume_missing"};
   return kFields;
-}
-
-// Rejects what the JSON parser should never see: NUL bytes, empty input and nesting beyond
-// kMaxDepth (a scenario is 4 levels deep; deep nesting is garbage or an attack).
-std::optional<std::string> prescan(std::string_view text) {
-  // JSON text never holds a NUL byte (strings escape it as \u0000), and nlohmann's lexer
-  // takes one for the end of input, silently dropping what follows ("{}\0garbage" would load).
-  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
-    const std::string_view before = text.substr(0, nul);
-    const auto line_start = before.rfind('\n');
-    const std::size_t column = line_start == std::string_view::npos ? nul + 1 : nul - line_start;
-    return fmt::format("invalid JSON: NUL byte at line {}, column {} (is this a binary file?)",
-                       std::count(before.begin(), before.end(), '\n') + 1, column);
-  }
-  std::size_t i = 0;
-  bool any = false;
-  int depth = 0, line = 1;
-  bool in_string = false;
-  for (; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (ch == '\n') ++line;
-    if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
-      continue;
-    }
-    if (ch == '/' && i + 1 < text.size() && text[i + 1] == '/') {
-      while (i < text.size() && text[i] != '\n') ++i;
-      if (i < text.size()) ++line;
-      continue;
-    }
-    if (ch == '/' && i + 1 < text.size() && text[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < text.size() && !(text[i] == '*' && text[i + 1] == '/')) {
-        if (text[i] == '\n') ++line;
-        ++i;
-      }
-      ++i;
-      continue;
-    }
-    if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') any = true;
-    if (ch == '"') in_string = true;
-    if (ch == '{' || ch == '[') {
-      if (++depth > kMaxDepth) {
-        return fmt::format("invalid JSON: nesting deeper than {} levels at line {}", kMaxDepth,
-                           line);
-      }
-    } else if (ch == '}' || ch == ']') {
-      --depth;
-    }
-  }
-  if (!any) return std::string("empty document: expected a JSON object");
-  return std::nullopt;
 }
 
 void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
@@ -334,75 +280,9 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
 }
 
 Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& options) {
-  if (auto bad = prescan(text)) return Error{*bad};
-  // The parser's callback tracks the JSON path of the value being read, so that a number
-  // the parser rejects ("tp": 1e400) is reported at its field, and finds repeated keys
-  // (the parser would silently keep the last one).
-  struct Frame {
-    bool array = false;
-    std::string key;                // objects: the current key
-    std::vector<std::string> keys;  // objects: every key so far
-    std::size_t done = 0;           // arrays: elements completed
-  };
-  std::vector<Frame> frames;
-  std::vector<std::string> duplicates;  // paths, in document order
-  auto path_now = [&frames] {
-    std::string path;
-    for (const Frame& f : frames) {
-      path = f.array ? path + "[" + std::to_string(f.done) + "]" : detail::join(path, f.key);
-    }
-    return path;
-  };
-  auto track = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-    using E = json::parse_event_t;
-    if (event == E::object_start || event == E::array_start) {
-      frames.push_back(Frame{event == E::array_start, "", {}, 0});
-    } else if (event == E::key) {
-      if (!frames.empty()) {
-        Frame& f = frames.back();
-        f.key = parsed.get<std::string>();
-        if (std::find(f.keys.begin(), f.keys.end(), f.key) != f.keys.end()) {
-          duplicates.push_back(path_now());
-        } else {
-          f.keys.push_back(f.key);
-        }
-      }
-    } else if (event == E::object_end || event == E::array_end || event == E::value) {
-      if (event != E::value && !frames.empty()) frames.pop_back();
-      if (!frames.empty() && frames.back().array) ++frames.back().done;
-    }
-    return true;
-  };
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end(), track, /*allow_exceptions=*/true,
-                      /*ignore_comments=*/true);
-  } catch (const json::out_of_range& e) {
-    // 406: a number beyond the range of a double. The message quotes the number.
-    std::string what = e.what();
-    const auto open = what.find('\'');
-    const auto close = what.rfind('\'');
-    if (e.id == 406 && open != std::string::npos && close > open) {
-      Diagnostics diag;
-      diag.add(path_now(), what.substr(open + 1, close - open - 1) +
-                               " is beyond the range of a number (about 1.8e308)");
-      return Error{diag.joined()};
-    }
-    return Error{detail::printable("invalid JSON: " + what)};
-  } catch (const json::exception& e) {
-    // parse_error: the library's "[json.exception.parse_error.101] " prefix is dropped,
-    // and the bytes it quotes from the input are made printable (the input may be binary).
-    std::string what = e.what();
-    if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
-      what = what.substr(pos + 2);
-    }
-    return Error{detail::printable("invalid JSON: " + what)};
-  }
-  if (!duplicates.empty()) {
-    Diagnostics diag;
-    for (const auto& path : duplicates) diag.add(path, "duplicate key (each key may appear once)");
-    return Error{diag.joined()};
-  }
+  auto parsed = reader::parse_document(text);
+  if (!parsed.ok()) return parsed.error();
+  const json& doc = *parsed;
   if (!doc.is_object()) {
     return Error{"expected a JSON object at the top level, got " + describe(doc)};
   }
@@ -434,13 +314,11 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
     } else if (v->is_string()) {
       std::filesystem::path fpath(v->get<std::string>());
       if (!options.base_dir.empty() && fpath.is_relative()) fpath = std::filesystem::path(options.base_dir) / fpath;
-      std::ifstream in(fpath, std::ios::binary);
-      std::ostringstream ss;
-      if (in) ss << in.rdbuf();
-      if (!in) {
-        diag.add("calibration", fmt::format("cannot read \"{}\"", printable(fpath.native())));
+      auto cal_text = reader::read_input_file(fpath.native());
+      if (!cal_text.ok()) {
+        diag.add("calibration", cal_text.error().message);
       } else {
-        auto c = parse_calibration(ss.str(), fmt::format("calibration ({})", printable(fpath.native())));
+        auto c = parse_calibration(*cal_text, fmt::format("calibration ({})", printable(fpath.native())));
         if (c.ok()) calibration = *c;
         else add_lines(diag, c.error().message);
       }
@@ -558,35 +436,15 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
 }
 
 Result<Scenario> load_scenario_file(const std::string& path, const LoadOptions& options) {
-  // Checked first: a directory opens as a stream on some systems and reads as empty.
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (st.type() == std::filesystem::file_type::not_found) {
-    return Error{path + ": no such file or directory"};
-  }
-  if (st.type() == std::filesystem::file_type::directory) return Error{path + ": is a directory"};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot open file"};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error{path + ": cannot read file"};
+  auto text = reader::read_input_file(path);
+  if (!text.ok()) return text.error();
   LoadOptions with_dir = options;
   if (with_dir.base_dir.empty()) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     with_dir.base_dir = parent.native();
   }
-  auto r = parse_scenario(ss.str(), with_dir);
-  if (!r.ok()) {
-    // Prefix every line so each problem names the file.
-    std::string msg, line;
-    std::istringstream lines(r.error().message);
-    bool first = true;
-    while (std::getline(lines, line)) {
-      msg += (first ? "" : "\n") + path + ": " + line;
-      first = false;
-    }
-    return Error{msg};
-  }
+  auto r = parse_scenario(*text, with_dir);
+  if (!r.ok()) return Error{reader::prefix_lines(path, r.error().message)};  // each problem names the file
   return r;
 }
 

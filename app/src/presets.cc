@@ -1,0 +1,88 @@
+#include "stepcast/app/presets.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/params.h"
+#include "stepcast/models/reliability.h"
+
+namespace stepcast::app {
+
+Result<PresetsReport> run_presets(const PresetsRequest&) { return PresetsReport{&builtin_presets()}; }
+
+std::string presets_json(const PresetsReport& report) {
+  const PresetCatalog& cat = *report.catalog;
+  nlohmann::ordered_json j;
+  j["format"] = 1;
+  for (const auto& [k, m] : cat.models) {
+    const ParamCounts c = count_params(m);
+    j["models"][k] = {{"num_layers", m.num_layers}, {"hidden_size", m.hidden_size},
+                      {"params_total", c.total}, {"params_active", c.active},
+                      {"source", m.source}};
+  }
+  for (const auto& [k, g] : cat.gpus) {
+    j["gpus"][k] = {{"bf16_dense_tflops", g.bf16_dense_tflops}, {"hbm_GiB", g.hbm_GiB},
+                    {"hbm_bandwidth_GBps", g.hbm_bandwidth_GBps}, {"source", g.source}};
+  }
+  for (const auto& [k, c] : cat.clusters) {
+    j["clusters"][k] = {{"gpu", c.gpu.name}, {"gpus_per_node", c.gpus_per_node},
+                        {"intra_bandwidth_GBps", c.intra_bandwidth_GBps},
+                        {"nic_Gbps", c.nic_Gbps}, {"nics_per_node", c.nics_per_node},
+                        {"source", c.source}};
+  }
+  for (const auto& [k, f] : cat.failures) {
+    for (FailureCause cause : kAllFailureCauses) {
+      j["failures"][k]["causes"][failure_cause_name(cause)] = {
+          {"rate_per_unit_h", f.component(cause).rate_per_unit_h}, {"unit", failure_unit_name(cause)}};
+    }
+    j["failures"][k]["source"] = f.source;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string presets_text(const PresetsReport& report) {
+  const PresetCatalog& cat = *report.catalog;
+  std::string out;
+  out += "Models (model: NAME)\n";
+  out += fmt::format("  {:<14}{:>8}{:>8}{:>7}{:>8}{:>18}{:>18}\n", "name", "layers", "hidden",
+                           "heads", "kv", "params", "active");
+  for (const auto& [k, m] : cat.models) {
+    const ParamCounts c = count_params(m);
+    out += fmt::format("  {:<14}{:>8}{:>8}{:>7}{:>8}{:>18}{:>18}\n", k, m.num_layers,
+                             m.hidden_size, m.num_attention_heads, m.num_kv_heads, c.total, c.active);
+  }
+  out += "\nGPUs (cluster.gpu: NAME)\n";
+  out += fmt::format("  {:<15}{:>12}{:>12}{:>9}{:>11}{:>14}\n", "name", "bf16 TFLOP/s",
+                           "fp8 TFLOP/s", "HBM GiB", "HBM GB/s", "scale-up GB/s");
+  for (const auto& [k, g] : cat.gpus) {
+    out += fmt::format("  {:<15}{:>12.1f}{:>12}{:>9.0f}{:>11.0f}{:>14.0f}\n", k,
+                             g.bf16_dense_tflops,
+                             g.fp8_dense_tflops > 0 ? fmt::format("{:.1f}", g.fp8_dense_tflops) : "-",
+                             g.hbm_GiB, g.hbm_bandwidth_GBps, g.scaleup_bandwidth_per_direction_GBps);
+  }
+  out += "\nClusters (cluster: NAME or {\"preset\": NAME, \"nodes\": N})\n";
+  out += fmt::format("  {:<11}{:<15}{:>10}{:>16}{:>14}\n", "name", "gpu", "GPUs/node",
+                           "NVLink GB/s/dir", "NICs x Gb/s");
+  for (const auto& [k, c] : cat.clusters) {
+    out += fmt::format("  {:<11}{:<15}{:>10}{:>16.0f}{:>14}\n", k, c.gpu.name, c.gpus_per_node,
+                             c.intra_bandwidth_GBps, fmt::format("{} x {:.0f}", c.nics_per_node, c.nic_Gbps));
+  }
+  out += "\nFailure models (faults.failures: NAME; rates per unit-hour)\n";
+  out += fmt::format("  {:<16}{:>11}{:>11}{:>11}{:>11}{:>11}{:>24}\n", "name", "gpu/GPU", "host/node",
+                           "nic/node", "switch", "sw/node", "job MTBF, 2048x8 GPUs");
+  for (const auto& [k, f] : cat.failures) {
+    ClusterSpec ref;  // the Llama 3 405B job: 2,048 nodes of 8 GPUs
+    ref.nodes = 2048;
+    ref.gpus_per_node = 8;
+    out += fmt::format("  {:<16}{:>11.3g}{:>11.3g}{:>11.3g}{:>11.3g}{:>11.3g}{:>22.2f} h\n", k,
+                             f.component(FailureCause::kGpu).rate_per_unit_h,
+                             f.component(FailureCause::kHost).rate_per_unit_h,
+                             f.component(FailureCause::kNic).rate_per_unit_h,
+                             f.component(FailureCause::kSwitch).rate_per_unit_h,
+                             f.component(FailureCause::kSoftware).rate_per_unit_h,
+                             1.0 / job_failure_rate_per_h(f, ref));
+  }
+  return out;
+}
+
+}  // namespace stepcast::app
