@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "stepcast/app/presets.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/params.h"
@@ -17,6 +16,7 @@
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
 #include "checkpoint.h"
+#include "commands.h"
 #include "plan.h"
 #include "diagnose.h"
 #include "execute.h"
@@ -25,45 +25,18 @@
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitInput = 2;
-
-int input_error(const std::string& message) {
-  std::fprintf(stderr, "stepcast: error: %s\n", message.c_str());
-  return kExitInput;
-}
-
-int cmd_presets(bool as_json) {
-  auto r = stepcast::app::run_presets({});
-  if (!r.ok()) return input_error(r.error().message);
-  std::cout << (as_json ? stepcast::app::presets_json(*r) : stepcast::app::presets_text(*r));
-  return kExitOk;
-}
-
-int cmd_estimate(const std::string& path, bool as_json) {
-  auto scenario = stepcast::load_scenario_file(path);
-  if (!scenario.ok()) return input_error(scenario.error().message);
-  const stepcast::Estimate e = stepcast::estimate(*scenario);
-  std::cout << (as_json ? stepcast::estimate_report_json(*scenario, e)
-                        : stepcast::estimate_report_text(*scenario, e));
-  return kExitOk;
-}
+using stepcast::cli::input_error;
+using stepcast::cli::kExitInput;
 
 int run(int argc, char** argv) {
   CLI::App app{"stepcast: a deterministic simulator and scaling planner for distributed training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stepcast 0.1.0"));
+  app.footer(stepcast::cli::kExitCodesHelp);
 
-  bool presets_json = false;
-  CLI::App* presets = app.add_subcommand("presets", "List model, GPU and cluster presets");
-  presets->add_flag("--json", presets_json, "Print JSON");
-
-  std::string estimate_path;
-  bool estimate_json = false;
-  CLI::App* est = app.add_subcommand(
-      "estimate", "Closed-form estimate: parameters, FLOPs, memory per rank, step time, MFU");
-  est->add_option("SCENARIO", estimate_path, "Scenario JSON file")->required();
-  est->add_flag("--json", estimate_json, "Print the JSON report");
+  std::vector<stepcast::cli::Command> commands;
+  commands.push_back(stepcast::cli::add_presets(app));
+  commands.push_back(stepcast::cli::add_estimate(app));
 
   std::string validate_path;
   bool validate_json = false;
@@ -198,8 +171,9 @@ int run(int argc, char** argv) {
   if (planc->parsed()) return stepcast::cli::cmd_plan(plan_args);
   if (diagc->parsed()) return stepcast::cli::cmd_diagnose(diag_args);
   if (cmpc->parsed()) return stepcast::cli::cmd_compare(cmp_args);
-  if (presets->parsed()) return cmd_presets(presets_json);
-  if (est->parsed()) return cmd_estimate(estimate_path, estimate_json);
+  for (const stepcast::cli::Command& c : commands) {
+    if (c.sub->parsed()) return c.run();
+  }
   if (val->parsed()) return stepcast::cli::cmd_validate(validate_path, validate_json, validate_scenarios);
   return kExitInput;
 }

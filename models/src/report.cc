@@ -55,6 +55,10 @@ std::string seconds(double s) {
 }  // namespace
 
 std::string estimate_report_json(const Scenario& s, const Estimate& e) {
+  return estimate_report_value(s, e).dump(2) + "\n";
+}
+
+nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& e) {
   nlohmann::ordered_json j;
   j["format"] = 1;
   j["scenario"] = s.name;
@@ -102,7 +106,7 @@ std::string estimate_report_json(const Scenario& s, const Estimate& e) {
   j["seed"] = s.seed;
   j["network"] = s.network;
   j["notes"] = e.notes;
-  return j.dump(2) + "\n";
+  return j;
 }
 
 std::string estimate_report_text(const Scenario& s, const Estimate& e) {

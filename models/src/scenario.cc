@@ -424,6 +424,9 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
                                "is out of range (1 to {})",
                                p.microbatch, p.dp, p.global_batch, kMaxGlobalBatch)};
     }
+    s.notes.push_back(fmt::format("plan.global_batch is not given: it is taken as microbatch x dp = {} x {} = {} "
+                                  "sequences, so it changes with the GPU count",
+                                  p.microbatch, p.dp, p.global_batch));
   }
   if (s.name.empty()) s.name = s.model.name + " on " + std::to_string(s.cluster.world()) + " x " + s.cluster.gpu.name;
   auto errors = layout_errors(s.model, s.cluster, p, s.workload);

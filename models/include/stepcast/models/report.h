@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/scenario.h"
 
@@ -11,6 +13,8 @@ namespace stepcast {
 
 // One JSON object (format 1), newline-terminated, fields in the documented order.
 std::string estimate_report_json(const Scenario& scenario, const Estimate& estimate);
+// The same report as a JSON value (what estimate_report_json prints).
+nlohmann::ordered_json estimate_report_value(const Scenario& scenario, const Estimate& estimate);
 
 // The human-readable estimate: parameters, FLOPs, memory table by part with the fit
 // verdict, step-time breakdown, tokens/s and MFU (with the FLOP convention).

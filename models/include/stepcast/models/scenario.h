@@ -28,6 +28,9 @@ struct Scenario {
   std::optional<SearchSpec> search;  // "search": constraints of `stepcast plan` (search.h)
   std::string expect_json;           // the "expect" object, compact JSON; "" when absent
   std::optional<Calibration> calibration;  // "calibration", already applied to `cluster`
+  // Defaults the loader chose that change a result and that a user may not expect, one
+  // sentence each (e.g. a global batch derived from the GPU count); reports print them.
+  std::vector<std::string> notes;
 };
 
 struct LoadOptions {
