@@ -70,7 +70,7 @@ TEST_F(CliOutput, CheckNamesAnUnknownExpectationWithTheClosestField) {
   const std::string path = write("typo.json", R"({"format": 1, "model": "llama3-70b",
     "cluster": {"preset": "dgx-h100", "nodes": 8},
     "plan": {"tp": 8, "pp": 4, "microbatch": 1, "global_batch": 64}, "workload": {"seq_len": 8192},
-    "expect": {"step_time": {"max": 100}, "fits": true}})");
+    "expect": {"step_time": {"max": 100}}})");
   const Outcome r = run({"check", path});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "FAIL  " + path +
