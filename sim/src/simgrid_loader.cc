@@ -71,8 +71,7 @@ Plugin load_plugin() {
   std::string list;
   for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
   p.error = fmt::format("network \"simgrid\": cannot load {} (tried {}): {}", kSimgridPluginName,
-                        tried.empty() ? "no directory" : list,
-                        first_error.empty() ? last_error : first_error);
+                        tried.empty() ? "no directory" : list, first_error.empty() ? last_error : first_error);
   return p;
 }
 
@@ -116,9 +115,10 @@ Result<std::unique_ptr<NetworkBackend>> make_simgrid_backend(const ClusterSpec& 
   args.options = &options;
   std::unique_ptr<NetworkBackend> backend(p.create(&args));
   if (backend == nullptr) {
-    return Error{fmt::format("network \"simgrid\": the plugin {} refused to create a backend (a plugin from "
-                             "another stepcast build? ABI {} expected)",
-                             kSimgridPluginName, kSimgridPluginAbi)};
+    return Error{
+        fmt::format("network \"simgrid\": the plugin {} refused to create a backend (a plugin from "
+                    "another stepcast build? ABI {} expected)",
+                    kSimgridPluginName, kSimgridPluginAbi)};
   }
   return backend;
 }
