@@ -9,7 +9,10 @@
 #include <fmt/format.h>
 
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/diagnose.h"
+#include "stepcast/analysis/compare.h"
+#include "stepcast/analysis/diagnose.h"
+#include "stepcast/analysis/trace.h"
+#include "stepcast/sim/incident.h"
 #include "stepcast/sim/run.h"
 
 namespace stepcast::cli {
@@ -33,7 +36,7 @@ std::optional<std::string> read_file(const std::string& path) {
 }
 
 std::optional<int> checked_steps(const std::optional<int>& steps, std::string& error) {
-  const int n = steps.value_or(sim::kDiagnoseSteps);
+  const int n = steps.value_or(analysis::kDiagnoseSteps);
   if (n < 1 || n > 10000) {
     error = fmt::format("--steps: {} is out of range (1 to 10000)", n);
     return std::nullopt;
@@ -46,12 +49,12 @@ std::optional<int> checked_steps(const std::optional<int>& steps, std::string& e
 int cmd_diagnose(const DiagnoseArgs& a) {
   const auto text = read_file(a.input);
   if (!text) return input_error(fmt::format("{}: cannot read the file", a.input));
-  sim::Diagnosis d;
-  if (sim::looks_like_trace(*text)) {
+  analysis::Diagnosis d;
+  if (analysis::looks_like_trace(*text)) {
     if (a.steps) std::fprintf(stderr, "stepcast: note: --steps is ignored for a trace (it has its own steps)\n");
-    auto trace = sim::read_trace(*text);
+    auto trace = analysis::read_trace(*text);
     if (!trace.ok()) return input_error(fmt::format("{}: {}", a.input, trace.error().message));
-    d = sim::diagnose_trace(*trace);
+    d = analysis::diagnose_trace(*trace);
     d.source = a.input;
   } else {
     std::string why;
@@ -63,7 +66,7 @@ int cmd_diagnose(const DiagnoseArgs& a) {
     if (!r.ok()) return input_error(r.error().message);
     d = std::move(r).value();
   }
-  std::cout << (a.json ? sim::diagnosis_json(d) : sim::diagnosis_text(d));
+  std::cout << (a.json ? analysis::diagnosis_json(d) : analysis::diagnosis_text(d));
   return d.problem() ? kExitProblem : kExitOk;
 }
 
@@ -71,7 +74,7 @@ int cmd_compare(const CompareArgs& a) {
   std::string why;
   const auto steps = checked_steps(a.steps, why);
   if (!steps) return input_error(why);
-  sim::CompareSide sides[2];
+  analysis::CompareSide sides[2];
   const std::string* paths[2] = {&a.a, &a.b};
   for (int i = 0; i < 2; ++i) {
     const std::string& path = *paths[i];
@@ -83,7 +86,7 @@ int cmd_compare(const CompareArgs& a) {
       sides[i] = std::move(side).value();
       continue;
     }
-    if (sim::looks_like_trace(*text)) {
+    if (analysis::looks_like_trace(*text)) {
       return input_error(fmt::format("{}: a trace; compare needs scenarios or measured runs (measured.json of "
                                      "stepcast execute: they give the batch and the work per GPU); diagnose reads traces",
                                      path));
@@ -98,8 +101,8 @@ int cmd_compare(const CompareArgs& a) {
     }
     sides[i] = std::move(side).value();
   }
-  const sim::Comparison c = sim::compare(sides[0], sides[1]);
-  std::cout << (a.json ? sim::comparison_json(c) : sim::comparison_text(c));
+  const analysis::Comparison c = analysis::compare(sides[0], sides[1]);
+  std::cout << (a.json ? analysis::comparison_json(c) : analysis::comparison_text(c));
   return kExitOk;
 }
 

@@ -11,7 +11,7 @@ namespace stepcast::cli {
 struct DiagnoseArgs {
   std::string input;          // scenario or trace file
   bool json = false;
-  std::optional<int> steps;   // scenarios only; default sim::kDiagnoseSteps
+  std::optional<int> steps;   // scenarios only; default analysis::kDiagnoseSteps
 };
 // Exit 0 healthy, 1 a problem found or the run hangs, 2 bad input.
 int cmd_diagnose(const DiagnoseArgs& args);
@@ -19,7 +19,7 @@ int cmd_diagnose(const DiagnoseArgs& args);
 struct CompareArgs {
   std::string a, b;           // scenario files
   bool json = false;
-  std::optional<int> steps;   // default sim::kDiagnoseSteps
+  std::optional<int> steps;   // default analysis::kDiagnoseSteps
 };
 // Exit 0, 1 when either run hangs, 2 bad input.
 int cmd_compare(const CompareArgs& args);

@@ -17,9 +17,11 @@
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/timeline.h"
-#include "stepcast/sim/analysis.h"
+#include "stepcast/analysis/breakdown.h"
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/sim/backend.h"
-#include "stepcast/sim/diagnose.h"
+#include "stepcast/analysis/diagnose.h"
+#include "stepcast/sim/incident.h"
 #include "stepcast/sim/engine.h"
 #include "stepcast/sim/run.h"
 
@@ -70,8 +72,8 @@ int cmd_simulate(const SimulateArgs& a) {
     std::fprintf(stderr, "stepcast: %s\n", r.out.deadlock_report.c_str());
     return 1;
   }
-  std::cout << (a.json ? sim::simulate_report_json(*s, r.program, r.summary, r.full, a.steps)
-                       : sim::simulate_report_text(*s, r.program, r.summary, r.full, a.steps));
+  std::cout << (a.json ? analysis::simulate_report_json(*s, r.program, r.summary, r.full, a.steps)
+                       : analysis::simulate_report_text(*s, r.program, r.summary, r.full, a.steps));
   return 0;
 }
 
@@ -170,7 +172,7 @@ int cmd_check(const std::vector<std::string>& paths) {
     // they and checkpoint contents also get the fields of `stepcast diagnose`.
     const bool perturbed = s->faults.perturb.any();
     const bool diagnosed = perturbed || s->checkpoint.has_value();
-    const int steps = perturbed ? sim::kDiagnoseSteps : 1;
+    const int steps = perturbed ? analysis::kDiagnoseSteps : 1;
     const auto run = run_simulation(*s, false, steps, false);
     if (!run.ok()) {
       std::cout << "ERROR " << f << ": " << run.error().message << "\n";
@@ -186,7 +188,7 @@ int cmd_check(const std::vector<std::string>& paths) {
     }
     nlohmann::json report = nlohmann::json::object();
     if (!r.out.deadlock) {
-      report = nlohmann::json::parse(sim::simulate_report_json(*s, r.program, r.summary, r.full, steps));
+      report = nlohmann::json::parse(analysis::simulate_report_json(*s, r.program, r.summary, r.full, steps));
       // Fields only the closed form reports (e.g. params_active, hfu) come from it.
       const nlohmann::json closed = nlohmann::json::parse(estimate_report_json(*s, estimate(*s)));
       for (auto it = closed.begin(); it != closed.end(); ++it) {
@@ -205,7 +207,7 @@ int cmd_check(const std::vector<std::string>& paths) {
       for (auto it = campaign->begin(); it != campaign->end(); ++it) report[it.key()] = it.value();
     }
     if (diagnosed) {
-      const nlohmann::json d = nlohmann::json::parse(sim::diagnosis_json(sim::diagnose_run(*s, r)));
+      const nlohmann::json d = nlohmann::json::parse(analysis::diagnosis_json(sim::diagnose_run(*s, r)));
       for (const char* key : {"healthy", "hang", "mismatch", "outlier_ranks", "stalling_hosts", "resume_missing"}) {
         if (d.contains(key)) report[key] = d[key];
       }
