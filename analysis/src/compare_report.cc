@@ -18,7 +18,7 @@ void header(const Comparison& c, std::string& o) {
   auto line = [&](const std::string& x) { o += x + "\n"; };
   const CompareSide &a = c.a, &b = c.b;
   const bool same_steps = a.steps == b.steps;
-  line(same_steps ? fmt::format("stepcast compare (means of {} steps)", a.steps)
+  line(same_steps ? fmt::format("stepcast compare (means of {} step{})", a.steps, a.steps == 1 ? "" : "s")
                   : std::string("stepcast compare (means over each side's own steps)"));
   for (const CompareSide* s : {&a, &b}) {
     const std::string steps = same_steps ? "" : fmt::format(", {} step{}", s->steps, s->steps == 1 ? "" : "s");

@@ -66,6 +66,11 @@ TEST(Compare, EachSideSaysItsOwnStepCount) {
       << text;
 }
 
+TEST(Compare, OneStepIsNotPlural) {
+  const std::string text = analysis::comparison_text(analysis::compare(side("a", 4, 1.0, 1), side("b", 8, 1.0, 1)));
+  EXPECT_EQ(text.rfind("stepcast compare (means of 1 step)\n", 0), 0u) << text;
+}
+
 TEST(Compare, CpuRanksAreNotCalledGpus) {
   // A measured run of the cpu_mpi backend: its ranks are processes, not GPUs.
   analysis::CompareSide b = side("b (measured)", 4, 1.0, 3);
