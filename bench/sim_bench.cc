@@ -8,7 +8,7 @@
 
 #include "stepcast/models/lower.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/analysis.h"
+#include "stepcast/analysis/breakdown.h"
 #include "stepcast/sim/backend.h"
 #include "stepcast/sim/engine.h"
 #include "stepcast/sim/run.h"

@@ -5,7 +5,10 @@
 #include "execute.h"
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/diagnose.h"
+#include "stepcast/analysis/compare.h"
+#include "stepcast/analysis/diagnose.h"
+#include "stepcast/analysis/trace.h"
+#include "stepcast/sim/incident.h"
 
 namespace stepcast::cli {
 
@@ -18,7 +21,7 @@ struct CompareArgs {
 };
 
 std::optional<int> checked_steps(const std::optional<int>& steps, std::string& error) {
-  const int n = steps.value_or(sim::kDiagnoseSteps);
+  const int n = steps.value_or(analysis::kDiagnoseSteps);
   if (n < 1 || n > 10000) {
     error = fmt::format("--steps: {} is out of range (1 to 10000)", n);
     return std::nullopt;
@@ -30,7 +33,7 @@ int run_compare_legacy(const CompareArgs& a) {
   std::string why;
   const auto steps = checked_steps(a.steps, why);
   if (!steps) return input_error(why);
-  sim::CompareSide sides[2];
+  analysis::CompareSide sides[2];
   const std::string* paths[2] = {&a.a, &a.b};
   for (int i = 0; i < 2; ++i) {
     const std::string& path = *paths[i];
@@ -42,7 +45,7 @@ int run_compare_legacy(const CompareArgs& a) {
       sides[i] = std::move(side).value();
       continue;
     }
-    if (sim::looks_like_trace(*text)) {
+    if (analysis::looks_like_trace(*text)) {
       return input_error(fmt::format("{}: a trace; compare needs scenarios or measured runs (measured.json of "
                                      "stepcast execute: they give the batch and the work per GPU); diagnose reads traces",
                                      path));
@@ -57,8 +60,8 @@ int run_compare_legacy(const CompareArgs& a) {
     }
     sides[i] = std::move(side).value();
   }
-  const sim::Comparison c = sim::compare(sides[0], sides[1]);
-  return print(a.json ? sim::comparison_json(c) : sim::comparison_text(c));
+  const analysis::Comparison c = analysis::compare(sides[0], sides[1]);
+  return print(a.json ? analysis::comparison_json(c) : analysis::comparison_text(c));
 }
 
 }  // namespace

@@ -368,10 +368,10 @@ bool looks_like_measurement(const std::string& text) {
   return head.find("\"kind\": \"stepcast-measurement\"") != std::string::npos;
 }
 
-Result<sim::CompareSide> measured_compare_side(const std::string& path) {
+Result<analysis::CompareSide> measured_compare_side(const std::string& path) {
   auto l = load_measurement(path);
   if (!l.ok()) return l.error();
-  return sim::compare_side_measured(l->sc, l->prog, l->m.timeline, l->sc.name + " (measured)");
+  return analysis::compare_side_measured(l->sc, l->prog, l->m.timeline, l->sc.name + " (measured)");
 }
 
 int cmd_calibrate(const CalibrateArgs& a) {

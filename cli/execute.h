@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "stepcast/models/result.h"
-#include "stepcast/sim/diagnose.h"
+#include "stepcast/analysis/compare.h"
 
 namespace stepcast::cli {
 
@@ -47,6 +47,6 @@ int cmd_calibrate(const CalibrateArgs& args);
 bool looks_like_measurement(const std::string& text);
 // `compare` of a measured run: its side, labelled "<scenario name> (measured)". Errors
 // name the file (exit 2).
-Result<sim::CompareSide> measured_compare_side(const std::string& path);
+Result<analysis::CompareSide> measured_compare_side(const std::string& path);
 
 }  // namespace stepcast::cli

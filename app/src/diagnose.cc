@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "stepcast/app/scenario_input.h"
+#include "stepcast/analysis/trace.h"
 #include "stepcast/models/json_reader.h"
+#include "stepcast/sim/incident.h"
 
 namespace stepcast::app {
 
@@ -19,11 +21,11 @@ Result<DiagnoseReport> run_diagnose(const DiagnoseRequest& request) {
   auto text = reader::read_input_file(request.path, kMaxTraceBytes);
   if (!text.ok()) return text.error();
   DiagnoseReport r;
-  if (sim::looks_like_trace(*text)) {
+  if (analysis::looks_like_trace(*text)) {
     if (request.steps) r.note = "--steps is ignored for a trace (it has its own steps)";
-    auto trace = sim::read_trace(*text);
+    auto trace = analysis::read_trace(*text);
     if (!trace.ok()) return Error{reader::prefix_lines(request.path, trace.error().message)};
-    r.diagnosis = sim::diagnose_trace(*trace);
+    r.diagnosis = analysis::diagnose_trace(*trace);
     r.diagnosis.source = request.path;
     return r;
   }
@@ -37,14 +39,14 @@ Result<DiagnoseReport> run_diagnose(const DiagnoseRequest& request) {
   return r;
 }
 
-std::string diagnose_text(const DiagnoseReport& r) { return sim::diagnosis_text(r.diagnosis); }
+std::string diagnose_text(const DiagnoseReport& r) { return analysis::diagnosis_text(r.diagnosis); }
 
-std::string diagnose_json(const DiagnoseReport& r) { return sim::diagnosis_json(r.diagnosis); }
+std::string diagnose_json(const DiagnoseReport& r) { return analysis::diagnosis_json(r.diagnosis); }
 
 Fields diagnose_fields(const Scenario& scenario, const sim::RunResult& run) {
-  const Fields all = Fields::of(nlohmann::ordered_json::parse(sim::diagnosis_json(sim::diagnose_run(scenario, run))));
+  const Fields all = Fields::of(analysis::diagnosis_value(sim::diagnose_run(scenario, run)));
   Fields f;
-  for (const char* key : {"healthy", "hang", "mismatch", "outlier_ranks", "stalling_hosts", "resume_missing"}) {
+  for (const char* key : {"healthy", "hang", "mismatch", "outlier_ranks", "stalling_hosts", "slow_link_ranks", "resume_missing"}) {
     if (const nlohmann::json* v = all.find(key)) f.set(key, *v);
   }
   return f;

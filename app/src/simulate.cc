@@ -5,7 +5,7 @@
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/timeline.h"
-#include "stepcast/sim/analysis.h"
+#include "stepcast/analysis/simulate_report.h"
 
 namespace stepcast::app {
 
@@ -37,23 +37,18 @@ std::string with_notes(std::string text, const Scenario& s) {
 }  // namespace
 
 std::string simulate_text(const SimulateReport& r) {
-  return with_notes(sim::simulate_report_text(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps),
+  return with_notes(analysis::simulate_report_text(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps),
                     r.scenario);
 }
 
 std::string simulate_json(const SimulateReport& r) {
-  if (r.scenario.notes.empty()) {
-    return sim::simulate_report_json(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps);
-  }
-  auto j = nlohmann::ordered_json::parse(
-      sim::simulate_report_json(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps));
-  j["notes"] = r.scenario.notes;
+  auto j = analysis::simulate_report_value(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps);
+  if (!r.scenario.notes.empty()) j["notes"] = r.scenario.notes;
   return j.dump(2) + "\n";
 }
 
 Fields simulate_fields(const SimulateReport& r) {
-  Fields f = Fields::of(nlohmann::ordered_json::parse(
-      sim::simulate_report_json(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps)));
+  Fields f = Fields::of(analysis::simulate_report_value(r.scenario, r.run.program, r.run.summary, r.run.full, r.steps));
   f.merge(Fields::of(estimate_report_value(r.scenario, estimate(r.scenario))), /*replace=*/false);
   return f;
 }

@@ -379,6 +379,8 @@ std::optional<std::string> prescan(std::string_view text) {
 
 }  // namespace
 
+std::optional<std::string> precheck_document(std::string_view text) { return prescan(text); }
+
 Result<json> parse_document(std::string_view text) {
   if (auto bad = prescan(text)) return Error{*bad};
   // The parser's callback tracks the JSON path of the value being read, so that a number

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/analysis/breakdown.h"
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/program.h"
 #include "stepcast/planner/goodput.h"
@@ -550,7 +551,7 @@ std::optional<std::string> simulate_candidate(const Context& x, const World& w, 
                          c.closed.mfu * c.closed.step_time_s / step);
   c.engine_memory_bytes = 0;
   c.engine_stage = 0;
-  for (const sim::RankBreakdown& b : run->summary.ranks) {
+  for (const analysis::RankBreakdown& b : run->summary.ranks) {
     if (b.peak_bytes > c.engine_memory_bytes) {
       c.engine_memory_bytes = b.peak_bytes;
       c.engine_stage = b.stage;

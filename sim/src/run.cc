@@ -60,7 +60,7 @@ Result<RunResult> run_scenario(const Scenario& s, const RunOptions& o) {
   eo.record_memory = o.record_memory;
   eo.perturb = perturb.get();
   r.out = simulate(r.program, *backend, eo);
-  if (!r.out.deadlock) r.summary = analyze(r.program, r.out.timeline);
+  if (!r.out.deadlock) r.summary = analysis::analyze(r.program, r.out.timeline);
   return r;
 }
 

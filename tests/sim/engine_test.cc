@@ -20,7 +20,8 @@
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/timeline.h"
-#include "stepcast/sim/analysis.h"
+#include "stepcast/analysis/breakdown.h"
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/sim/backend.h"
 
 namespace stepcast {
@@ -31,7 +32,7 @@ namespace {
 struct Simulated {
   Program program;
   sim::SimOutput out;
-  sim::SimSummary summary;
+  analysis::SimSummary summary;
 };
 
 Simulated run(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
@@ -45,7 +46,7 @@ Simulated run(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Wor
   opt.steps = steps;
   r.out = sim::simulate(r.program, backend, opt);
   EXPECT_FALSE(r.out.deadlock) << r.out.deadlock_report;
-  if (!r.out.deadlock) r.summary = sim::analyze(r.program, r.out.timeline);
+  if (!r.out.deadlock) r.summary = analysis::analyze(r.program, r.out.timeline);
   return r;
 }
 Simulated run(const Scenario& s, bool full = false, int steps = 1) {
@@ -67,8 +68,8 @@ Scenario shipped_scenario() {
 // Breakdown seconds back to the integer nanoseconds they were summed from.
 std::int64_t ns(double seconds) { return std::llround(seconds * 1e9); }
 
-const sim::RankBreakdown& stage_rank(const Simulated& r, int stage) {
-  for (const sim::RankBreakdown& b : r.summary.ranks) {
+const analysis::RankBreakdown& stage_rank(const Simulated& r, int stage) {
+  for (const analysis::RankBreakdown& b : r.summary.ranks) {
     if (b.stage == stage) return b;
   }
   ADD_FAILURE() << "no rank of stage " << stage;
@@ -147,7 +148,7 @@ TEST(Engine, SingleGpuStepIsTheSumOfItsComputeOps) {
   ASSERT_EQ(r.out.timeline.step_end.size(), 1u);
   EXPECT_EQ(r.out.timeline.step_end[0].ns(), sum);
   // The breakdown has nothing else either.
-  const sim::RankBreakdown& b = r.summary.ranks[0];
+  const analysis::RankBreakdown& b = r.summary.ranks[0];
   EXPECT_EQ(ns(b.compute) + ns(b.optimizer) + ns(b.input), sum);
   EXPECT_EQ(ns(b.input), SimTime::from_s(0.0125).ns());
   EXPECT_EQ(b.exposed_comm() + b.bubble + b.wait, 0.0);
@@ -205,7 +206,7 @@ TEST(Engine, OneFOneBAndGpipeBubbleIsPMinus1OverMPlusPMinus1) {
     for (int s = 1; s < 4; ++s) EXPECT_EQ(compute_ns(r.program, s, false), stage_work) << "stage " << s;
     ASSERT_EQ(stage_work % 8, 0);
     const std::int64_t t = stage_work / 8;
-    const sim::RankBreakdown& b = stage_rank(r, 0);
+    const analysis::RankBreakdown& b = stage_rank(r, 0);
     const std::int64_t step = r.out.timeline.step_end[0].ns();
     EXPECT_EQ(step - ns(b.optimizer), 11 * t);
     EXPECT_EQ(ns(b.bubble), 3 * t);
@@ -223,7 +224,7 @@ TEST(Engine, MoreMicrobatchesShrinkThe1F1BBubbleShare) {
   for (const std::int64_t mb : {4, 16}) {
     const Simulated r = run(m, c, pipeline_plan(Schedule::kOneFOneB, 1, mb), kPipelineWorkload);
     const std::int64_t t = compute_ns(r.program, 0, false) / mb;
-    const sim::RankBreakdown& b = stage_rank(r, 0);
+    const analysis::RankBreakdown& b = stage_rank(r, 0);
     EXPECT_EQ(ns(b.bubble), 3 * t) << "m = " << mb;
     EXPECT_EQ(r.out.timeline.step_end[0].ns() - ns(b.optimizer), (mb + 3) * t) << "m = " << mb;
   }
@@ -241,7 +242,7 @@ TEST(Engine, InterleavedBubbleIsPMinus1OverVStageTimes) {
   ASSERT_EQ(compute_ns(r.program, 0, false), compute_ns(plain.program, 0, false));
   const std::int64_t t = compute_ns(r.program, 0, false) / 8;
   ASSERT_EQ(t % 2, 0);  // two identical chunks
-  const sim::RankBreakdown& b = stage_rank(r, 0);
+  const analysis::RankBreakdown& b = stage_rank(r, 0);
   EXPECT_EQ(ns(b.bubble), 3 * t / 2);
   EXPECT_EQ(r.out.timeline.step_end[0].ns() - ns(b.optimizer), 8 * t + 3 * t / 2);
   EXPECT_EQ(ns(stage_rank(plain, 0).bubble), 2 * ns(b.bubble));
@@ -275,8 +276,8 @@ TEST(Engine, InterleavedReceivesPostedAheadHideTheirTransfers) {
     EXPECT_EQ(recvs, stage == 0 || stage == s.plan.pp - 1 ? 3 * 16 : 4 * 16) << stage;
   }
   // Same work, less exposed p2p; the step is not slower.
-  const sim::RankBreakdown& a = on.summary.ranks[on.summary.critical];
-  const sim::RankBreakdown& b = off.summary.ranks[off.summary.critical];
+  const analysis::RankBreakdown& a = on.summary.ranks[on.summary.critical];
+  const analysis::RankBreakdown& b = off.summary.ranks[off.summary.critical];
   EXPECT_EQ(a.compute, b.compute);
   EXPECT_LT(a.pp, 0.25 * b.pp);
   EXPECT_LT(on.summary.step_time_s, off.summary.step_time_s);
@@ -318,14 +319,14 @@ TEST(Engine, UnoverlappedGradientAllReduceIsFullyExposedAndOverlapLeavesTheLastB
 
   p.overlap_grad_reduce = false;
   const Simulated serial = run(m, c, p, w);
-  const sim::RankBreakdown& bs = serial.summary.ranks[0];
+  const analysis::RankBreakdown& bs = serial.summary.ranks[0];
   EXPECT_EQ(ns(bs.dp), all_reduce.ns());
   // The closed form charges the same tail (pp = 1: no drain slack).
   EXPECT_EQ(ns(bs.dp), ns(estimate(m, c, p, w).exposed.dp));
 
   p.overlap_grad_reduce = true;
   const Simulated overlapped = run(m, c, p, w);
-  const sim::RankBreakdown& bo = overlapped.summary.ranks[0];
+  const analysis::RankBreakdown& bo = overlapped.summary.ranks[0];
   EXPECT_EQ(ns(bo.dp), last_bucket.ns());
   EXPECT_LT(bo.dp, bs.dp);
   EXPECT_EQ(serial.out.timeline.step_end[0] - overlapped.out.timeline.step_end[0], all_reduce - last_bucket);
@@ -335,7 +336,7 @@ TEST(Engine, UnoverlappedGradientAllReduceIsFullyExposedAndOverlapLeavesTheLastB
 
 // --- 4. representative vs full -----------------------------------------------------------
 
-void expect_same_breakdown(const sim::RankBreakdown& a, const sim::RankBreakdown& b, const char* label) {
+void expect_same_breakdown(const analysis::RankBreakdown& a, const analysis::RankBreakdown& b, const char* label) {
   EXPECT_EQ(a.stage, b.stage) << label;
   EXPECT_EQ(a.compute, b.compute) << label << " rank " << b.rank;
   EXPECT_EQ(a.optimizer, b.optimizer) << label << " rank " << b.rank;
@@ -370,7 +371,7 @@ TEST(Engine, RepresentativeAndFullModesAgreeExactlyWhenNoRankIsPerturbed) {
     ASSERT_EQ(rep.summary.ranks.size(), static_cast<std::size_t>(k.s.plan.pp)) << k.label;
     ASSERT_EQ(full.summary.ranks.size(), static_cast<std::size_t>(k.s.plan.world())) << k.label;
     EXPECT_EQ(rep.out.timeline.step_end, full.out.timeline.step_end) << k.label;
-    for (const sim::RankBreakdown& b : full.summary.ranks) {
+    for (const analysis::RankBreakdown& b : full.summary.ranks) {
       expect_same_breakdown(rep.summary.ranks[static_cast<std::size_t>(b.stage)], b, k.label);
       EXPECT_EQ(b.wait, 0.0) << k.label;
       // The parts cover the step.
@@ -435,7 +436,7 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
         << k.label << ": engine " << r.summary.step_time_s << " s, closed form " << e.step_time_s << " s";
     // The compute of the critical rank is the same sum of per-op costs (to ns rounding:
     // one rounding per op).
-    const sim::RankBreakdown& c = r.summary.ranks[r.summary.critical];
+    const analysis::RankBreakdown& c = r.summary.ranks[r.summary.critical];
     EXPECT_NEAR(c.compute, e.breakdown.compute, 1e-3 * e.breakdown.compute) << k.label;
     // FSDP: the exposed gathers and reduce-scatters themselves agree (DP 14.0 vs 14.0 ms and
     // 1087 vs 1137 ms; charging one gather per pass and direction gave 9.4 and 759 ms).
@@ -474,7 +475,7 @@ TEST(Engine, TpCommOverlapStepMatchesTheClosedForm) {
     const Estimate e = estimate(k.s);
     EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.006)
         << k.label << ": engine " << r.summary.step_time_s << " s, closed form " << e.step_time_s << " s";
-    const sim::RankBreakdown& c = r.summary.ranks[r.summary.critical];
+    const analysis::RankBreakdown& c = r.summary.ranks[r.summary.critical];
     EXPECT_NEAR(c.compute, e.breakdown.compute, 1e-3 * e.breakdown.compute) << k.label;
     EXPECT_NEAR(c.tp, e.exposed.tp, 0.02 * e.exposed.tp + 1e-4) << k.label;
   }
@@ -549,8 +550,8 @@ TEST(Engine, SameProgramGivesByteIdenticalTraceAndReport) {
     const std::string trace_a = chrome_trace_json(a.program, a.out.timeline);
     EXPECT_GT(trace_a.size(), 1000u);
     EXPECT_EQ(trace_a, chrome_trace_json(b.program, b.out.timeline));
-    EXPECT_EQ(sim::simulate_report_json(s, a.program, a.summary, full, 1),
-              sim::simulate_report_json(s, b.program, b.summary, full, 1));
+    EXPECT_EQ(analysis::simulate_report_json(s, a.program, a.summary, full, 1),
+              analysis::simulate_report_json(s, b.program, b.summary, full, 1));
   }
 }
 
@@ -565,8 +566,8 @@ TEST(Engine, ShuffledScenarioKeysGiveByteIdenticalOutput) {
   const Simulated ra = run(a, true, 2);
   const Simulated rb = run(b, true, 2);
   EXPECT_EQ(chrome_trace_json(ra.program, ra.out.timeline), chrome_trace_json(rb.program, rb.out.timeline));
-  EXPECT_EQ(sim::simulate_report_json(a, ra.program, ra.summary, true, 2),
-            sim::simulate_report_json(b, rb.program, rb.summary, true, 2));
+  EXPECT_EQ(analysis::simulate_report_json(a, ra.program, ra.summary, true, 2),
+            analysis::simulate_report_json(b, rb.program, rb.summary, true, 2));
 }
 
 // --- 8. deadlock -----------------------------------------------------------------------------

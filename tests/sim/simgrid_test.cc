@@ -15,7 +15,7 @@
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/analysis.h"
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/sim/engine.h"
 #include "stepcast/sim/flows.h"
 #include "stepcast/sim/run.h"
@@ -213,7 +213,7 @@ TEST(Simgrid, ReportsAreByteIdenticalAcrossRuns) {
   std::string first;
   for (int i = 0; i < 2; ++i) {
     const sim::RunResult r = run(with_topology("fat-tree"), "simgrid");
-    const std::string json = sim::simulate_report_json(*s, r.program, r.summary, r.full, 1) +
+    const std::string json = analysis::simulate_report_json(*s, r.program, r.summary, r.full, 1) +
                              chrome_trace_json(r.program, r.out.timeline);
     if (i == 0) first = json;
     else EXPECT_EQ(json, first);

@@ -9,13 +9,13 @@
 #include "stepcast/app/fields.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/diagnose.h"
+#include "stepcast/analysis/diagnose.h"
 #include "stepcast/sim/run.h"
 
 namespace stepcast::app {
 
 // Steps `diagnose`, `compare` and `check` (scenarios with faults) simulate by default.
-inline constexpr int kDiagnoseSteps = sim::kDiagnoseSteps;
+inline constexpr int kDiagnoseSteps = analysis::kDiagnoseSteps;
 
 struct DiagnoseRequest {
   std::string path;              // a scenario, or a trace written by stepcast (--trace, execute)
@@ -23,7 +23,7 @@ struct DiagnoseRequest {
 };
 
 struct DiagnoseReport {
-  sim::Diagnosis diagnosis;
+  analysis::Diagnosis diagnosis;
   std::string note;              // e.g. "--steps is ignored for a trace"
   bool problem() const { return diagnosis.problem(); }
 };
@@ -32,7 +32,7 @@ Result<DiagnoseReport> run_diagnose(const DiagnoseRequest& request);
 
 std::string diagnose_text(const DiagnoseReport& report);
 std::string diagnose_json(const DiagnoseReport& report);
-// healthy, hang, mismatch, outlier_ranks, stalling_hosts, resume_missing of a simulated
+// healthy, hang, mismatch, outlier_ranks, stalling_hosts, slow_link_ranks, resume_missing of a simulated
 // run of `scenario` (what `check` may expect of a scenario with faults or a checkpoint).
 Fields diagnose_fields(const Scenario& scenario, const sim::RunResult& run);
 

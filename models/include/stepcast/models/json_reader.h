@@ -69,6 +69,10 @@ Result<std::string> read_input_file(const std::string& path, std::uint64_t max_b
 // a parse error or a number beyond a double's range is reported at its JSON path. The
 // message is the reason without a file name (callers prefix it).
 Result<json> parse_document(std::string_view text);
+// The checks parse_document makes before parsing (a NUL byte, an empty document, nesting
+// beyond kMaxDepth), for readers that parse in a stream (traces): the reason, or nullopt
+// when `text` passes them.
+std::optional<std::string> precheck_document(std::string_view text);
 
 class ObjectReader {
  public:

@@ -4,10 +4,10 @@
 
 #include <string>
 
+#include "stepcast/analysis/breakdown.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/analysis.h"
 #include "stepcast/sim/engine.h"
 
 namespace stepcast::sim {
@@ -22,7 +22,7 @@ struct RunOptions {
 struct RunResult {
   Program program;
   SimOutput out;
-  SimSummary summary;         // empty when out.deadlock
+  analysis::SimSummary summary;         // empty when out.deadlock
   bool full = false;          // the mode actually used
   std::string network;        // the backend actually used
   std::string note;           // why the mode was changed, if it was

@@ -1,20 +1,19 @@
-// Timeline analysis: per-rank breakdown of the step into compute, exposed communication
-// by kind, pipeline bubble, waiting for peers, optimizer and input; the critical rank;
-// memory peaks. Works on simulated and measured timelines alike.
+// The breakdown of a step: per rank, at every instant exactly one part applies (compute,
+// optimizer, input, exposed communication by kind, waiting for peers, bubble), so the
+// parts sum to the step time. Works on simulated and measured timelines alike; the trace
+// reader (trace.h) applies the same rules to a trace file.
 #pragma once
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "stepcast/models/program.h"
-#include "stepcast/models/scenario.h"
 #include "stepcast/models/timeline.h"
 
-namespace stepcast::sim {
+namespace stepcast::analysis {
 
-// Seconds per step (averaged over the simulated steps). At every instant of a rank's
+// Seconds per step (averaged over the analysed steps). At every instant of a rank's
 // step exactly one part applies, in this priority: an op on the compute stream
 // (optimizer, input, else compute); communication moving data (by kind: tp, cp, ep, pp,
 // dp); a collective waiting for late group members (wait); nothing (bubble: idle, e.g.
@@ -36,11 +35,16 @@ struct PartInterval {
   Part part = Part::kCompute;
 };
 // The breakdown of [0, end_ns) by the priority rules above (earlier Part wins; uncovered
-// time is bubble), divided by `steps`. Shared by analyze() and the trace reader.
+// time is bubble), divided by `steps`. Shared by analyze() and trace_breakdown().
+// REQUIRES: steps >= 1.
 RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterval>& intervals, std::int64_t end_ns,
                               int steps);
 // The Part of a communication op on `stream` while it moves data.
 Part transfer_part(Stream stream);
+
+// The mean over `ranks` of each part (rank = stage = -1, peak_bytes 0); all zero when
+// `ranks` is empty. Its parts sum to the mean step time when each rank's do.
+RankBreakdown mean_breakdown(const std::vector<RankBreakdown>& ranks);
 
 struct SimSummary {
   std::vector<double> step_times_s;  // each step's duration (global, max over ranks)
@@ -50,13 +54,8 @@ struct SimSummary {
   std::size_t peak = 0;              // index of the rank with the highest memory peak
 };
 
+// The summary of `timeline`, a run of `program` (every rank's stage indexes
+// program.roles). Empty `ranks` when the timeline has no step.
 SimSummary analyze(const Program& program, const Timeline& timeline);
 
-// The JSON report of reference/interfaces.md for a simulation (`ranks` in full mode).
-std::string simulate_report_json(const Scenario& scenario, const Program& program,
-                                 const SimSummary& summary, bool full, int steps);
-// The readable report.
-std::string simulate_report_text(const Scenario& scenario, const Program& program,
-                                 const SimSummary& summary, bool full, int steps);
-
-}  // namespace stepcast::sim
+}  // namespace stepcast::analysis
