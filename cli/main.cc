@@ -15,7 +15,6 @@
 #include "stepcast/models/presets.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
-#include "checkpoint.h"
 #include "commands.h"
 #include "execute.h"
 #include "validate.h"
@@ -24,7 +23,7 @@ namespace {
 
 using stepcast::cli::input_error;
 
-// Commands not yet moved to their own file and stepcast_app (validate, checkpoint).
+// Commands not yet moved to their own file and stepcast_app (validate).
 stepcast::cli::Command add_validate_legacy(CLI::App& app) {
   struct Args {
     std::string path, scenarios;
@@ -38,17 +37,6 @@ stepcast::cli::Command add_validate_legacy(CLI::App& app) {
   return {val, [a] { return stepcast::cli::cmd_validate(a->path, a->json, a->scenarios); }};
 }
 
-stepcast::cli::Command add_checkpoint_legacy(CLI::App& app) {
-  auto a = std::make_shared<stepcast::cli::CheckpointArgs>();
-  CLI::App* ckptc = app.add_subcommand(
-      "checkpoint", "Failure-aware checkpoint interval (Young, Daly, simulated), sync vs async, goodput");
-  ckptc->add_option("SCENARIO", a->scenario, "Scenario JSON file with faults.failures and workload.train_tokens")
-      ->required();
-  ckptc->add_flag("--json", a->json, "Print the JSON report");
-  ckptc->add_option("--csv", a->csv, "Write the interval sweep (goodput curve) as CSV to FILE");
-  ckptc->add_option("--runs", a->runs, "Monte Carlo runs per interval (default 64)");
-  return {ckptc, [a] { return stepcast::cli::cmd_checkpoint(*a); }};
-}
 using stepcast::cli::kExitInput;
 
 int run(int argc, char** argv) {
@@ -63,7 +51,7 @@ int run(int argc, char** argv) {
   commands.push_back(add_validate_legacy(app));
   commands.push_back(stepcast::cli::add_simulate(app));
   commands.push_back(stepcast::cli::add_check(app));
-  commands.push_back(add_checkpoint_legacy(app));
+  commands.push_back(stepcast::cli::add_checkpoint(app));
   commands.push_back(stepcast::cli::add_diagnose(app));
   commands.push_back(stepcast::cli::add_compare(app));
   commands.push_back(stepcast::cli::add_plan(app));

@@ -1,32 +1,59 @@
 #include "stepcast/app/checkpoint.h"
 
-#include "stepcast/sim/checkpoint_advice.h"
+#include <fmt/format.h>
+
+#include "stepcast/planner/checkpoint_report.h"
 
 namespace stepcast::app {
 
+Result<CheckpointReport> run_checkpoint(const CheckpointRequest& request) {
+  if (request.runs < 1 || request.runs > 10000) {
+    return Error{fmt::format("runs: {} is out of range (1 to 10000)", request.runs)};
+  }
+  auto s = load(request.scenario);
+  if (!s.ok()) return s.error();
+  const std::string name = request.scenario.path.empty() ? s->name : request.scenario.path;
+  // Input errors first (they name a field), before the engine runs.
+  if (auto e = planner::campaign_input_error(*s)) return Error{name + ": " + e->message};
+  CheckpointReport r{std::move(s).value(), std::nullopt, ""};
+  auto step = planner::engine_step_time_s(r.scenario);
+  if (!step.ok()) {
+    r.run_failure = step.error().message;
+    return r;
+  }
+  planner::AdviceOptions opt;
+  opt.runs = request.runs;
+  auto a = planner::advise_checkpoint(r.scenario, *step, opt);
+  if (!a.ok()) return Error{name + ": " + a.error().message};
+  r.advice = std::move(a).value();
+  return r;
+}
+
+std::string checkpoint_text(const CheckpointReport& r) { return planner::checkpoint_text(*r.advice, r.scenario); }
+
+std::string checkpoint_json(const CheckpointReport& r) { return planner::checkpoint_json(*r.advice, r.scenario); }
+
+std::string checkpoint_csv(const CheckpointReport& r) { return planner::checkpoint_csv(*r.advice); }
+
 Result<Fields> checkpoint_fields(const Scenario& s, double step_time_s) {
-  sim::AdviceOptions opt;
+  planner::AdviceOptions opt;
   opt.runs = 64;
-  auto a = sim::advise_checkpoint(s, step_time_s, opt);
+  auto a = planner::advise_checkpoint(s, step_time_s, opt);
   if (!a.ok()) return a.error();
-  const bool configured = a->configured.has_value();
-  const CheckpointMode mode = configured ? a->configured_mode : a->mode;
-  const sim::IntervalResult& at = configured ? *a->configured : a->recommended;
-  const sim::ModeAdvice& m = mode == CheckpointMode::kAsync ? a->async : a->sync;
-  const CheckpointCost& cost = mode == CheckpointMode::kAsync ? a->async_cost : a->sync_cost;
+  const planner::CheckpointCheckFields c = planner::checkpoint_check_fields(*a);
   Fields f;
-  f.set("goodput", at.sim.goodput.mean);
-  f.set("goodput_p10", at.sim.goodput.p10);
-  f.set("goodput_p90", at.sim.goodput.p90);
-  f.set("job_mtbf_h", a->mtbf_s / 3600.0);
-  f.set("checkpoint_interval_s", at.sim.interval_s);
-  f.set("checkpoint_interval_steps", at.sim.interval_steps);
-  f.set("checkpoint_mode", mode == CheckpointMode::kAsync ? "async" : "sync");
-  f.set("checkpoint_pause_s", cost.pause_s);
-  f.set("checkpoint_bytes", a->sync_cost.total_bytes);
-  f.set("time_to_train_h", at.sim.wall_s.mean / 3600.0);
-  f.set("young_interval_s", m.young_s);
-  f.set("daly_interval_s", m.daly_s);
+  f.set("goodput", c.goodput);
+  f.set("goodput_p10", c.goodput_p10);
+  f.set("goodput_p90", c.goodput_p90);
+  f.set("job_mtbf_h", c.job_mtbf_h);
+  f.set("checkpoint_interval_s", c.checkpoint_interval_s);
+  f.set("checkpoint_interval_steps", c.checkpoint_interval_steps);
+  f.set("checkpoint_mode", c.checkpoint_mode == CheckpointMode::kAsync ? "async" : "sync");
+  f.set("checkpoint_pause_s", c.checkpoint_pause_s);
+  f.set("checkpoint_bytes", c.checkpoint_bytes);
+  f.set("time_to_train_h", c.time_to_train_h);
+  f.set("young_interval_s", c.young_interval_s);
+  f.set("daly_interval_s", c.daly_interval_s);
   return f;
 }
 

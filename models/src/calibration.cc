@@ -23,6 +23,16 @@ std::vector<std::string> kind_names() {
   return v;
 }
 
+// Physical ranges of measured figures (docs/scenarios.md "Limits"): an efficiency of a
+// hundredth of the peak or less, a latency over a second or a bandwidth under 1 MB/s is a
+// broken measurement, and would make step times astronomically long.
+constexpr double kMinEfficiency = 0.01;
+constexpr double kMaxEfficiency = 10;
+constexpr double kMaxAlphaS = 1;
+constexpr double kMaxSecondsPerByte = 1e-6;
+// More collective fits than any calibration run writes (kinds x scopes = 12).
+constexpr std::size_t kMaxCollectiveFits = 1000;
+
 json quality_json(const FitQuality& q) { return json{{"points", q.points}, {"rms_relative", q.rms_relative}}; }
 
 void read_quality(detail::ObjectReader& r, FitQuality& q) {
@@ -113,9 +123,18 @@ Result<Calibration> parse_calibration(std::string_view text, const std::string& 
         return;
       }
       detail::ObjectReader p(*v, r.path_of(name), diag);
-      if (auto e = p.number("efficiency", 0, 10)) eff = *e;  // > 1: the spec understates the peak
+      // > 1: the spec understates the peak; 0: not measured (the spec's value stays).
+      if (auto e = p.number("efficiency", 0, kMaxEfficiency)) {
+        if (*e > 0 && *e < kMinEfficiency) {
+          diag.add(p.path_of("efficiency"),
+                   fmt::format("{} is outside the physical range (0 = not measured, or {} to {})",
+                               detail::describe(*p.raw("efficiency")), kMinEfficiency, kMaxEfficiency));
+        } else {
+          eff = *e;
+        }
+      }
       if (per_byte) {
-        if (auto b = p.number("s_per_byte", 0, 1)) *per_byte = *b;
+        if (auto b = p.number("s_per_byte", 0, kMaxSecondsPerByte)) *per_byte = *b;
       }
       if (const json* f = p.raw("fit"); f && f->is_object()) {
         detail::ObjectReader fr(*f, p.path_of("fit"), diag);
@@ -132,6 +151,9 @@ Result<Calibration> parse_calibration(std::string_view text, const std::string& 
   if (const json* cs = top.raw("collectives")) {
     if (!cs->is_array()) {
       diag.add(top.path_of("collectives"), "expected an array, got " + detail::describe(*cs));
+    } else if (cs->size() > kMaxCollectiveFits) {
+      diag.add(top.path_of("collectives"),
+               fmt::format("{} entries, more than the {} stepcast supports", cs->size(), kMaxCollectiveFits));
     } else {
       for (std::size_t i = 0; i < cs->size(); ++i) {
         const json& e = (*cs)[i];
@@ -150,8 +172,8 @@ Result<Calibration> parse_calibration(std::string_view text, const std::string& 
         if (auto s = r.choice("scope", {"intra_node", "inter_node"})) {
           cc.fit.scope = *s == "intra_node" ? CollScope::kIntraNode : CollScope::kInterNode;
         }
-        if (auto v = r.number("alpha_s", 0, 1e3)) cc.fit.alpha_s = *v;
-        if (auto v = r.number("beta_s_per_byte", 0, 1)) cc.fit.beta_s_per_byte = *v;
+        if (auto v = r.number("alpha_s", 0, kMaxAlphaS)) cc.fit.alpha_s = *v;
+        if (auto v = r.number("beta_s_per_byte", 0, kMaxSecondsPerByte)) cc.fit.beta_s_per_byte = *v;
         if (auto v = r.number("max_bytes", 0, 1e18)) cc.max_bytes = *v;
         r.ignore({"busbw_GBps"});
         if (const json* f = r.raw("fit"); f && f->is_object()) {

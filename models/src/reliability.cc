@@ -59,6 +59,27 @@ double job_failure_rate_per_h(const FailureSpec& f, const ClusterSpec& c) {
   return sum;
 }
 
+FailureEnv failure_env(const FailureSpec& f, const ClusterSpec& c) {
+  FailureEnv env;
+  for (FailureCause cause : kAllFailureCauses) {
+    env.cause_rate_per_h[static_cast<std::size_t>(cause)] = cause_failure_rate_per_h(f, c, cause);
+  }
+  const double rate_h = job_failure_rate_per_h(f, c);
+  env.job_rate_per_h = rate_h;
+  if (!(rate_h > 0)) return env;
+  env.failures = true;
+  env.mtbf_s = 3600.0 / rate_h;
+  double replace_share = 0;
+  for (FailureCause cause : kAllFailureCauses) {
+    const double share = env.cause_rate_per_h[static_cast<std::size_t>(cause)] / rate_h;
+    env.mean_detection_s += share * f.detection_of(cause);
+    if (failure_replaces_nodes(cause)) replace_share += share;
+  }
+  env.node_wait_s = f.spare_nodes == 0 ? replace_share * f.replace_node_h * 3600.0 : 0.0;
+  env.restart_s = env.mean_detection_s + env.node_wait_s + f.reschedule_s + f.init_s;
+  return env;
+}
+
 const char* state_part_name(StatePart p) {
   switch (p) {
     case StatePart::kModel: return "model";
@@ -215,9 +236,18 @@ double daly_interval_s(double delta_s, double mtbf_s) {
   return std::sqrt(2.0 * delta_s * mtbf_s) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) - delta_s;
 }
 
+double daly_segment_wall_s(double tau_s, double delta_s, double restart_s, double mtbf_s) {
+  // expm1 keeps the precision when (tau + delta) << M (rare failures).
+  return mtbf_s * std::exp(restart_s / mtbf_s) * std::expm1((tau_s + delta_s) / mtbf_s);
+}
+
 double daly_wall_time_s(double solve_s, double tau_s, double delta_s, double restart_s,
                         double mtbf_s) {
-  return mtbf_s * std::exp(restart_s / mtbf_s) * std::expm1((tau_s + delta_s) / mtbf_s) * solve_s / tau_s;
+  return daly_segment_wall_s(tau_s, delta_s, restart_s, mtbf_s) * solve_s / tau_s;
+}
+
+double daly_goodput(double tau_s, double delta_s, double restart_s, double mtbf_s) {
+  return 1.0 / (daly_segment_wall_s(tau_s, delta_s, restart_s, mtbf_s) / tau_s);
 }
 
 }  // namespace stepcast

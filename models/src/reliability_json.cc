@@ -153,12 +153,12 @@ std::optional<CheckpointSpec> read_checkpoint(const json& v, Diagnostics& diag) 
       diag.add(r.path_of("storage"), "expected an object, got " + describe(*st));
     } else {
       ObjectReader s(*st, r.path_of("storage"), diag);
-      c.write_GBps = s.number("write_GBps", 0, 1e6, false, true);
-      c.read_GBps = s.number("read_GBps", 0, 1e6, false, true);
+      c.write_GBps = physical(s, "write_GBps", kStorageGBpsRange);
+      c.read_GBps = physical(s, "read_GBps", kStorageGBpsRange);
       s.finish();
     }
   }
-  if (auto x = r.number("d2h_GBps", 0, 1e4, false, true)) c.d2h_GBps = *x;
+  if (auto x = physical(r, "d2h_GBps", kStorageGBpsRange)) c.d2h_GBps = *x;
   r.finish();
   if (diag.size() != before) return std::nullopt;
   return c;

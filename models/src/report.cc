@@ -1,5 +1,9 @@
 #include "stepcast/models/report.h"
 
+#include <cmath>
+#include <string_view>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
@@ -53,6 +57,57 @@ std::string seconds(double s) {
 }
 
 }  // namespace
+
+std::optional<Error> estimate_report_error(const Estimate& e) {
+  const std::pair<const char*, double> numbers[] = {
+      {"model_flops_per_step", e.model_flops_per_step},
+      {"hardware_flops_per_step", e.hardware_flops_per_step},
+      {"executed_flops_per_step", e.executed_flops_per_step},
+      {"step_time_s", e.step_time_s},
+      {"tokens_per_s", e.tokens_per_s},
+      {"mfu", e.mfu},
+      {"hfu", e.hfu},
+      {"breakdown_s.compute", e.breakdown.compute},
+      {"breakdown_s.exposed_comm", e.breakdown.exposed_comm},
+      {"breakdown_s.bubble", e.breakdown.bubble},
+      {"breakdown_s.wait", e.breakdown.wait},
+      {"breakdown_s.optimizer", e.breakdown.optimizer},
+      {"breakdown_s.input", e.breakdown.input},
+      {"exposed_comm_s.tp", e.exposed.tp},
+      {"exposed_comm_s.dp", e.exposed.dp},
+      {"exposed_comm_s.pp", e.exposed.pp},
+      {"exposed_comm_s.cp", e.exposed.cp},
+      {"exposed_comm_s.ep", e.exposed.ep},
+      {"memory_bytes.params", e.memory.params},
+      {"memory_bytes.grads", e.memory.grads},
+      {"memory_bytes.optimizer", e.memory.optimizer},
+      {"memory_bytes.activations", e.memory.activations},
+      {"memory_bytes.buffers", e.memory.buffers},
+      {"memory_bytes.total", e.memory.total},
+      {"memory_bytes.capacity", e.memory.capacity},
+      {"memory_bytes.usable", e.memory.usable},
+  };
+  for (const auto& [name, x] : numbers) {
+    // Byte counts are printed as int64 (whole()): beyond 9e18 bytes (8 EiB) they would wrap.
+    const bool bytes = std::string_view(name).starts_with("memory_bytes.");
+    if (!std::isfinite(x) || (bytes && std::abs(x) > 9e18)) {
+      return Error{fmt::format("internal error: the estimate's {} is {} (not a finite number); please "
+                               "report this scenario",
+                               name, x)};
+    }
+  }
+  if (!(e.step_time_s > 0)) {
+    return Error{fmt::format("internal error: the estimate's step_time_s is {} (not positive); please "
+                             "report this scenario",
+                             e.step_time_s)};
+  }
+  if (e.step_time_s > kMaxStepTimeS) {
+    return Error{fmt::format("the estimated step time is {:.3g} s, more than the {:g} s stepcast simulates "
+                             "(check the model size, the GPU's rates and efficiencies, and the calibration)",
+                             e.step_time_s, kMaxStepTimeS)};
+  }
+  return std::nullopt;
+}
 
 std::string estimate_report_json(const Scenario& s, const Estimate& e) {
   return estimate_report_value(s, e).dump(2) + "\n";

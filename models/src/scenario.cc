@@ -12,6 +12,8 @@
 #include "search_json.h"
 #include "spec_json.h"
 #include "stragglers_json.h"
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/report.h"
 #include "stepcast/models/presets.h"
 
 namespace stepcast {
@@ -150,14 +152,12 @@ void add_lines(detail::Diagnostics& diag, const std::string& text) {
   }
 }
 
-// Joins messages one per line, each made printable (a model "name" may hold a newline).
+// Joins messages one per line, each made printable (a model "name" may hold a newline),
+// capped as Diagnostics caps them (reader::kMaxDiagnosticLines, then a count of the rest).
 std::string one_per_line(const std::vector<std::string>& lines) {
-  std::string msg;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (i) msg += '\n';
-    msg += detail::printable(lines[i]);
-  }
-  return msg;
+  detail::Diagnostics diag;
+  for (const std::string& line : lines) diag.add("", line);
+  return diag.joined();
 }
 
 }  // namespace
@@ -404,6 +404,10 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
     for (auto& e : detail::complete_search(s, false, true, dp_given)) errors.push_back(std::move(e));
   }
   if (!errors.empty()) return Error{one_per_line(errors)};
+  // Every report prints finite numbers only, and the simulators represent the step in
+  // integer nanoseconds: a step time beyond kMaxStepTimeS (the physical ranges make it
+  // all but unreachable) is refused here, before any command runs.
+  if (auto e = estimate_report_error(estimate(s))) return *e;
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "spec_json.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -8,12 +9,13 @@ namespace stepcast::detail {
 
 namespace {
 constexpr std::int64_t kMaxDim = 10'000'000;      // hidden/FFN sizes
-constexpr std::int64_t kMaxLayers = 100'000;
+// Layers: about 10x the deepest model trained so far (Llama-3-405B and GPT-3 have 126 and
+// 96). Above this, lowering builds per-layer ops for every microbatch and rank role, which
+// for 100,000 layers ran out of memory after seconds instead of naming the field.
+constexpr std::int64_t kMaxLayers = 1'000;
 constexpr std::int64_t kMaxHeads = 100'000;
 constexpr std::int64_t kMaxVocab = 100'000'000;
 constexpr std::int64_t kMaxSeq = 100'000'000;
-constexpr double kMaxTflops = 1e6;
-constexpr double kMaxGBps = 1e6;
 
 template <typename T, typename U>
 void set(T& field, const std::optional<U>& v) {
@@ -51,6 +53,16 @@ double params_upper_bound(const ModelSpec& m) {
   return m.num_layers * layer + 2 * vocab * h + static_cast<double>(m.max_seq_len) * h + h;
 }
 }  // namespace
+
+std::optional<double> physical(ObjectReader& r, std::string_view key, const PhysicalRange& range) {
+  auto x = r.number(key, 0, std::numeric_limits<double>::max(), false, true);
+  if (x && !(*x >= range.lo && *x <= range.hi)) {
+    r.diag().add(r.path_of(key), fmt::format("{} is outside the physical range ({} to {} {})",
+                                             describe(*r.raw(key)), range.lo, range.hi, range.unit));
+    return std::nullopt;
+  }
+  return x;
+}
 
 std::string unknown_preset_message(const std::string& kind, const std::string& name,
                                    const std::vector<std::string>& names) {
@@ -220,24 +232,23 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
 
 GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.display_name, r.string("name"));
-  set(g.bf16_dense_tflops, r.number("bf16_dense_tflops", 0, kMaxTflops, false, true));
-  set(g.fp16_dense_tflops, r.number("fp16_dense_tflops", 0, kMaxTflops, false, true));
+  set(g.bf16_dense_tflops, physical(r, "bf16_dense_tflops", kTflopsRange));
+  set(g.fp16_dense_tflops, physical(r, "fp16_dense_tflops", kTflopsRange));
   if (const json* v = r.raw("fp8_dense_tflops"); v && v->is_null()) g.fp8_dense_tflops = 0;
-  else set(g.fp8_dense_tflops, r.number("fp8_dense_tflops", 0, kMaxTflops, false, true));
-  set(g.hbm_GiB, r.number("hbm_GiB", 0, 1e6, false, true));
-  set(g.hbm_bandwidth_GBps, r.number("hbm_bandwidth_GBps", 0, kMaxGBps, false, true));
+  else set(g.fp8_dense_tflops, physical(r, "fp8_dense_tflops", kTflopsRange));
+  set(g.hbm_GiB, physical(r, "hbm_GiB", kHbmGiBRange));
+  set(g.hbm_bandwidth_GBps, physical(r, "hbm_bandwidth_GBps", kHbmGBpsRange));
   set(g.sms, r.integer("sms", 1, 1'000'000));
   if (const json* v = r.raw("mamf_bf16_tflops"); v && v->is_null()) g.mamf_bf16_tflops = 0;
-  else set(g.mamf_bf16_tflops, r.number("mamf_bf16_tflops", 0, kMaxTflops, false, true));
+  else set(g.mamf_bf16_tflops, physical(r, "mamf_bf16_tflops", kTflopsRange));
   if (const json* v = r.raw("mamf_fp8_tflops"); v && v->is_null()) g.mamf_fp8_tflops = 0;
-  else set(g.mamf_fp8_tflops, r.number("mamf_fp8_tflops", 0, kMaxTflops, false, true));
-  set(g.scaleup_bandwidth_per_direction_GBps,
-      r.number("scaleup_bandwidth_per_direction_GBps", 0, kMaxGBps, false, true));
+  else set(g.mamf_fp8_tflops, physical(r, "mamf_fp8_tflops", kTflopsRange));
+  set(g.scaleup_bandwidth_per_direction_GBps, physical(r, "scaleup_bandwidth_per_direction_GBps", kLinkGBpsRange));
   set(g.scaleup_domain_gpus, r.integer("scaleup_domain_gpus", 1, 1'000'000));
-  set(g.nic_Gbps_per_gpu, r.number("nic_Gbps_per_gpu", 0, 1e7, false, true));
-  set(g.gemm_efficiency, r.number("gemm_efficiency", 0, 1, false, true));
-  set(g.attention_efficiency, r.number("attention_efficiency", 0, 1, false, true));
-  set(g.hbm_efficiency, r.number("hbm_efficiency", 0, 1, false, true));
+  set(g.nic_Gbps_per_gpu, physical(r, "nic_Gbps_per_gpu", kNicGbpsRange));
+  set(g.gemm_efficiency, physical(r, "gemm_efficiency", kEfficiencyRange));
+  set(g.attention_efficiency, physical(r, "attention_efficiency", kEfficiencyRange));
+  set(g.hbm_efficiency, physical(r, "hbm_efficiency", kEfficiencyRange));
   set(g.gemm_tile_m, r.integer("gemm_tile_m", 1, 4096));
   set(g.gemm_tile_n, r.integer("gemm_tile_n", 1, 4096));
   set(g.source, r.string("source"));
@@ -284,11 +295,11 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
       r.diag().add(r.path_of("intra_node"), "expected an object, got " + describe(*v));
     } else {
       ObjectReader s(*v, r.path_of("intra_node"), r.diag());
-      auto bw = s.number("bandwidth_GBps", 0, kMaxGBps, false, true);
+      auto bw = physical(s, "bandwidth_GBps", kLinkGBpsRange);
       intra_bw = bw.has_value();
       set(c.intra_bandwidth_GBps, bw);
-      set(c.intra_latency_us, s.number("latency_us", 0, 1e6));
-      set(c.intra_efficiency, s.number("efficiency", 0, 1, false, true));
+      set(c.intra_latency_us, s.number("latency_us", 0, kMaxLatencyUs));
+      set(c.intra_efficiency, physical(s, "efficiency", kEfficiencyRange));
       s.finish();
     }
   }
@@ -297,14 +308,14 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
       r.diag().add(r.path_of("inter_node"), "expected an object, got " + describe(*v));
     } else {
       ObjectReader s(*v, r.path_of("inter_node"), r.diag());
-      auto n = s.number("nic_Gbps", 0, 1e7, false, true);
+      auto n = physical(s, "nic_Gbps", kNicGbpsRange);
       nic = n.has_value();
       set(c.nic_Gbps, n);
       auto k = s.integer("nics_per_node", 1, 1024);
       nics = k.has_value();
       set(c.nics_per_node, k);
-      set(c.inter_latency_us, s.number("latency_us", 0, 1e6));
-      set(c.inter_efficiency, s.number("efficiency", 0, 1, false, true));
+      set(c.inter_latency_us, s.number("latency_us", 0, kMaxLatencyUs));
+      set(c.inter_efficiency, physical(s, "efficiency", kEfficiencyRange));
       if (auto t = s.choice("topology", {"single-switch", "fat-tree", "rail-optimized"})) {
         c.topology = *t == "single-switch" ? Topology::kSingleSwitch
                      : *t == "fat-tree"    ? Topology::kFatTree
@@ -320,12 +331,12 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
       r.diag().add(r.path_of("storage"), "expected an object, got " + describe(*v));
     } else {
       ObjectReader s(*v, r.path_of("storage"), r.diag());
-      set(c.storage_write_GBps, s.number("write_GBps", 0, kMaxGBps, false, true));
-      set(c.storage_read_GBps, s.number("read_GBps", 0, kMaxGBps, false, true));
+      set(c.storage_write_GBps, physical(s, "write_GBps", kStorageGBpsRange));
+      set(c.storage_read_GBps, physical(s, "read_GBps", kStorageGBpsRange));
       s.finish();
     }
   }
-  set(c.host_memory_GiB, r.number("host_memory_GiB", 0, 1e9, false, true));
+  set(c.host_memory_GiB, physical(r, "host_memory_GiB", kHostGiBRange));
   set(c.source, r.string("source"));
   r.ignore({"preset"});
   if (!from_preset && r.diag().size() == before) {

@@ -9,6 +9,27 @@
 
 namespace stepcast::detail {
 
+// A positive physical quantity's accepted range (docs/scenarios.md "Limits"): generous
+// (orders of magnitude beyond today's hardware both ways) and tight enough that no cost
+// model divides by a near-zero rate and produces an infinite step time.
+struct PhysicalRange {
+  double lo, hi;
+  const char* unit;  // for the message: "TFLOP/s", "GiB", "GB/s", ...
+};
+inline constexpr PhysicalRange kTflopsRange{1e-3, 1e5, "TFLOP/s"};         // GPU peak rates
+inline constexpr PhysicalRange kHbmGiBRange{0.1, 1e5, "GiB"};              // device memory
+inline constexpr PhysicalRange kHbmGBpsRange{0.1, 1e6, "GB/s"};            // device memory bandwidth
+inline constexpr PhysicalRange kLinkGBpsRange{0.01, 1e6, "GB/s"};          // scale-up, intra-node links
+inline constexpr PhysicalRange kNicGbpsRange{0.1, 1e7, "Gb/s"};            // NICs
+inline constexpr PhysicalRange kStorageGBpsRange{1e-3, 1e6, "GB/s"};       // storage, device-to-host
+inline constexpr PhysicalRange kHostGiBRange{0.1, 1e7, "GiB"};             // host memory per node
+inline constexpr PhysicalRange kEfficiencyRange{0.01, 1, "of the peak"};   // achieved / peak
+inline constexpr double kMaxLatencyUs = 1e5;                               // 0.1 s per message
+
+// `key` as a positive number within `range`; errors: not a positive number (as
+// ObjectReader::number), or "<value> is outside the physical range (lo to hi unit)".
+std::optional<double> physical(ObjectReader& r, std::string_view key, const PhysicalRange& range);
+
 // Reads model fields from `r` on top of `base` (a preset, or defaults when !from_preset).
 // Derived defaults (head_dim = h/a, num_kv_heads = a, ffn_matrices from the activation)
 // apply to fields neither the preset nor the object set.

@@ -22,6 +22,11 @@ namespace stepcast::detail {
 namespace {
 
 constexpr std::int64_t kMaxIndex = 100'000'000;
+// Length caps (docs/scenarios.md "Limits"): far above any real fault description, and low
+// enough that a hostile file cannot make the loader, the diagnostics or the simulation that
+// loops over every straggler per op spend minutes on it.
+constexpr std::size_t kMaxStragglers = 1000;
+constexpr std::size_t kMaxListEntries = 100'000;
 
 std::vector<int> int_list(ObjectReader& r, std::string_view key) {
   std::vector<int> out;
@@ -29,6 +34,11 @@ std::vector<int> int_list(ObjectReader& r, std::string_view key) {
   if (!v) return out;
   if (!v->is_array()) {
     r.diag().add(r.path_of(key), "expected a list of integers, got " + describe(*v));
+    return out;
+  }
+  if (v->size() > kMaxListEntries) {
+    r.diag().add(r.path_of(key), fmt::format("{} entries, more than the {} stepcast supports", v->size(),
+                                             kMaxListEntries));
     return out;
   }
   for (std::size_t i = 0; i < v->size(); ++i) {
@@ -98,6 +108,9 @@ PerturbationSpec read_perturbations(ObjectReader& faults) {
   if (const json* v = faults.raw("stragglers")) {
     if (!v->is_array()) {
       diag.add(faults.path_of("stragglers"), "expected a list of objects, got " + describe(*v));
+    } else if (v->size() > kMaxStragglers) {
+      diag.add(faults.path_of("stragglers"),
+               fmt::format("{} entries, more than the {} stepcast supports", v->size(), kMaxStragglers));
     } else {
       for (std::size_t i = 0; i < v->size(); ++i) {
         const std::string path = fmt::format("{}[{}]", faults.path_of("stragglers"), i);

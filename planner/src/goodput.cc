@@ -5,32 +5,6 @@
 
 namespace stepcast::planner {
 
-FailureEnv failure_env(const Scenario& s, const ClusterSpec& cluster) {
-  FailureEnv env;
-  if (!s.faults.failures) return env;
-  const FailureSpec& f = *s.faults.failures;
-  const double rate_h = job_failure_rate_per_h(f, cluster);
-  if (!(rate_h > 0)) return env;
-  env.failures = true;
-  env.mtbf_s = 3600.0 / rate_h;
-  double replace_share = 0;
-  for (FailureCause c : kAllFailureCauses) {
-    const double share = cause_failure_rate_per_h(f, cluster, c) / rate_h;
-    env.mean_detection_s += share * f.detection_of(c);
-    if (failure_replaces_nodes(c)) replace_share += share;
-  }
-  // As sim::advise_checkpoint: without spares every hardware failure waits for its node.
-  env.node_wait_s = f.spare_nodes == 0 ? replace_share * f.replace_node_h * 3600.0 : 0.0;
-  env.restart_s = env.mean_detection_s + env.node_wait_s + f.reschedule_s + f.init_s;
-  return env;
-}
-
-double daly_goodput(double tau_s, double delta_s, double restart_s, double mtbf_s) {
-  // expm1 keeps the precision when (tau + delta) << M (rare failures).
-  const double wall_per_solve = mtbf_s * std::exp(restart_s / mtbf_s) * std::expm1((tau_s + delta_s) / mtbf_s) / tau_s;
-  return 1.0 / wall_per_solve;
-}
-
 namespace {
 
 Goodput at_best_interval(const Scenario& s, const CheckpointCost& cost, CheckpointMode mode,

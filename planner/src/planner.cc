@@ -416,7 +416,7 @@ Result<Context> make_context(const Scenario& s) {
     w.gpus = g;
     w.cluster = s.cluster;
     w.cluster.nodes = g / s.cluster.gpus_per_node;
-    w.env = failure_env(s, w.cluster);
+    w.env = s.faults.failures ? failure_env(*s.faults.failures, w.cluster) : FailureEnv{};
     x.worlds.push_back(std::move(w));
   }
   for (std::int64_t gb : x.q.global_batch) {
@@ -883,7 +883,7 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   w.gpus = gpus;
   w.cluster = s.cluster;
   w.cluster.nodes = gpus / s.cluster.gpus_per_node;
-  w.env = failure_env(s, w.cluster);
+  w.env = s.faults.failures ? failure_env(*s.faults.failures, w.cluster) : FailureEnv{};
 
   std::vector<std::string> errors = layout_errors(s.model, w.cluster, p, s.workload);
   std::vector<Reject> reasons;

@@ -356,12 +356,12 @@ TEST(ScenarioErrors, DerivedGlobalBatchHasTheSameRangeAsAGivenOne) {
 
 TEST(ScenarioErrors, AbsurdModelIsRejectedBeforeItsParameterCountOverflows) {
   // Every size within its own range, but per layer Q, K, V, O = 4 x h x a x d_h = 4e12
-  // and the FFN 3 x h x F = 3e12: 100000 layers hold about 7e17 parameters.
-  const std::string model = R"({"num_layers": 100000, "hidden_size": 1000000,
+  // and the FFN 3 x h x F = 3e12: 1000 layers hold about 7e15 parameters.
+  const std::string model = R"({"num_layers": 1000, "hidden_size": 1000000,
       "num_attention_heads": 1000, "ffn_hidden_size": 1000000, "vocab_size": 1000,
       "max_seq_len": 1000})";
   EXPECT_EQ(load_error(scenario(model, R"("dgx-h100")", R"({"tp": 8})")),
-            "model: about 7e+17 parameters, more than the 1e+15 stepcast supports");
+            "model: about 7e+15 parameters, more than the 1e+15 stepcast supports");
 }
 
 TEST(ScenarioErrors, UnknownScheduleListsTheChoices) {
@@ -623,7 +623,7 @@ TEST(ScenarioErrors, SeveralProblemsAreAllReportedOneLineEachInOrder) {
     "sed": 1
   })";
   EXPECT_EQ(load_error(text),
-            "model.num_layers: 0 is out of range (1 to 100000)\n"
+            "model.num_layers: 0 is out of range (1 to 1000)\n"
             "cluster.nodes: expected an integer, got \"8\"\n"
             "plan.pp: 0 is out of range (1 to 1000000)\n"
             "plan.sequence_parallel: expected true or false, got \"yes\"\n"

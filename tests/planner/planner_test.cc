@@ -382,7 +382,7 @@ TEST(PlannerGoodput, SyncUsesDalysIntervalInWholeStepsAndAsyncItsBest) {
   p.tp = 2, p.pp = 8, p.cp = 4, p.dp = 1, p.sequence_parallel = true, p.schedule = Schedule::kInterleaved;
   p.virtual_stages = 8, p.microbatch = 1, p.global_batch = 64, p.zero = 1, p.recompute = Recompute::kNone;
   ASSERT_TRUE(layout_errors(s.model, s.cluster, p, s.workload).empty());
-  const FailureEnv env = failure_env(s, s.cluster);
+  const FailureEnv env = failure_env(*s.faults.failures, s.cluster);
   ASSERT_TRUE(env.failures);
   // 64 GPUs x 1e-3 /GPU-h + the preset's host, NIC, switch and software rates.
   EXPECT_NEAR(3600.0 / env.mtbf_s, job_failure_rate_per_h(*s.faults.failures, s.cluster), 1e-12);

@@ -1,4 +1,5 @@
-// Campaign simulation (sim/campaign.h) and checkpoint advice (sim/checkpoint_advice.h).
+// Campaign simulation (sim/campaign.h); the checkpoint advice built on it is tested in
+// tests/planner/checkpoint_advice_test.cc.
 // Oracles: the C++ standard's mt19937_64 check value and pinned first draws of our
 // distributions (the formulas applied to those raw draws by hand); Poisson and renewal
 // counts for the failure streams; hand-built timelines with exact nanosecond results for
@@ -17,7 +18,6 @@
 
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/sim/checkpoint_advice.h"
 
 namespace stepcast::sim {
 namespace {
@@ -357,83 +357,6 @@ TEST(RandomCampaign, PercentilesInterpolateBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(s.p10, 1.9);
   EXPECT_DOUBLE_EQ(s.p50, 5.5);
   EXPECT_DOUBLE_EQ(s.p90, 9.1);
-}
-
-// ---------------------------------------------------------------------------------------
-// Advice on a scenario: the simulated optimum against Daly's interval.
-
-Scenario daly_scenario() {
-  // Llama-3-8B on 2 nodes (ZeRO-1): a checkpoint is 112.42 GB (CheckpointCost tests); at
-  // 4 GB/s the synchronous pause is delta = 28.1 s. Software failures only, 0.5 per
-  // node-hour on 2 nodes: M = 1 h, no node replacement. R = 60 + 60 s + restore 0.41 s.
-  // With 10 s steps, 360,000 steps = T_s = 1,000 h (94.37e9 tokens of 262,144 per step).
-  auto r = parse_scenario(R"({"format": 1, "model": "llama3-8b",
-      "cluster": {"preset": "dgx-h100", "nodes": 2, "storage": {"write_GBps": 4, "read_GBps": 1000}},
-      "plan": {"tp": 1, "pp": 1, "dp": 16, "zero": 1, "global_batch": 64},
-      "workload": {"seq_len": 4096, "train_tokens": 94371840000},
-      "faults": {"failures": {"software": {"rate_per_node_h": 0.5}, "detection_s": 60,
-                              "reschedule_s": 0, "init_s": 60}},
-      "seed": 5})");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  return r.ok() ? *r : Scenario{};
-}
-
-TEST(CheckpointAdvice, SimulatedOptimumIsWithin5PercentOfDalysInterval) {
-  const Scenario s = daly_scenario();
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{64});
-  ASSERT_TRUE(a.ok()) << a.error().message;
-  EXPECT_EQ(a->steps_total, 360000);
-  EXPECT_NEAR(a->mtbf_s, 3600, 1e-9);
-  EXPECT_NEAR(a->sync.pause_s, 112'424'052'744.0 / 4e9, 1e-9);
-  // Daly eq. 37 with delta = 28.106 s, M = 3600 s: 431.6 s.
-  EXPECT_NEAR(a->sync.daly_s, 431.6, 0.5);
-  EXPECT_NEAR(a->sync.optimum_s / a->sync.daly_s, 1.0, 0.05)
-      << "optimum " << a->sync.optimum_s << " s, Daly " << a->sync.daly_s << " s";
-  // Every sweep point (tau from 110 s to 1,730 s) within 2 % of Daly's T_w.
-  for (const IntervalResult& r : a->sync.sweep) {
-    EXPECT_NEAR(r.sim.wall_s.mean / r.daly_wall_s, 1.0, 0.02) << r.sim.interval_steps << " steps";
-  }
-  // Async (0.88 s snapshot) wins: its pause is 32 x shorter.
-  EXPECT_EQ(a->mode, CheckpointMode::kAsync);
-  EXPECT_GT(a->recommended.sim.goodput.mean, a->sync.at(a->sync.optimum_steps).sim.goodput.mean);
-}
-
-TEST(CheckpointAdvice, AsyncIsNotRecommendedWhenItsStagingDoesNotFit) {
-  Scenario s = daly_scenario();
-  s.cluster.host_memory_GiB = 128;  // staging needs 164.5 GiB per node
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{4});
-  ASSERT_TRUE(a.ok()) << a.error().message;
-  EXPECT_FALSE(a->async.feasible);
-  EXPECT_EQ(a->mode, CheckpointMode::kSync);
-  EXPECT_EQ(a->reason,
-            "sync: an asynchronous snapshot needs 164.5 GiB of pinned host memory per node, more than the "
-            "node's 128.0 GiB");
-}
-
-TEST(CheckpointAdvice, MissingInputsNameTheirField) {
-  Scenario s = daly_scenario();
-  s.workload.train_tokens = 0;
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1});
-  ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().message, "workload.train_tokens: required: the tokens of the whole training run, e.g. 15e12");
-  s.faults.failures.reset();
-  a = advise_checkpoint(s, 10.0, AdviceOptions{1});
-  ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().message,
-            "faults.failures: required: the failure model, e.g. \"faults\": {\"failures\": \"llama3-405b\"} "
-            "(stepcast presets lists them)");
-}
-
-TEST(CheckpointAdvice, AJobThatCannotFinishIsRefused) {
-  Scenario s = daly_scenario();
-  s.faults.failures->component(FailureCause::kSoftware).rate_per_unit_h = 100;  // M = 18 s
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1});
-  ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().message.rfind("faults.failures: the job cannot finish: a failure every 0.005 h on average "
-                                    "against a restart of 120 s",
-                                    0),
-            0u)
-      << a.error().message;
 }
 
 }  // namespace

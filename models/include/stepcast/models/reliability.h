@@ -80,6 +80,24 @@ int failure_nodes_down(const FailureSpec& spec, const ClusterSpec& cluster, Fail
 double cause_failure_rate_per_h(const FailureSpec& spec, const ClusterSpec& cluster, FailureCause cause);
 double job_failure_rate_per_h(const FailureSpec& spec, const ClusterSpec& cluster);
 
+// The failure environment of a job on `cluster`: what every closed form (the planner's
+// goodput, the checkpoint advice) takes from the failure model. The one place these are
+// computed (docs/reliability.md "Intervals and the recommendation").
+struct FailureEnv {
+  bool failures = false;        // the job fails at all (job failure rate > 0)
+  std::array<double, kFailureCauses> cause_rate_per_h{};  // per cause, the whole job, 1/h
+  double job_rate_per_h = 0;    // their sum, 1/h
+  double mtbf_s = 0;            // M = 3600 / job_rate_per_h (0 when !failures), s
+  double mean_detection_s = 0;  // detection latency weighted by each cause's share, s
+  double node_wait_s = 0;       // no spares: the hardware share x replace_node_h; else 0, s
+  double restart_s = 0;         // detection + node wait + reschedule + init; the restore,
+                                // which depends on the layout, is not included, s
+};
+// Without spares every hardware failure waits for its node to come back; with spares the
+// closed form assumes the pool never runs dry (the campaign simulation does not). A spec
+// whose rates are all 0 gives failures = false and zeros elsewhere.
+FailureEnv failure_env(const FailureSpec& spec, const ClusterSpec& cluster);
+
 // ---------------------------------------------------------------------------------------
 // Checkpoint policy.
 
@@ -154,8 +172,16 @@ double young_interval_s(double delta_s, double mtbf_s);
 // Daly (2006), FGCS 22(3), eq. 37: sqrt(2 delta M) [1 + sqrt(delta/(2M))/3 + delta/(18M)] - delta
 // for delta < 2M, else M.
 double daly_interval_s(double delta_s, double mtbf_s);
-// Daly's expected wall time with exponential failures (failures also during restart):
-// T_w = M e^{R/M} (e^{(tau+delta)/M} - 1) T_s / tau.
+// Daly's expected wall time of one segment of tau compute followed by a checkpoint, with
+// exponential failures (failures also during restart): M e^{R/M} (e^{(tau+delta)/M} - 1).
+// The one Daly formula: daly_wall_time_s and daly_goodput are this, scaled.
+// REQUIRES: M > 0.
+double daly_segment_wall_s(double tau_s, double delta_s, double restart_s, double mtbf_s);
+// Daly's expected wall time for T_s of failure-free compute:
+// T_w = daly_segment_wall_s(tau, delta, R, M) T_s / tau. REQUIRES: tau, M > 0.
 double daly_wall_time_s(double solve_s, double tau_s, double delta_s, double restart_s, double mtbf_s);
+// Daly's goodput T_s / T_w = tau / daly_segment_wall_s(tau, delta, R, M), in (0, 1].
+// REQUIRES: tau, M > 0.
+double daly_goodput(double tau_s, double delta_s, double restart_s, double mtbf_s);
 
 }  // namespace stepcast

@@ -14,18 +14,10 @@
 
 namespace stepcast::planner {
 
-// What every layout on one cluster shares: the failure rate and the restart without the
-// restore (which depends on the layout). Seconds.
-struct FailureEnv {
-  bool failures = false;        // the scenario has faults.failures
-  double mtbf_s = 0;            // M = 1 / job failure rate on this cluster
-  double mean_detection_s = 0;  // rate-weighted over causes
-  double node_wait_s = 0;       // no spares: the hardware share x replace_node_h; else 0
-  double restart_s = 0;         // detection + node wait + reschedule + init (no restore)
-};
-
-// REQUIRES: `cluster` is the scenario's cluster resized to the layout's world.
-FailureEnv failure_env(const Scenario& scenario, const ClusterSpec& cluster);
+// What every layout on one cluster shares (the failure rate and the restart without the
+// restore) is models' FailureEnv (reliability.h): failure_env(*scenario.faults.failures,
+// cluster) with `cluster` the scenario's cluster resized to the layout's world, or a
+// default FailureEnv without a failure model.
 
 struct Goodput {
   double goodput = 1;           // T_s / T_w (1 without a failure model)
@@ -39,8 +31,8 @@ struct Goodput {
   double checkpoint_bytes = 0;
 };
 
-// Daly's T_s / T_w = tau / (M e^{R/M} (e^{(tau+delta)/M} - 1)). REQUIRES: tau, M > 0.
-double daly_goodput(double tau_s, double delta_s, double restart_s, double mtbf_s);
+// Daly's goodput is models' daly_goodput (reliability.h), the formula the checkpoint
+// advice (checkpoint_advice.h) uses too.
 
 // The layout's goodput at its best interval, in whole steps (>= 1, <= steps_total when
 // steps_total > 0): sync, Daly's interval for its pause; async, the interval that

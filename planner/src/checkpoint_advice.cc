@@ -1,13 +1,14 @@
-#include "stepcast/sim/checkpoint_advice.h"
+#include "stepcast/planner/checkpoint_advice.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "stepcast/sim/campaign.h"
 #include "stepcast/sim/run.h"
 
-namespace stepcast::sim {
+namespace stepcast::planner {
 
 namespace {
 
@@ -52,25 +53,25 @@ std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / kGiB); 
 }  // namespace
 
 Result<double> engine_step_time_s(const Scenario& s) {
-  RunOptions opt;  // representative mode, one step (run_scenario switches to every rank when
+  sim::RunOptions opt;  // representative mode, one step (run_scenario switches to every rank when
                    // the network or a perturbation needs it)
-  auto r = run_scenario(s, opt);
+  auto r = sim::run_scenario(s, opt);
   if (!r.ok()) return r.error();
   if (r->out.deadlock) return Error{"deadlock: " + r->out.deadlock_report};
   return r->summary.step_time_s;
 }
 
-CampaignModel campaign_model(const Scenario& s, const CheckpointCost& cost, double step_time_s,
+sim::CampaignModel campaign_model(const Scenario& s, const CheckpointCost& cost, double step_time_s,
                              std::int64_t steps_total) {
   const FailureSpec& f = *s.faults.failures;
-  CampaignModel m;
+  sim::CampaignModel m;
   m.step_time = SimTime::from_s(step_time_s);
   m.steps_total = steps_total;
   m.pause = SimTime::from_s(cost.pause_s);
   m.background = SimTime::from_s(cost.background_s);
   m.restore = SimTime::from_s(cost.restore_s);
   for (FailureCause c : kAllFailureCauses) {
-    CauseModel& cm = m.causes[static_cast<std::size_t>(c)];
+    sim::CauseModel& cm = m.causes[static_cast<std::size_t>(c)];
     const ComponentFailures& comp = f.component(c);
     cm.units = failure_units(f, s.cluster, c);
     cm.unit_rate_per_s = comp.rate_per_unit_h / 3600.0;
@@ -122,7 +123,7 @@ ModeAdvice evaluate(const Context& x, CheckpointMode mode, const CheckpointCost&
                             gib(cost.node_staging_bytes), gib(cost.host_memory_bytes));
     return a;
   }
-  const CampaignModel model = campaign_model(x.s, cost, x.step_s, x.steps_total);
+  const sim::CampaignModel model = campaign_model(x.s, cost, x.step_s, x.steps_total);
   const double step = model.step_time.seconds();
   // Young's and Daly's formulas need a pause > 0; a free checkpoint (nothing saved) has
   // its optimum at every step.
@@ -147,7 +148,7 @@ ModeAdvice evaluate(const Context& x, CheckpointMode mode, const CheckpointCost&
 
   auto run = [&](const std::vector<std::int64_t>& intervals) {
     std::vector<IntervalResult> out;
-    for (const CampaignSummary& c : sweep_campaigns(model, intervals, x.seeds)) {
+    for (const sim::CampaignSummary& c : sim::sweep_campaigns(model, intervals, x.seeds)) {
       IntervalResult r;
       r.sim = c;
       r.daly_wall_s = daly_wall_time_s(x.solve_s, c.interval_s, cost.pause_s, x.restart_s, x.mtbf_s);
@@ -228,19 +229,11 @@ Result<CheckpointAdvice> advise_checkpoint(const Scenario& s, double step_time_s
   }
   a.steps_total = static_cast<std::int64_t>(steps);
 
-  const FailureSpec& f = a.failures;
-  a.job_rate_per_h = job_failure_rate_per_h(f, s.cluster);
-  a.mtbf_s = 3600.0 / a.job_rate_per_h;
-  double replace_share = 0;
-  for (FailureCause c : kAllFailureCauses) {
-    const double rate = cause_failure_rate_per_h(f, s.cluster, c);
-    a.cause_rate_per_h[static_cast<std::size_t>(c)] = rate;
-    a.mean_detection_s += rate / a.job_rate_per_h * f.detection_of(c);
-    if (failure_replaces_nodes(c)) replace_share += rate / a.job_rate_per_h;
+  a.env = failure_env(a.failures, s.cluster);
+  if (!a.env.failures) {
+    return Error{"faults.failures: every failure rate is 0 on this cluster: there is no failure to "
+                 "checkpoint against"};
   }
-  // Without spares every hardware failure waits for its node; with spares the closed form
-  // assumes the pool never runs dry (the simulation does not).
-  a.node_wait_s = f.spare_nodes == 0 ? replace_share * f.replace_node_h * 3600.0 : 0.0;
 
   CheckpointSpec spec = s.checkpoint.value_or(CheckpointSpec{});
   CheckpointSpec sync_spec = spec, async_spec = spec;
@@ -248,21 +241,21 @@ Result<CheckpointAdvice> advise_checkpoint(const Scenario& s, double step_time_s
   async_spec.mode = CheckpointMode::kAsync;
   a.sync_cost = checkpoint_cost(s.model, s.cluster, s.plan, s.workload, sync_spec);
   a.async_cost = checkpoint_cost(s.model, s.cluster, s.plan, s.workload, async_spec);
-  a.restart_s = a.mean_detection_s + a.node_wait_s + f.reschedule_s + f.init_s + a.sync_cost.restore_s;
+  a.restart_s = a.env.restart_s + a.sync_cost.restore_s;
 
   // A job whose failures outpace its restarts never finishes: refuse before simulating.
-  const double tau = daly_interval_s(std::max(a.sync_cost.pause_s, 1e-9), a.mtbf_s);
+  const double tau = daly_interval_s(std::max(a.sync_cost.pause_s, 1e-9), a.env.mtbf_s);
   const double slowdown =
-      daly_wall_time_s(a.solve_s, std::max(tau, a.step_time_s), a.sync_cost.pause_s, a.restart_s, a.mtbf_s) / a.solve_s;
+      daly_wall_time_s(a.solve_s, std::max(tau, a.step_time_s), a.sync_cost.pause_s, a.restart_s, a.env.mtbf_s) / a.solve_s;
   if (!(slowdown <= kMaxSlowdown)) {
     return Error{fmt::format("faults.failures: the job cannot finish: a failure every {:.3g} h on "
                              "average against a restart of {:.0f} s and a {:.1f} s checkpoint "
                              "(Daly's expected wall time is {:.3g} x the failure-free time)",
-                             a.mtbf_s / 3600.0, a.restart_s, a.sync_cost.pause_s, slowdown)};
+                             a.env.mtbf_s / 3600.0, a.restart_s, a.sync_cost.pause_s, slowdown)};
   }
 
-  Context x{s, a.step_time_s, a.steps_total, a.solve_s, a.mtbf_s, a.restart_s,
-            campaign_seeds(s.seed, options.runs), std::nullopt, spec.mode};
+  Context x{s, a.step_time_s, a.steps_total, a.solve_s, a.env.mtbf_s, a.restart_s,
+            sim::campaign_seeds(s.seed, options.runs), std::nullopt, spec.mode};
   if (spec.interval_steps) {
     x.configured_steps = std::min(*spec.interval_steps, a.steps_total);
   } else if (spec.interval_s) {
@@ -314,4 +307,4 @@ Result<CheckpointAdvice> advise_checkpoint(const Scenario& s, double step_time_s
   return a;
 }
 
-}  // namespace stepcast::sim
+}  // namespace stepcast::planner

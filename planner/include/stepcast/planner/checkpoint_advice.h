@@ -2,6 +2,8 @@
 // fields of `stepcast check`): the job's failure rate, the checkpoint cost in both modes,
 // Young's and Daly's intervals, a Monte Carlo sweep of intervals through the campaign
 // simulation (sim/campaign.h), its optimum, and a recommendation (docs/reliability.md).
+// The failure environment and Young's and Daly's formulas are models' (reliability.h), the
+// same the planner's goodput (goodput.h) uses. Reports: checkpoint_report.h.
 #pragma once
 
 #include <array>
@@ -15,7 +17,7 @@
 #include "stepcast/models/scenario.h"
 #include "stepcast/sim/campaign.h"
 
-namespace stepcast::sim {
+namespace stepcast::planner {
 
 // The step time the campaign uses: one simulated step as `stepcast simulate` runs it
 // (sim::run_scenario: the scenario's network and perturbations), the same step `stepcast
@@ -24,11 +26,11 @@ Result<double> engine_step_time_s(const Scenario& scenario);
 
 // The campaign of `scenario` with checkpoint cost `cost` (interval_steps left at 1).
 // REQUIRES: scenario.faults.failures, step_time_s > 0, steps_total >= 1.
-CampaignModel campaign_model(const Scenario& scenario, const CheckpointCost& cost,
+sim::CampaignModel campaign_model(const Scenario& scenario, const CheckpointCost& cost,
                              double step_time_s, std::int64_t steps_total);
 
 struct IntervalResult {
-  CampaignSummary sim;        // Monte Carlo at this interval
+  sim::CampaignSummary sim;        // Monte Carlo at this interval
   double daly_wall_s = 0;     // Daly's expected wall time at this interval
 };
 
@@ -60,12 +62,8 @@ struct CheckpointAdvice {
   std::int64_t steps_total = 0;
   double solve_s = 0;                             // failure-free compute: steps x step time
   FailureSpec failures;
-  std::array<double, kFailureCauses> cause_rate_per_h{};
-  double job_rate_per_h = 0;
-  double mtbf_s = 0;                              // M = 1 / job rate
-  double mean_detection_s = 0;                    // rate-weighted
-  double node_wait_s = 0;                         // expected per failure in the closed form (no spares)
-  double restart_s = 0;                           // R = detection + node wait + reschedule + init + restore
+  FailureEnv env;                                 // failure_env(failures, cluster): rates, M, detection, node wait
+  double restart_s = 0;                           // R = env.restart_s + restore
   CheckpointCost sync_cost, async_cost;
   ModeAdvice sync, async;
   // The recommendation: the mode and interval with the highest simulated goodput.
@@ -93,9 +91,10 @@ struct AdviceOptions {
 // are there. Cheap: for reporting input errors before simulating anything.
 std::optional<Error> campaign_input_error(const Scenario& scenario);
 
-// Errors name the field: those of campaign_input_error, a run beyond the simulated
-// horizon, or failures so frequent that the job cannot finish.
+// Errors name the field: those of campaign_input_error, a failure model whose rates are
+// all 0, a run beyond the simulated horizon, or failures so frequent that the job cannot
+// finish. REQUIRES: step_time_s > 0.
 Result<CheckpointAdvice> advise_checkpoint(const Scenario& scenario, double step_time_s,
                                            const AdviceOptions& options);
 
-}  // namespace stepcast::sim
+}  // namespace stepcast::planner
