@@ -21,7 +21,6 @@
 #include "diagnose.h"
 #include "execute.h"
 #include "simulate.h"
-#include "validate.h"
 
 namespace {
 
@@ -37,17 +36,7 @@ int run(int argc, char** argv) {
   std::vector<stepcast::cli::Command> commands;
   commands.push_back(stepcast::cli::add_presets(app));
   commands.push_back(stepcast::cli::add_estimate(app));
-
-  std::string validate_path;
-  bool validate_json = false;
-  CLI::App* val = app.add_subcommand(
-      "validate", "Predict published training runs and compare with their measurements");
-  val->add_option("FILE", validate_path, "Validation runs JSON (docs/data/validation-runs.json)")
-      ->required();
-  val->add_flag("--json", validate_json, "Print the comparison as JSON");
-  std::string validate_scenarios;
-  val->add_option("--scenarios", validate_scenarios,
-                  "Also write each record's generated scenario to DIR/<id>.json");
+  commands.push_back(stepcast::cli::add_validate(app));
 
   stepcast::cli::SimulateArgs sim_args;
   CLI::App* simc = app.add_subcommand("simulate", "Event simulation of the scenario's training step(s)");
@@ -174,7 +163,6 @@ int run(int argc, char** argv) {
   for (const stepcast::cli::Command& c : commands) {
     if (c.sub->parsed()) return c.run();
   }
-  if (val->parsed()) return stepcast::cli::cmd_validate(validate_path, validate_json, validate_scenarios);
   return kExitInput;
 }
 
