@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <regex>
 
 #include <fmt/format.h>
@@ -397,8 +398,16 @@ std::vector<Record> read_records(const json& doc, Diagnostics& diag) {
   std::vector<Record> records;
   const json& recs = doc.at("records");
   records.reserve(recs.size());
+  std::map<std::string, std::size_t> first;  // id -> the record that has it first
   for (std::size_t i = 0; i < recs.size(); ++i) {
-    records.push_back(read_record(recs[i], reader::index("records", i), diag));
+    const std::string path = reader::index("records", i);
+    records.push_back(read_record(recs[i], path, diag));
+    if (records.back().id == path) continue;  // no id read
+    // Ids name the written scenario files: a repeated one would overwrite another's.
+    const auto [it, added] = first.emplace(records.back().id, i);
+    if (!added) {
+      diag.add(path + ".id", fmt::format("{} repeats records[{}].id", quote(records.back().id), it->second));
+    }
   }
   return records;
 }

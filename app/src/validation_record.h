@@ -49,7 +49,8 @@ struct Record {
 
 // Reads every record of a parsed validation file. Problems go to `diag`, one line per
 // problem, each naming its JSON path ("records[3].model.hidden: expected a positive
-// integer, got \"x\""); unknown keys are reported with "did you mean". Descriptive fields
+// integer, got \"x\""); unknown keys are reported with "did you mean"; a repeated id is an
+// error (ids name the written scenario files). Descriptive fields
 // (schedule, recompute, precision, ...) are never errors: an unrecognised description
 // falls back to the documented default and says so in the record's assumptions.
 // REQUIRES: doc is an object.
@@ -57,7 +58,8 @@ std::vector<Record> read_records(const nlohmann::json& doc, reader::Diagnostics&
 
 // The scenario of one record (format 1), or why stepcast cannot express the record yet
 // (a mixture-of-experts model, no cluster preset for its GPU, GPUs that are not whole
-// nodes). Exactly one of the two is set.
+// nodes). Exactly one of the two is set. Appends the GPU rules it applies (a capacity or
+// bandwidth read from the GPU description) to r.assumptions.
 struct ScenarioBuild {
   std::optional<nlohmann::ordered_json> scenario;
   std::string reason;

@@ -177,15 +177,16 @@ TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
 TEST_F(ValidateTest, InconsistentRecordsAreErrors) {
   const std::string kv = record(json::parse(R"j({"model": {"kv_heads": 3}})j"));
   const std::string ga = record(json::parse(R"j({"id": "ga", "layout": {"grad_accum": 4}})j"));
-  const std::string path = file_of("[" + kv + "," + ga + "]");
-  // grad_accum: 64 / (2 x 4) = 8, not 4.
+  const std::string path = file_of("[" + kv + "," + ga + "," + record() + "]");
+  // grad_accum: 64 / (2 x 4) = 8, not 4. records[0] and records[2] are both "hand".
   EXPECT_EQ(error_of(path), path + ": records[0].model.kv_heads: 3 does not divide heads (16)\n" + path +
                                 ": records[1].layout.grad_accum: 4 does not match global_batch / (microbatch x dp) "
-                                "= 64 / (2 x 4)");
+                                "= 64 / (2 x 4)\n" +
+                                path + ": records[2].id: \"hand\" repeats records[0].id");
 }
 
 TEST_F(ValidateTest, WrongTypesNameTheirJsonPath) {
-  const std::string bad = record(json::parse(R"j({"model": {"hidden": "x"}, "layout": {"sequence_parallel": "yes"},
+  const std::string bad = record(json::parse(R"j({"id": "bad", "model": {"hidden": "x"}, "layout": {"sequence_parallel": "yes"},
       "measured": {"iteration_time_s": -3}})j"));
   const std::string path = file_of("[" + record() + ", 7, " + bad + "]");
   EXPECT_EQ(error_of(path), path + ": records[1]: expected an object, got 7\n" + path +
