@@ -17,14 +17,24 @@
 #include "stepcast/models/scenario.h"
 #include "checkpoint.h"
 #include "commands.h"
-#include "plan.h"
-#include "diagnose.h"
 #include "execute.h"
-#include "simulate.h"
 
 namespace {
 
 using stepcast::cli::input_error;
+
+// Commands not yet moved to their own file and stepcast_app (checkpoint).
+stepcast::cli::Command add_checkpoint_legacy(CLI::App& app) {
+  auto a = std::make_shared<stepcast::cli::CheckpointArgs>();
+  CLI::App* ckptc = app.add_subcommand(
+      "checkpoint", "Failure-aware checkpoint interval (Young, Daly, simulated), sync vs async, goodput");
+  ckptc->add_option("SCENARIO", a->scenario, "Scenario JSON file with faults.failures and workload.train_tokens")
+      ->required();
+  ckptc->add_flag("--json", a->json, "Print the JSON report");
+  ckptc->add_option("--csv", a->csv, "Write the interval sweep (goodput curve) as CSV to FILE");
+  ckptc->add_option("--runs", a->runs, "Monte Carlo runs per interval (default 64)");
+  return {ckptc, [a] { return stepcast::cli::cmd_checkpoint(*a); }};
+}
 using stepcast::cli::kExitInput;
 
 int run(int argc, char** argv) {
@@ -37,64 +47,12 @@ int run(int argc, char** argv) {
   commands.push_back(stepcast::cli::add_presets(app));
   commands.push_back(stepcast::cli::add_estimate(app));
   commands.push_back(stepcast::cli::add_validate(app));
-
-  stepcast::cli::SimulateArgs sim_args;
-  CLI::App* simc = app.add_subcommand("simulate", "Event simulation of the scenario's training step(s)");
-  simc->add_option("SCENARIO", sim_args.scenario, "Scenario JSON file")->required();
-  simc->add_flag("--json", sim_args.json, "Print the JSON report");
-  simc->add_option("--trace", sim_args.trace, "Write a Chrome/Perfetto trace-event JSON file");
-  simc->add_flag("--full", sim_args.full, "Simulate every rank (default: one per pipeline stage)");
-  simc->add_option("--steps", sim_args.steps, "Training steps to simulate (default 1)");
-  simc->add_option("--network", sim_args.network,
-                   "Network backend: analytic (alpha-beta, each collective alone) or simgrid (flows that contend); "
-                   "default: the scenario's");
-
-  std::vector<std::string> check_paths;
-  CLI::App* checkc = app.add_subcommand("check", "Run the expect block of every scenario (files or folders)");
-  checkc->add_option("PATH", check_paths, "Scenario files or folders")->required();
-
-  stepcast::cli::CheckpointArgs ckpt_args;
-  CLI::App* ckptc = app.add_subcommand(
-      "checkpoint", "Failure-aware checkpoint interval (Young, Daly, simulated), sync vs async, goodput");
-  ckptc->add_option("SCENARIO", ckpt_args.scenario,
-                    "Scenario JSON file with faults.failures and workload.train_tokens")
-      ->required();
-  ckptc->add_flag("--json", ckpt_args.json, "Print the JSON report");
-  ckptc->add_option("--csv", ckpt_args.csv, "Write the interval sweep (goodput curve) as CSV to FILE");
-  ckptc->add_option("--runs", ckpt_args.runs, "Monte Carlo runs per interval (default 64)");
-
-  stepcast::cli::DiagnoseArgs diag_args;
-  CLI::App* diagc = app.add_subcommand(
-      "diagnose", "Explain a run: outlier ranks, input stalls, exposed communication, hangs, resume audit");
-  diagc->add_option("INPUT", diag_args.input, "Scenario JSON file, or a trace written by stepcast (--trace)")
-      ->required();
-  diagc->add_flag("--json", diag_args.json, "Print the JSON report");
-  diagc->add_option("--steps", diag_args.steps, "Steps to simulate for a scenario (default 10)");
-
-  stepcast::cli::CompareArgs cmp_args;
-  CLI::App* cmpc = app.add_subcommand(
-      "compare",
-      "Decompose the step-time difference of two scenarios or measured runs; work per GPU; scaling efficiency");
-  cmpc->add_option("A", cmp_args.a, "Scenario JSON file, or measured.json of stepcast execute (the baseline)")
-      ->required();
-  cmpc->add_option("B", cmp_args.b, "Scenario JSON file, or measured.json of stepcast execute")->required();
-  cmpc->add_flag("--json", cmp_args.json, "Print the JSON report");
-  cmpc->add_option("--steps", cmp_args.steps, "Steps to simulate for each scenario (default 10)");
-
-  stepcast::cli::PlanArgs plan_args;
-  CLI::App* planc = app.add_subcommand(
-      "plan", "Search every layout, rank by time to train (failures included), tokens/s or cost; explain");
-  planc->add_option("SCENARIO", plan_args.scenario,
-                    "Scenario JSON file (the plan may be partial or absent when it has a search section)")
-      ->required();
-  planc->add_flag("--json", plan_args.json, "Print the JSON report");
-  planc->add_option("--csv", plan_args.csv, "Write every ranked layout as CSV to FILE");
-  planc->add_option("--explain", plan_args.explain,
-                    "Why LAYOUT (\"tp=8,pp=4,...\") is rejected, or where it ranks and what limits it");
-  planc->add_option("--threads", plan_args.threads, "Search threads (default: search.threads; 0 = one per core)");
-  planc->add_option("--top-k", plan_args.top_k,
-                    "Layouts re-simulated with the event engine (default: search.top_k, 20)");
-  planc->add_option("--top", plan_args.rows, "Ranked layouts listed (default 20)");
+  commands.push_back(stepcast::cli::add_simulate(app));
+  commands.push_back(stepcast::cli::add_check(app));
+  commands.push_back(add_checkpoint_legacy(app));
+  commands.push_back(stepcast::cli::add_diagnose(app));
+  commands.push_back(stepcast::cli::add_compare(app));
+  commands.push_back(stepcast::cli::add_plan(app));
 
   stepcast::cli::ExecuteArgs exe_args;
   CLI::App* exec = app.add_subcommand("execute", "Run the scenario's plan for real (MPI ranks or GPUs), measure, write the trace");
@@ -151,15 +109,9 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "stepcast: error: %s\nRun with --help for more information.\n", e.what());
     return kExitInput;
   }
-  if (simc->parsed()) return stepcast::cli::cmd_simulate(sim_args);
   if (exec->parsed()) return stepcast::cli::cmd_execute(exe_args);
   if (benchc->parsed()) return stepcast::cli::cmd_bench(bench_args);
   if (calc->parsed()) return stepcast::cli::cmd_calibrate(cal_args);
-  if (checkc->parsed()) return stepcast::cli::cmd_check(check_paths);
-  if (ckptc->parsed()) return stepcast::cli::cmd_checkpoint(ckpt_args);
-  if (planc->parsed()) return stepcast::cli::cmd_plan(plan_args);
-  if (diagc->parsed()) return stepcast::cli::cmd_diagnose(diag_args);
-  if (cmpc->parsed()) return stepcast::cli::cmd_compare(cmp_args);
   for (const stepcast::cli::Command& c : commands) {
     if (c.sub->parsed()) return c.run();
   }

@@ -1,95 +1,56 @@
-#include "plan.h"
-
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
-
+// stepcast plan SCENARIO [--json] [--csv FILE] [--explain LAYOUT] [--threads N] [--top N] [--resimulate N]
 #include <fmt/format.h>
 
-#include "stepcast/planner/planner.h"
-#include "stepcast/planner/report.h"
+#include "commands.h"
+#include "stepcast/app/plan.h"
 
 namespace stepcast::cli {
 
-namespace {
-
-int input_error(const std::string& message) {
-  std::fprintf(stderr, "stepcast: error: %s\n", message.c_str());
-  return 2;
-}
-
-// A one-line bar on stderr, redrawn in place; only on a terminal.
-void draw_progress(std::int64_t done, std::int64_t total) {
-  constexpr int kWidth = 30;
-  const double frac = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-  const int filled = static_cast<int>(frac * kWidth);
-  std::string bar(static_cast<std::size_t>(filled), '#');
-  bar.resize(kWidth, '.');
-  std::fprintf(stderr, "\rplanning [%s] %3.0f%%", bar.c_str(), std::min(frac, 1.0) * 100);
-  std::fflush(stderr);
-}
-
-}  // namespace
-
-int cmd_plan(const PlanArgs& a) {
-  if (a.threads < -1 || a.threads > 1024) {
-    return input_error(fmt::format("--threads: {} is out of range (0 to 1024; 0 = one per core)", a.threads));
-  }
-  if (a.top_k < -1 || a.top_k > 1000) return input_error(fmt::format("--top-k: {} is out of range (0 to 1000)", a.top_k));
-  if (a.rows < 0 || a.rows > 1'000'000) return input_error(fmt::format("--top: {} is out of range (0 to 1000000)", a.rows));
-  LoadOptions lo;
-  lo.plan_template = true;
-  auto s = load_scenario_file(a.scenario, lo);
-  if (!s.ok()) return input_error(s.error().message);
-
-  planner::PlanOptions o;
-  o.threads = a.threads;
-  if (a.top_k >= 0) o.top_k = a.top_k;
-  const bool tty = isatty(STDERR_FILENO) == 1;
-  if (tty) o.progress = draw_progress;
-  auto r = planner::search_layouts(*s, o);
-  if (tty) std::fprintf(stderr, "\r\033[K");
-  if (!r.ok()) return input_error(r.error().message);
-
-  if (!a.explain.empty()) {
-    auto e = planner::explain_layout(*s, *r, a.explain);
-    if (!e.ok()) return input_error("--explain: " + e.error().message);
-    std::cout << (a.json ? planner::explanation_json(*r, *e) : planner::explanation_text(*r, *e));
-    return 0;
-  }
-  if (!a.csv.empty()) {
-    std::ofstream f(a.csv, std::ios::binary);
-    f << planner::plan_report_csv(*r);
-    if (!f) return input_error("--csv: cannot write " + a.csv);
-  }
-  planner::ReportOptions ro;
-  ro.rows = a.rows;
-  std::cout << (a.json ? planner::plan_report_json(*s, *r, ro) : planner::plan_report_text(*s, *r, ro));
-  return 0;
-}
-
-Result<nlohmann::json> plan_check_fields(Scenario& s) {
-  auto r = planner::search_layouts(s, planner::PlanOptions{});
-  if (!r.ok()) return r.error();
-  if (r->ranked.empty()) {
-    return Error{"search: no layout fits in memory (stepcast plan SCENARIO --explain LAYOUT says by how much)"};
-  }
-  planner::ReportOptions ro;
-  ro.rows = 0;
-  nlohmann::json report = nlohmann::json::parse(planner::plan_report_json(s, *r, ro));
-  nlohmann::json fields = nlohmann::json::object();
-  for (const char* key : {"best_layout", "best_gpus", "best_step_time_s", "best_tokens_per_s", "best_mfu",
-                          "best_goodput", "best_time_to_train_h", "best_cost", "best_layout_by_tokens_per_s",
-                          "plan_space", "plan_feasible", "plan_layout_rank"}) {
-    if (report.contains(key)) fields[key] = report[key];
-  }
-  const planner::Candidate& best = r->ranked.front();
-  s.plan = best.plan;
-  s.cluster.nodes = best.gpus() / s.cluster.gpus_per_node;
-  return fields;
+Command add_plan(CLI::App& app) {
+  struct Args {
+    std::string scenario, csv, explain;
+    bool json = false;
+    int threads = -1, resimulate = -1, rows = 20;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Search every layout, rank by time to train (failures included), tokens/s or cost; explain");
+  sub->add_option("SCENARIO", a->scenario,
+                  "Scenario JSON file (the plan may be partial or absent when it has a search section)")
+      ->required();
+  sub->add_flag("--json", a->json, "Print the JSON report");
+  sub->add_option("--csv", a->csv, "Write every ranked layout as CSV to FILE");
+  sub->add_option("--explain", a->explain,
+                  "Why LAYOUT (\"tp=8,pp=4,...\") is rejected, or where it ranks and what limits it");
+  sub->add_option("--threads", a->threads, "Search threads (default: search.threads; 0 = one per core)");
+  sub->add_option("--top", a->rows, "How many ranked layouts the report lists (default 20)");
+  sub->add_option("--resimulate,--top-k", a->resimulate,
+                  "How many of the best layouts the event engine re-simulates and re-ranks (default: search.top_k, "
+                  "20); --top-k is the old name");
+  return {sub, [a] {
+            if (a->threads < -1 || a->threads > 1024) {
+              return input_error(fmt::format("--threads: {} is out of range (0 to 1024; 0 = one per core)", a->threads));
+            }
+            if (a->resimulate < -1 || a->resimulate > 1000) {
+              return input_error(fmt::format("--resimulate: {} is out of range (0 to 1000)", a->resimulate));
+            }
+            if (a->rows < 0 || a->rows > 1'000'000) {
+              return input_error(fmt::format("--top: {} is out of range (0 to 1000000)", a->rows));
+            }
+            Progress progress("planning");
+            app::PlanRequest req{app::ScenarioInput::file(a->scenario), a->threads, a->resimulate, a->rows,
+                                 a->explain, progress.callback()};
+            auto r = app::run_plan(req);
+            progress.clear();
+            if (!r.ok()) {
+              const std::string& m = r.error().message;
+              return input_error(m.rfind("explain: ", 0) == 0 ? "--" + m : m);
+            }
+            if (!r->explanation && !a->csv.empty() && !write_output("--csv", a->csv, app::plan_csv(*r))) {
+              return kExitFailed;
+            }
+            return print(a->json ? app::plan_json(*r) : app::plan_text(*r));
+          }};
 }
 
 }  // namespace stepcast::cli

@@ -260,6 +260,10 @@ std::string plan_report_text(const Scenario& s, const PlanResult& r, const Repor
 }
 
 std::string plan_report_json(const Scenario& s, const PlanResult& r, const ReportOptions& o) {
+  return plan_report_value(s, r, o).dump(2) + "\n";
+}
+
+nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r, const ReportOptions& o) {
   const Columns cols = columns_of(s, r);
   ojson j;
   j["format"] = 1;
@@ -308,7 +312,7 @@ std::string plan_report_json(const Scenario& s, const PlanResult& r, const Repor
   for (std::size_t i : r.pareto) pareto.push_back(row_json(i, r.ranked[i], cols));
   j["pareto"] = pareto;
   j["notes"] = r.notes;
-  return j.dump(2) + "\n";
+  return j;
 }
 
 std::string plan_report_csv(const PlanResult& r) {

@@ -1,6 +1,7 @@
 #include "stepcast/sim/run.h"
 
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -46,8 +47,13 @@ Result<RunResult> run_scenario(const Scenario& s, const RunOptions& o) {
     perturb = std::make_unique<ScenarioPerturbations>(s.faults.perturb, r.program.placement, s.seed);
   }
   std::unique_ptr<NetworkBackend> backend;
-  if (r.network == "simgrid") backend = make_simgrid_backend(s.cluster, r.program);
-  else backend = std::make_unique<AnalyticBackend>(s.cluster);
+  if (r.network == "simgrid") {
+    auto sg = make_simgrid_backend(s.cluster, r.program);  // loads the plugin on first use
+    if (!sg) return sg.error();
+    backend = std::move(sg).value();
+  } else {
+    backend = std::make_unique<AnalyticBackend>(s.cluster);
+  }
   EngineOptions eo;
   eo.full = r.full;
   eo.steps = o.steps;

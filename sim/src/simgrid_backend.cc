@@ -5,6 +5,9 @@
 // the rank pairs the Program uses. Latencies are zero on links: each algorithm's alpha terms
 // are added after its flows (flows.h), so an isolated collective costs what the alpha-beta
 // model says, and only bandwidth sharing differs.
+//
+// This file is the plugin libstepcast-simgrid.so (the only one that includes SimGrid); the
+// host reaches it through the factory at the end (simgrid_plugin.h, simgrid_loader.cc).
 #include "stepcast/sim/simgrid_backend.h"
 
 #include <algorithm>
@@ -19,12 +22,11 @@
 
 #include "stepcast/models/collectives.h"
 #include "stepcast/sim/flows.h"
+#include "simgrid_plugin.h"
 
 namespace stepcast::sim {
 
 namespace sg4 = simgrid::s4u;
-
-bool simgrid_available() { return true; }
 
 namespace {
 
@@ -267,9 +269,21 @@ class SimgridBackend final : public NetworkBackend, public FlowNetwork {
 
 }  // namespace
 
-std::unique_ptr<NetworkBackend> make_simgrid_backend(const ClusterSpec& cluster, const Program& program,
-                                                     const SimgridOptions& options) {
-  return std::make_unique<SimgridBackend>(cluster, program, options);
-}
-
 }  // namespace stepcast::sim
+
+// The plugin's one exported symbol (simgrid_plugin.h: SimgridPluginFactoryFn).
+extern "C" __attribute__((visibility("default"))) stepcast::sim::NetworkBackend* stepcast_simgrid_create_backend(
+    const stepcast::sim::SimgridPluginArgs* args) noexcept {
+  using namespace stepcast::sim;
+  const SimgridPluginArgs expected;
+  if (args == nullptr || args->abi != expected.abi || args->sizeof_cluster != expected.sizeof_cluster ||
+      args->sizeof_program != expected.sizeof_program || args->sizeof_options != expected.sizeof_options ||
+      args->cluster == nullptr || args->program == nullptr || args->options == nullptr) {
+    return nullptr;
+  }
+  try {
+    return new SimgridBackend(*args->cluster, *args->program, *args->options);
+  } catch (...) {
+    return nullptr;
+  }
+}

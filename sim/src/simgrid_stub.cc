@@ -5,8 +5,13 @@ namespace stepcast::sim {
 
 bool simgrid_available() { return false; }
 
-std::unique_ptr<NetworkBackend> make_simgrid_backend(const ClusterSpec&, const Program&, const SimgridOptions&) {
-  return nullptr;
+std::vector<std::string> plugin_search_dirs() { return {}; }
+
+Result<std::unique_ptr<NetworkBackend>> make_simgrid_backend(const ClusterSpec&, const Program&,
+                                                             const SimgridOptions&) {
+  return Error{
+      "network: \"simgrid\" is not available: this stepcast was built without SimGrid "
+      "(configure with -DSTEPCAST_WITH_SIMGRID=ON)"};
 }
 
 }  // namespace stepcast::sim

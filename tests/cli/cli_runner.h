@@ -49,6 +49,19 @@ class CliRunner : public testing::Test {
     return path.string();
   }
 
+  // Runs `stepcast SHELL_ARGS` through /bin/sh (for redirections such as "> /dev/full");
+  // stderr is captured, stdout only where SHELL_ARGS does not redirect it.
+  Outcome run_shell(const std::string& shell_args) {
+    const std::filesystem::path out = dir_ / "stdout", err = dir_ / "stderr";
+    const std::string cmd = "{ " + quoted(STEPCAST_BIN) + " " + shell_args + "; } 2>" + quoted(err.string()) +
+                            " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Outcome r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.err = read_file(err);
+    return r;
+  }
+
   // Runs `stepcast ARGS...` with stdin from /dev/null; returns the exit code and output.
   Outcome run(const std::vector<std::string>& args) {
     std::string cmd = quoted(STEPCAST_BIN);

@@ -168,7 +168,7 @@ TEST(Bubble, MoreMicrobatchesShrinkTheBubbleShare) {
 std::string shipped_scenario_path() {
   // tests/models/estimate_test.cc -> <repo>/scenarios/llama3-70b-64xh100.json
   const std::filesystem::path repo =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+      std::filesystem::path(STEPCAST_SOURCE_DIR);
   return (repo / "scenarios" / "llama3-70b-64xh100.json").string();
 }
 

@@ -79,7 +79,7 @@ TEST_F(PlanCli, ExplainPrintsRankOrRejection) {
 TEST_F(PlanCli, BadInputExitsTwoWithTheMessage) {
   expect_input_error(run({"plan", kShipped, "--threads", "-5"}),
                      "--threads: -5 is out of range (0 to 1024; 0 = one per core)");
-  expect_input_error(run({"plan", kShipped, "--top-k", "5000"}), "--top-k: 5000 is out of range (0 to 1000)");
+  expect_input_error(run({"plan", kShipped, "--top-k", "5000"}), "--resimulate: 5000 is out of range (0 to 1000)");
   expect_input_error(run({"plan", kShipped, "--explain", "tp=8,pq=4"}),
                      "--explain: \"tp=8,pq=4\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, "
                      "sp, tpo, schedule, v, mb, gb, zero, recompute, gpus)");

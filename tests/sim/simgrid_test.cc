@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "stepcast/models/collectives.h"
@@ -54,10 +57,14 @@ double flow_time(const ClusterSpec& c, CollKind kind, double bytes) {
   const Program p = one_collective(c, kind, bytes);
   sim::SimgridOptions o;
   o.intra_node_flows = true;
-  auto backend = sim::make_simgrid_backend(c, p, o);
+  auto backend = sim::make_simgrid_backend(c, p, o);  // through the plugin
+  if (!backend) {
+    ADD_FAILURE() << backend.error().message;
+    return 0;
+  }
   sim::EngineOptions eo;
   eo.full = true;
-  const sim::SimOutput out = sim::simulate(p, *backend, eo);
+  const sim::SimOutput out = sim::simulate(p, **backend, eo);
   EXPECT_FALSE(out.deadlock);
   return out.timeline.step_end.back().seconds();
 }
@@ -211,6 +218,42 @@ TEST(Simgrid, ReportsAreByteIdenticalAcrossRuns) {
     if (i == 0) first = json;
     else EXPECT_EQ(json, first);
   }
+}
+
+// The plugin is looked for next to the executable first, then in ../lib/stepcast (where the
+// build puts it: build/lib/stepcast, beside build/tests), then in the install directory.
+TEST(SimgridPlugin, SearchesTheExecutablesDirectoryThenLibStepcastBesideIt) {
+  SKIP_WITHOUT_SIMGRID();
+  if (std::getenv("STEPCAST_PLUGIN_DIR") != nullptr) GTEST_SKIP() << "STEPCAST_PLUGIN_DIR overrides the search";
+  namespace fs = std::filesystem;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe").parent_path();
+  const std::vector<std::string> dirs = sim::plugin_search_dirs();
+  ASSERT_GE(dirs.size(), 2u);
+  EXPECT_EQ(dirs[0], exe_dir.lexically_normal().string());
+  EXPECT_EQ(dirs[1], (exe_dir / ".." / "lib" / "stepcast").lexically_normal().string());
+}
+
+// STEPCAST_PLUGIN_DIR replaces the search; when the plugin is not there the error names
+// every path tried and dlopen's reason. Run in a fresh process (the plugin is loaded once
+// per process, and this process may have loaded it already).
+TEST(SimgridPlugin, MissingPluginErrorNamesThePathsTried) {
+  SKIP_WITHOUT_SIMGRID();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("STEPCAST_PLUGIN_DIR", "/nonexistent/stepcast-plugins", 1);
+        const ClusterSpec c = h100_cluster(1, 2);
+        const auto backend = sim::make_simgrid_backend(c, one_collective(c, CollKind::kAllReduce, 1e6));
+        const std::string expected =
+            "network \"simgrid\": cannot load libstepcast-simgrid.so (tried "
+            "/nonexistent/stepcast-plugins/libstepcast-simgrid.so): "
+            "/nonexistent/stepcast-plugins/libstepcast-simgrid.so: cannot open shared object file: "
+            "No such file or directory";
+        const std::string got = backend ? std::string("loaded") : backend.error().message;
+        std::fprintf(stderr, "%s\n", got.c_str());
+        std::exit(got == expected ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

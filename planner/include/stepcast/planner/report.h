@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "stepcast/models/scenario.h"
 #include "stepcast/planner/planner.h"
 
@@ -22,6 +24,9 @@ std::string plan_report_text(const Scenario& scenario, const PlanResult& result,
 // plan_space, plan_feasible, plan_layout_rank (1-based, when the scenario's plan ranks).
 // Nothing to rank (no layout fits): the best_* fields are absent.
 std::string plan_report_json(const Scenario& scenario, const PlanResult& result, const ReportOptions& options);
+// The same report as a JSON value (what plan_report_json prints).
+nlohmann::ordered_json plan_report_value(const Scenario& scenario, const PlanResult& result,
+                                         const ReportOptions& options);
 
 // One header line and one line per ranked layout, best first.
 std::string plan_report_csv(const PlanResult& result);

@@ -29,7 +29,8 @@ struct RunResult {
 };
 
 // Errors (exit 2 in the CLI): an unknown network, "simgrid" in a build without SimGrid,
-// or a world above kSimgridMaxRanks for simgrid.
+// a world above kSimgridMaxRanks for simgrid, or a SimGrid plugin that cannot be loaded
+// (simgrid_backend.h: make_simgrid_backend).
 Result<RunResult> run_scenario(const Scenario& scenario, const RunOptions& options);
 
 }  // namespace stepcast::sim

@@ -1,12 +1,17 @@
 // The flow-level network backend: the Program's communication as flows on a SimGrid
 // platform built from the ClusterSpec, so that concurrent collectives contend for links.
-// No SimGrid header leaks from here (the library builds without SimGrid; then
-// make_simgrid_backend() returns nullptr). See docs/network.md.
+// No SimGrid header leaks from here, and stepcast_sim does not link SimGrid: the backend
+// lives in a plugin, libstepcast-simgrid.so, loaded with dlopen() the first time a
+// simulation asks for it, so commands that never use it do not pay SimGrid's (and ns-3's)
+// start-up. See docs/network.md ("Where the plugin is found").
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "stepcast/models/program.h"
+#include "stepcast/models/result.h"
 #include "stepcast/models/specs.h"
 #include "stepcast/sim/backend.h"
 
@@ -19,14 +24,25 @@ struct SimgridOptions {
   bool intra_node_flows = false;
 };
 
-// Whether this build includes the SimGrid backend.
+// Whether this build includes the SimGrid backend (configured with STEPCAST_WITH_SIMGRID=ON,
+// so the plugin was built). Says nothing about whether the plugin can be loaded.
 bool simgrid_available();
 
+// The plugin's file name, and the directories searched for it, in order: only
+// $STEPCAST_PLUGIN_DIR when that variable is set and not empty; otherwise the running
+// executable's directory (/proc/self/exe), its ../lib/stepcast, and the install directory
+// (<prefix>/<libdir>/stepcast). Duplicates removed.
+inline constexpr const char* kSimgridPluginName = "libstepcast-simgrid.so";
+std::vector<std::string> plugin_search_dirs();
+
 // The backend for `program` on `cluster` (one SimGrid host per rank; routes for every pair
-// of ranks the program's collectives and p2p use). nullptr when SimGrid is not built in.
+// of ranks the program's collectives and p2p use). Loads the plugin on first use (once per
+// process; it stays loaded). Errors: SimGrid not built in; the plugin not found or not
+// loadable (network "simgrid": cannot load libstepcast-simgrid.so (tried <paths>):
+// <dlerror>); a plugin from another build (ABI mismatch).
 // REQUIRES: program.placement.world() <= kSimgridMaxRanks.
-std::unique_ptr<NetworkBackend> make_simgrid_backend(const ClusterSpec& cluster, const Program& program,
-                                                     const SimgridOptions& options = {});
+Result<std::unique_ptr<NetworkBackend>> make_simgrid_backend(const ClusterSpec& cluster, const Program& program,
+                                                             const SimgridOptions& options = {});
 inline constexpr int kSimgridMaxRanks = 4096;
 
 }  // namespace stepcast::sim
