@@ -17,25 +17,10 @@
 #include "stepcast/models/scenario.h"
 #include "commands.h"
 #include "execute.h"
-#include "validate.h"
 
 namespace {
 
 using stepcast::cli::input_error;
-
-// Commands not yet moved to their own file and stepcast_app (validate).
-stepcast::cli::Command add_validate_legacy(CLI::App& app) {
-  struct Args {
-    std::string path, scenarios;
-    bool json = false;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* val = app.add_subcommand("validate", "Predict published training runs and compare with their measurements");
-  val->add_option("FILE", a->path, "Validation runs JSON (docs/data/validation-runs.json)")->required();
-  val->add_flag("--json", a->json, "Print the comparison as JSON");
-  val->add_option("--scenarios", a->scenarios, "Also write each record's generated scenario to DIR/<id>.json");
-  return {val, [a] { return stepcast::cli::cmd_validate(a->path, a->json, a->scenarios); }};
-}
 
 using stepcast::cli::kExitInput;
 
@@ -48,7 +33,7 @@ int run(int argc, char** argv) {
   std::vector<stepcast::cli::Command> commands;
   commands.push_back(stepcast::cli::add_presets(app));
   commands.push_back(stepcast::cli::add_estimate(app));
-  commands.push_back(add_validate_legacy(app));
+  commands.push_back(stepcast::cli::add_validate(app));
   commands.push_back(stepcast::cli::add_simulate(app));
   commands.push_back(stepcast::cli::add_check(app));
   commands.push_back(stepcast::cli::add_checkpoint(app));

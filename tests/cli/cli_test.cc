@@ -333,6 +333,45 @@ TEST_F(Cli, CheckpointPrintsTheReadableReport) {
   EXPECT_NE(r.out.find("\nRecommendation: "), std::string::npos) << r.out;
 }
 
+// ---------------------------------------------------------------------------------------
+// validate: the shipped validation file predicts (exit 0, --json parseable); a bad file or
+// an unusable --scenarios directory exits 2 naming the file and the field.
+
+const std::string kValidationRuns = std::string(STEPCAST_SOURCE_DIR) + "/docs/data/validation-runs.json";
+
+TEST_F(Cli, ValidateShippedFileExitsZero) {
+  const Outcome r = run({"validate", kValidationRuns});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("stepcast validate: predicted vs measured training runs\n", 0), 0u) << r.out;
+}
+
+TEST_F(Cli, ValidateJsonIsParseableWithEveryRecord) {
+  const Outcome r = run({"validate", kValidationRuns, "--json", "--scenarios", (dir_ / "sc").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["command"], "validate");
+  EXPECT_EQ(j["records"].size(), 16u);  // the shipped file's records
+  EXPECT_TRUE(j["summary"]["median_abs_error"].is_number());
+  EXPECT_TRUE(fs::exists(dir_ / "sc" / "narayanan2021_t1_1p7B.json"));
+}
+
+TEST_F(Cli, ValidateBadFieldExitsTwoNamingIt) {
+  const std::string path = write("runs.json", R"({"records": [{"id": "x", "model": {"layers": 2, "hidden": "x",
+      "heads": 2, "vocab": 8, "seq_len": 8}, "hardware": {"gpu": "A100", "gpus_total": 8},
+      "layout": {"tp": 1, "pp": 1, "global_batch": 8}, "measured": {}}]})");
+  const Outcome r = run({"validate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + path + ": records[0].model.hidden: expected a positive integer, got \"x\"\n");
+}
+
+TEST_F(Cli, ValidateUnwritableScenarioDirExitsTwo) {
+  const std::string blocker = write("blocker", "x");
+  const Outcome r = run({"validate", kValidationRuns, "--scenarios", blocker});
+  expect_input_error(r);
+  EXPECT_EQ(r.err.rfind("stepcast: error: scenario_dir " + blocker + ": cannot create directory (", 0), 0u) << r.err;
+}
+
 }  // namespace
 
 namespace {

@@ -1,0 +1,552 @@
+#include "validation_record.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "stepcast/models/presets.h"
+
+namespace stepcast::app::validation {
+
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+using reader::Diagnostics;
+using reader::ObjectReader;
+
+// Megatron pads the vocabulary to a multiple of make-vocab-size-divisible-by (128) x TP.
+constexpr std::int64_t kVocabPadMultiple = 128;
+constexpr std::int64_t kMaxCount = 1'000'000'000'000;  // any count or dimension of a record
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+bool contains(const std::string& haystack, const char* needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// A description as it appears in an assumption: quoted, at most 40 characters.
+std::string quote(const std::string& s) { return reader::describe(json(s)); }
+
+// A positive integer field. Absent or null: nullopt (with "missing (required)" or
+// "expected a positive integer, got null" when `required`).
+std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool required) {
+  const json* v = r.raw(key);
+  if (!v) {
+    if (required) r.diag().add(r.path_of(key), "missing (required): a positive integer");
+    return std::nullopt;
+  }
+  if (v->is_null() && !required) return std::nullopt;
+  std::optional<std::int64_t> x;
+  if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxCount)) {
+    r.diag().add(r.path_of(key), fmt::format("{} is out of range (1 to {})", reader::describe(*v), kMaxCount));
+    return std::nullopt;
+  }
+  if (v->is_number_integer()) {
+    x = v->get<std::int64_t>();
+  } else if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 0x1p62) x = static_cast<std::int64_t>(d);
+  }
+  if (!x || *x < 1) {
+    r.diag().add(r.path_of(key), "expected a positive integer, got " + reader::describe(*v));
+    return std::nullopt;
+  }
+  if (*x > kMaxCount) {
+    r.diag().add(r.path_of(key), fmt::format("{} is out of range (1 to {})", *x, kMaxCount));
+    return std::nullopt;
+  }
+  return x;
+}
+
+// A measured quantity: absent or null -> 0; else a finite number > 0.
+double measurement(ObjectReader& r, std::string_view key) {
+  const json* v = r.raw(key);
+  if (!v || v->is_null()) return 0;
+  if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0) {
+    r.diag().add(r.path_of(key), "expected a positive number, got " + reader::describe(*v));
+    return 0;
+  }
+  return v->get<double>();
+}
+
+// A description (absent or null: nullopt; not a string: an error).
+std::optional<std::string> text(ObjectReader& r, std::string_view key) {
+  const json* v = r.raw(key);
+  if (!v || v->is_null()) return std::nullopt;
+  return r.string(key);
+}
+
+std::optional<bool> flag(ObjectReader& r, std::string_view key) {
+  const json* v = r.raw(key);
+  if (!v || v->is_null()) return std::nullopt;
+  return r.boolean(key);
+}
+
+// A required nested object: nullptr with a message when missing, null or not an object.
+const json* section(ObjectReader& r, std::string_view key) {
+  if (!r.has(key)) {
+    r.raw(key);
+    r.diag().add(r.path_of(key), "missing (required): an object");
+    return nullptr;
+  }
+  return r.object(key);
+}
+
+// Prints the mapping of a description unless it is the value's own name.
+void mapped(Record& rec, const char* field, const std::string& desc, const std::string& value) {
+  if (lower(desc) != value) rec.assumptions.push_back(fmt::format("{} {}: {}", field, quote(desc), value));
+}
+
+void read_model(ObjectReader& f, Record& r) {
+  f.ignore({"params", "activated_params", "notes"});
+  if (auto name = text(f, "name")) {
+    const std::string n = lower(*name);
+    if (contains(n, "llama") || contains(n, "qwen") || contains(n, "mistral")) {
+      r.architecture = Architecture::kLlama;
+      r.learned_positions = false;
+      r.assumptions.push_back(fmt::format(
+          "model {}: Llama architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, "
+          "untied embeddings, no dropout)",
+          quote(*name)));
+    }
+  }
+  r.layers = positive(f, "layers", true).value_or(0);
+  r.hidden = positive(f, "hidden", true).value_or(0);
+  r.heads = positive(f, "heads", true).value_or(0);
+  r.vocab = positive(f, "vocab", true).value_or(0);
+  r.seq = positive(f, "seq_len", true).value_or(0);
+  r.head_dim = positive(f, "head_dim", false);
+  if (const json* moe = f.raw("moe"); moe && !moe->is_null()) {
+    r.moe = moe->is_string() ? moe->get<std::string>() : moe->dump();
+    if (r.moe.empty()) r.moe = "(empty)";
+  }
+  if (auto kv = positive(f, "kv_heads", false)) {
+    r.kv_heads = *kv;
+  } else {
+    r.kv_heads = r.heads;
+    r.assumptions.push_back("kv_heads not given: multi-head attention (kv_heads = heads)");
+  }
+  if (auto ffn = positive(f, "ffn_hidden", false)) {
+    r.ffn = *ffn;
+  } else if (r.moe.empty()) {
+    r.ffn = 4 * r.hidden;
+    r.assumptions.push_back("ffn_hidden not given: 4 x hidden");
+  }
+  if (auto pos = text(f, "positional")) {
+    const std::string p = lower(*pos);
+    r.learned_positions = contains(p, "learned") || contains(p, "absolute");
+    if (!r.learned_positions) {
+      r.assumptions.push_back(fmt::format(
+          "positional {}: no position parameters (stepcast's parameter-free \"rope\" setting)", quote(*pos)));
+    }
+  }
+  f.finish();
+}
+
+void read_hardware(ObjectReader& f, Record& r) {
+  f.ignore({"interconnect"});
+  auto gpu = f.required_string("gpu");
+  r.gpu = gpu.value_or("");
+  r.gpus = positive(f, "gpus_total", true).value_or(0);
+  r.gpus_per_node = positive(f, "gpus_per_node", false).value_or(8);
+  f.finish();
+}
+
+// What a layout reads before the measured section is known (recompute's default depends
+// on the record's FLOP accounting).
+struct LayoutText {
+  std::optional<std::string> recompute;
+  std::optional<std::int64_t> grad_accum;
+};
+
+LayoutText read_layout(ObjectReader& f, Record& r) {
+  LayoutText t;
+  f.ignore({"techniques", "system"});
+  r.tp = positive(f, "tp", true).value_or(1);
+  r.pp = positive(f, "pp", true).value_or(1);
+  r.dp = positive(f, "dp", false);
+  r.cp = positive(f, "cp", false).value_or(1);
+  r.ep = positive(f, "ep", false).value_or(1);
+  r.global_batch = positive(f, "global_batch", true).value_or(1);
+  t.grad_accum = positive(f, "grad_accum", false);
+  if (auto mb = positive(f, "microbatch", false)) {
+    r.microbatch = *mb;
+  } else {
+    r.assumptions.push_back("microbatch not stated: 1");
+  }
+  const std::optional<std::int64_t> v = positive(f, "virtual_stages", false);
+  const bool chunks = v && *v >= 2;
+  if (auto s = text(f, "schedule")) {
+    const std::string low = lower(*s);
+    if (r.pp == 1) {
+      // One stage: nothing to schedule.
+    } else if (contains(low, "interleaved")) {
+      if (chunks) {
+        r.schedule = "interleaved";
+        r.virtual_stages = *v;
+      } else {
+        r.assumptions.push_back(fmt::format("schedule {} stated without a chunk count: plain 1F1B", quote(*s)));
+      }
+    } else if (contains(low, "gpipe")) {
+      r.schedule = "gpipe";
+    } else if (contains(low, "1f1b") || contains(low, "pipedream") || contains(low, "pipeline")) {
+      mapped(r, "schedule", *s, "1f1b");
+    } else {
+      r.assumptions.push_back(fmt::format("schedule {} not recognised: 1F1B", quote(*s)));
+    }
+  } else if (r.pp > 1 && chunks) {
+    r.schedule = "interleaved";
+    r.virtual_stages = *v;
+    r.assumptions.push_back(
+        fmt::format("schedule not stated, virtual_stages {}: Megatron's interleaved 1F1B", *v));
+  } else if (r.pp > 1) {
+    r.assumptions.push_back("schedule not stated: 1F1B");
+  }
+  t.recompute = text(f, "recompute");
+  if (auto z = text(f, "zero_fsdp")) {
+    const std::string low = lower(*z);
+    if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3")) {
+      r.zero = 3;
+    } else if (contains(low, "zero-2") || contains(low, "zero2") || contains(low, "zero stage 2")) {
+      r.zero = 2;
+    } else if (contains(low, "zero-1") || contains(low, "zero1") || contains(low, "zero stage 1") ||
+               contains(low, "distributed optimizer")) {
+      r.zero = 1;
+    } else if (starts_with(low, "no") || contains(low, "fsdp=0") || contains(low, "ddp")) {
+      r.zero = 0;  // "no FSDP (FSDP=0 in table: DDP)", "none", "DDP"
+    } else if (contains(low, "fsdp") || contains(low, "fully sharded")) {
+      r.zero = 3;
+    } else if (contains(low, "shard")) {
+      r.zero = 1;  // Megatron's distributed optimizer: optimizer state sharded, parameters gathered once a step
+    } else {
+      r.assumptions.push_back(fmt::format("zero_fsdp {} not recognised: ZeRO 0", quote(*z)));
+    }
+    const std::string canon = fmt::format("zero-{}", r.zero);
+    if (low != canon) r.assumptions.push_back(fmt::format("zero_fsdp {}: ZeRO {}", quote(*z), r.zero));
+  } else {
+    r.assumptions.push_back("ZeRO not stated: 0 (replicated optimizer, as Megatron's DDP)");
+  }
+  const std::string gpu = lower(r.gpu);
+  const bool hopper_or_later = contains(gpu, "h100") || contains(gpu, "h200") || contains(gpu, "b200");
+  if (auto sp = flag(f, "sequence_parallel")) {
+    r.sequence_parallel = *sp;
+  } else if (r.tp > 1) {
+    r.sequence_parallel = hopper_or_later;
+    r.assumptions.push_back(hopper_or_later ? "sequence_parallel not stated: on (Hopper and later: Megatron-Core "
+                                              "stacks run it with tensor parallelism)"
+                                            : "sequence_parallel not stated: off");
+  }
+  if (auto p = text(f, "precision")) {
+    const std::string low = lower(*p);
+    if (contains(low, "bf16")) r.precision = "bf16";
+    else if (contains(low, "fp8")) r.precision = "fp8";
+    else if (contains(low, "fp16") || contains(low, "16-bit")) r.precision = "fp16";
+    else r.assumptions.push_back(fmt::format("precision {} not recognised: bf16", quote(*p)));
+    mapped(r, "precision", *p, r.precision);
+  } else {
+    r.assumptions.push_back("precision not stated: bf16");
+  }
+  if (auto fa = flag(f, "flash_attention")) {
+    r.flash_attention = *fa;
+  } else {
+    r.flash_attention = hopper_or_later;
+    r.assumptions.push_back(
+        r.flash_attention
+            ? "FlashAttention not stated: on (Hopper and later: every training stack runs fused attention)"
+            : "FlashAttention not stated: off (fused softmax with the s x s scores in memory)");
+  }
+  f.finish();
+  return t;
+}
+
+void read_measured(ObjectReader& f, Record& r) {
+  f.ignore({"pct_of_peak", "aggregate_pflops", "mfu", "training_time_days_300B_tokens"});
+  r.tflops = measurement(f, "tflops_per_gpu");
+  r.iteration_s = measurement(f, "iteration_time_s");
+  r.samples_per_s = measurement(f, "samples_per_s");
+  r.tokens_per_s = measurement(f, "tokens_per_s");
+  r.tokens_per_s_per_gpu = measurement(f, "tokens_per_s_per_gpu");
+  r.peak_memory_gib = measurement(f, "peak_memory_gib");
+  const double model_tflops = measurement(f, "model_tflops_per_gpu");
+  if (model_tflops > 0 && r.tflops <= 0) {
+    r.assumptions.push_back(fmt::format(
+        "model_tflops_per_gpu ({}) is under the source's own FLOP accounting, not reproduced here: "
+        "throughput compared as tokens/s",
+        model_tflops));
+  }
+  const auto acc = text(f, "flop_accounting");
+  const std::string low = lower(acc.value_or(""));
+  if (contains(low, "72*b") || contains(low, "eq. 7") || contains(low, "eq7")) {
+    r.accounting = Accounting::kKorthikantiEq7;
+    r.accounting_stated = true;
+  } else if (contains(low, "96*b") || contains(low, "eq. 3") || contains(low, "eq3")) {
+    r.accounting = Accounting::kNarayananEq3;
+    r.accounting_stated = true;
+  } else if (r.tflops > 0) {
+    r.assumptions.push_back(fmt::format("FLOP accounting {}: Narayanan eq. 3 (96 B s l h^2 ...)",
+                                        acc ? "not recognised" : "not stated"));
+  }
+  f.finish();
+}
+
+Record read_record(const json& rec, const std::string& path, Diagnostics& diag) {
+  Record r;
+  r.id = path;
+  if (!rec.is_object()) {
+    diag.add(path, "expected an object, got " + reader::describe(rec));
+    return r;
+  }
+  const std::size_t before = diag.size();
+  ObjectReader top(rec, path, diag);
+  top.ignore({"source", "derived", "notes", "unverified"});
+  if (auto id = top.required_string("id")) {
+    if (id->empty()) diag.add(top.path_of("id"), "expected a non-empty string");
+    else r.id = *id;
+  }
+  const json* m = section(top, "model");
+  const json* h = section(top, "hardware");
+  const json* l = section(top, "layout");
+  const json* me = section(top, "measured");
+  top.finish();
+  if (m) {
+    ObjectReader f(*m, top.path_of("model"), diag);
+    read_model(f, r);
+  }
+  if (h) {
+    ObjectReader f(*h, top.path_of("hardware"), diag);
+    read_hardware(f, r);
+  }
+  LayoutText lt;
+  if (l) {
+    ObjectReader f(*l, top.path_of("layout"), diag);
+    lt = read_layout(f, r);
+  }
+  if (me) {
+    ObjectReader f(*me, top.path_of("measured"), diag);
+    read_measured(f, r);
+  }
+  if (diag.size() != before) return r;
+
+  // Recompute last: its default follows the record's FLOP accounting.
+  if (lt.recompute) {
+    const std::string low = lower(*lt.recompute);
+    if (starts_with(low, "full")) r.recompute = "full";
+    else if (contains(low, "selective")) r.recompute = "selective";
+    else if (starts_with(low, "none") || starts_with(low, "no ")) r.recompute = "none";
+    else if (contains(low, "full")) r.recompute = "full";
+    if (r.recompute == "none" && !(starts_with(low, "none") || starts_with(low, "no "))) {
+      r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
+    } else {
+      mapped(r, "recompute", *lt.recompute, r.recompute);
+    }
+  } else if (r.tflops > 0 && r.accounting_stated && r.accounting == Accounting::kNarayananEq3) {
+    r.recompute = "full";
+    r.assumptions.push_back(
+        "recompute not stated: full (the record's FLOP accounting, Narayanan eq. 3, counts the recomputed "
+        "forward)");
+  } else {
+    r.assumptions.push_back("recompute not stated: none");
+  }
+
+  if (r.heads % r.kv_heads != 0) {
+    diag.add(path + ".model.kv_heads", fmt::format("{} does not divide heads ({})", r.kv_heads, r.heads));
+  }
+  const std::int64_t dp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
+  if (lt.grad_accum && dp > 0 && *lt.grad_accum * r.microbatch * dp != r.global_batch) {
+    diag.add(path + ".layout.grad_accum",
+             fmt::format("{} does not match global_batch / (microbatch x dp) = {} / ({} x {})", *lt.grad_accum,
+                         r.global_batch, r.microbatch, dp));
+  }
+  const std::int64_t pad = kVocabPadMultiple * r.tp;
+  r.vocab_padded = (r.vocab + pad - 1) / pad * pad;
+  if (r.vocab_padded != r.vocab) {
+    r.assumptions.push_back(
+        fmt::format("vocab {} padded to {} (Megatron: multiple of 128 x tp)", r.vocab, r.vocab_padded));
+  }
+  return r;
+}
+
+// The cluster and GPU presets of a GPU description ("" when there is none).
+struct GpuPreset {
+  const char* cluster;
+  const char* gpu;
+};
+GpuPreset preset_for(const std::string& description) {
+  const std::string g = lower(description);
+  if (contains(g, "pcie")) return {"", ""};  // the presets are SXM servers
+  if (contains(g, "a100")) return {"dgx-a100", "a100-sxm-80gb"};
+  if (contains(g, "h100")) return {"dgx-h100", "h100-sxm"};
+  if (contains(g, "h200")) return {"dgx-h200", "h200-sxm"};
+  if (contains(g, "b200")) return {"dgx-b200", "b200"};
+  return {"", ""};
+}
+
+}  // namespace
+
+std::vector<Record> read_records(const json& doc, Diagnostics& diag) {
+  std::vector<Record> records;
+  const json& recs = doc.at("records");
+  records.reserve(recs.size());
+  std::map<std::string, std::size_t> first;  // id -> the record that has it first
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const std::string path = reader::index("records", i);
+    records.push_back(read_record(recs[i], path, diag));
+    if (records.back().id == path) continue;  // no id read
+    // Ids name the written scenario files: a repeated one would overwrite another's.
+    const auto [it, added] = first.emplace(records.back().id, i);
+    if (!added) {
+      diag.add(path + ".id", fmt::format("{} repeats records[{}].id", quote(records.back().id), it->second));
+    }
+  }
+  return records;
+}
+
+ScenarioBuild build_scenario(Record& r) {
+  ScenarioBuild out;
+  if (!r.moe.empty()) {
+    out.reason = fmt::format("mixture-of-experts model (model.moe {}): validate does not express MoE records yet",
+                             quote(r.moe));
+    return out;
+  }
+  if (r.ep > 1) {
+    out.reason = fmt::format("expert parallelism (ep {}) without a stated MoE model", r.ep);
+    return out;
+  }
+  const GpuPreset preset = preset_for(r.gpu);
+  if (*preset.cluster == '\0') {
+    out.reason = fmt::format("no cluster preset for gpu {} (known: SXM A100, H100, H200, B200)", quote(r.gpu));
+    return out;
+  }
+  if (r.gpus_per_node != 8) {
+    out.reason = fmt::format("{} GPUs per node; the {} preset has 8", r.gpus_per_node, preset.cluster);
+    return out;
+  }
+  if (r.gpus % r.gpus_per_node != 0) {
+    out.reason = fmt::format("{} GPUs are not whole nodes of {}", r.gpus, r.gpus_per_node);
+    return out;
+  }
+  // Capacity ("96GB") and bandwidth ("2.4 TB/s") stated in the GPU description replace the
+  // preset's figures; everything else about the GPU is the preset's.
+  const GpuSpec& base = builtin_presets().gpus.at(preset.gpu);
+  ordered_json gpu = {{"preset", preset.gpu}};
+  std::smatch m;
+  const std::string desc = r.gpu;
+  if (std::regex_search(desc, m, std::regex(R"((\d+)\s*GB(?![/a-z]))", std::regex::icase))) {
+    const double gib = std::stod(m[1].str());
+    if (gib != base.hbm_GiB) {
+      gpu["hbm_GiB"] = gib;
+      r.assumptions.push_back(fmt::format("gpu {}: {} GiB HBM (preset {}: {} GiB)", quote(r.gpu), gib, preset.gpu,
+                                          base.hbm_GiB));
+    }
+  } else if (std::string(preset.gpu) == "a100-sxm-80gb") {
+    r.assumptions.push_back(fmt::format("gpu {} without a capacity: A100-SXM4-80GB", quote(r.gpu)));
+  }
+  if (std::regex_search(desc, m, std::regex(R"((\d+(?:\.\d+)?)\s*TB/s)", std::regex::icase))) {
+    const double gbps = std::stod(m[1].str()) * 1000;
+    if (gbps != base.hbm_bandwidth_GBps) {
+      gpu["hbm_bandwidth_GBps"] = gbps;
+      r.assumptions.push_back(fmt::format("gpu {}: HBM {} GB/s (preset {}: {} GB/s)", quote(r.gpu), gbps,
+                                          preset.gpu, base.hbm_bandwidth_GBps));
+    }
+  }
+
+  const bool llama = r.architecture == Architecture::kLlama;
+  ordered_json model = {{"name", r.id},
+                        {"family", llama ? "llama" : "gpt"},
+                        {"num_layers", r.layers},
+                        {"hidden_size", r.hidden},
+                        {"num_attention_heads", r.heads},
+                        {"num_kv_heads", r.kv_heads}};
+  if (r.head_dim) model["head_dim"] = *r.head_dim;
+  model["ffn_hidden_size"] = r.ffn;
+  model["ffn_activation"] = llama ? "swiglu" : "gelu";
+  model["ffn_matrices"] = llama ? 3 : 2;
+  model["norm"] = llama ? "rmsnorm" : "layernorm";
+  model["tied_embeddings"] = !llama;
+  model["linear_bias"] = !llama;
+  model["dropout"] = !llama;
+  model["vocab_size"] = r.vocab_padded;
+  model["position_embedding"] = r.learned_positions ? "learned" : "rope";
+  model["max_seq_len"] = r.seq;
+  model["train_seq_len"] = r.seq;
+
+  ordered_json sc;
+  sc["format"] = 1;
+  sc["name"] = r.id;
+  sc["model"] = std::move(model);
+  sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
+  if (gpu.size() > 1) sc["cluster"]["gpu"] = std::move(gpu);
+  ordered_json plan = {{"tp", r.tp}, {"pp", r.pp}};
+  if (r.dp) plan["dp"] = *r.dp;
+  plan["cp"] = r.cp;
+  plan["ep"] = r.ep;
+  plan["sequence_parallel"] = r.sequence_parallel;
+  plan["schedule"] = r.schedule;
+  plan["virtual_stages"] = r.virtual_stages;
+  plan["microbatch"] = r.microbatch;
+  plan["global_batch"] = r.global_batch;
+  plan["zero"] = r.zero;
+  plan["recompute"] = r.recompute;
+  plan["precision"] = r.precision;
+  plan["flash_attention"] = r.flash_attention;
+  sc["plan"] = std::move(plan);
+  sc["workload"] = {{"seq_len", r.seq}};
+  out.scenario = std::move(sc);
+  return out;
+}
+
+double accounting_flops(const Record& r, std::string* name) {
+  const double B = static_cast<double>(r.global_batch), s = static_cast<double>(r.seq);
+  const double l = static_cast<double>(r.layers), h = static_cast<double>(r.hidden);
+  const double V = static_cast<double>(r.vocab_padded);
+  if (r.accounting == Accounting::kKorthikantiEq7) {
+    *name = "korthikanti2022_eq7 (72 B s l h^2 (1 + s/6h + V/12lh), no recompute)";
+    return 72.0 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  }
+  *name = "narayanan2021_eq3 (96 B s l h^2 (1 + s/6h + V/16lh), incl. recompute)";
+  return 96.0 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+
+std::string layout_of(const Record& r) {
+  std::string dp = r.dp ? std::to_string(*r.dp) : "?";
+  const std::int64_t model_ranks = r.tp * r.pp * r.cp;
+  if (!r.dp && r.gpus > 0 && model_ranks > 0 && r.gpus % model_ranks == 0) dp = std::to_string(r.gpus / model_ranks);
+  std::string s = fmt::format("tp{} pp{} dp{}", r.tp, r.pp, dp);
+  if (r.cp > 1) s += fmt::format(" cp{}", r.cp);
+  if (r.ep > 1) s += fmt::format(" ep{}", r.ep);
+  if (r.virtual_stages > 1) s += fmt::format(" v{}", r.virtual_stages);
+  if (r.zero > 0) s += fmt::format(" z{}", r.zero);
+  s += fmt::format(" mb{} gbs{}", r.microbatch, r.global_batch);
+  return s;
+}
+
+std::vector<std::string> common_assumptions() {
+  return {
+      "model: GPT family -- LayerNorm, GELU FFN (2 matrices), learned positions (unless the record says "
+      "otherwise), linear biases, tied input/output embedding, dropout on; a model named Llama, Qwen or "
+      "Mistral: Llama architecture",
+      "cluster: DGX-class preset of the record's GPU (A100 -> dgx-a100: 8 x A100-SXM4-80GB, NVLink 3 at 300 GB/s "
+      "per direction, 8 x 200 Gb/s NICs per node; H100 -> dgx-h100), nodes = GPUs / 8; HBM capacity and "
+      "bandwidth stated in the GPU description replace the preset's; the interconnect description is not read",
+      "plan fields the record does not state keep stepcast's defaults: fp32 gradients, overlapped gradient "
+      "reduction (25 MiB buckets), 5% memory headroom",
+      "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization, attention 0.6, HBM 0.8, "
+      "NVLink 0.82, network 0.9); nothing is fitted to these runs",
+      "throughput: the record's TFLOP/s per GPU under its own FLOP accounting (Narayanan eq. 3 unless it names "
+      "another) evaluated on the record's fields and divided by stepcast's predicted step time x GPUs; else "
+      "tokens/s per GPU, tokens/s or samples/s from the predicted step time",
+      "peak memory: stepcast's worst-stage total against the record's measured peak (max over ranks)"};
+}
+
+}  // namespace stepcast::app::validation

@@ -1,0 +1,78 @@
+// Private to stepcast_app: one record of a validation file (docs/data/validation-runs.json)
+// read into stepcast's vocabulary, and the fixed rules that turn it into a scenario
+// (docs/validation.md, "How a record becomes a scenario"). Nothing here is fitted to the
+// measurements.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/json_reader.h"
+
+namespace stepcast::app::validation {
+
+// FLOP accountings a record's `measured.flop_accounting` may name.
+enum class Accounting { kNarayananEq3, kKorthikantiEq7 };
+
+enum class Architecture { kGpt, kLlama };
+
+// Everything read from one record, already mapped to stepcast's vocabulary.
+struct Record {
+  std::string id;
+  // model
+  Architecture architecture = Architecture::kGpt;
+  std::int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  std::optional<std::int64_t> head_dim;
+  std::int64_t vocab_padded = 0;
+  bool learned_positions = true;
+  std::string moe;                      // the record's MoE description ("" for a dense model)
+  // hardware
+  std::string gpu;                      // the record's description
+  std::int64_t gpus = 0, gpus_per_node = 8;
+  // layout
+  std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, global_batch = 0, microbatch = 1, virtual_stages = 1;
+  std::optional<std::int64_t> dp;
+  bool sequence_parallel = false, flash_attention = false;
+  std::string schedule = "1f1b", recompute = "none", precision = "bf16";
+  int zero = 0;
+  // measured (absent: <= 0)
+  double tflops = 0, iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double peak_memory_gib = 0;
+  Accounting accounting = Accounting::kNarayananEq3;
+  bool accounting_stated = false;
+  std::vector<std::string> assumptions;  // the record-specific rules applied, in rule order
+};
+
+// Reads every record of a parsed validation file. Problems go to `diag`, one line per
+// problem, each naming its JSON path ("records[3].model.hidden: expected a positive
+// integer, got \"x\""); unknown keys are reported with "did you mean"; a repeated id is an
+// error (ids name the written scenario files). Descriptive fields
+// (schedule, recompute, precision, ...) are never errors: an unrecognised description
+// falls back to the documented default and says so in the record's assumptions.
+// REQUIRES: doc is an object.
+std::vector<Record> read_records(const nlohmann::json& doc, reader::Diagnostics& diag);
+
+// The scenario of one record (format 1), or why stepcast cannot express the record yet
+// (a mixture-of-experts model, no cluster preset for its GPU, GPUs that are not whole
+// nodes). Exactly one of the two is set. Appends the GPU rules it applies (a capacity or
+// bandwidth read from the GPU description) to r.assumptions.
+struct ScenarioBuild {
+  std::optional<nlohmann::ordered_json> scenario;
+  std::string reason;
+};
+ScenarioBuild build_scenario(Record& r);
+
+// The record's own FLOP accounting of one iteration, and its name.
+double accounting_flops(const Record& r, std::string* name);
+
+// "tp8 pp4 dp32 mb1 gbs1792" (dp derived from the GPU count when the record omits it).
+std::string layout_of(const Record& r);
+
+// The rules every record shares (printed once).
+std::vector<std::string> common_assumptions();
+
+}  // namespace stepcast::app::validation

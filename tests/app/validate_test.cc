@@ -1,0 +1,298 @@
+// `validate` as a use case: the record -> scenario rules on hand-written records, which
+// records are errors and which are rows that say why, whole error messages for bad input,
+// and the shipped validation file. Oracles: hand calculations in the comments.
+#include "stepcast/app/validate.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/json_reader.h"
+
+namespace {
+
+using nlohmann::json;
+using stepcast::app::run_validate;
+using stepcast::app::validate_json;
+using stepcast::app::validate_text;
+using stepcast::app::ValidationRow;
+namespace reader = stepcast::reader;
+
+class ValidateTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(testing::TempDir()) /
+           (std::string("stepcast_validate_") + info->name() + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  // A file whose records are `records` (a JSON array text).
+  std::string file_of(const std::string& records) {
+    return write("runs.json", "{\"format\": 1, \"records\": " + records + "}");
+  }
+  // The error message of validating `path` ("" when it succeeded).
+  static std::string error_of(const std::string& path) {
+    auto r = run_validate({path, ""});
+    return r.ok() ? std::string() : r.error().message;
+  }
+
+  std::filesystem::path dir_;
+};
+
+// A hand-written GPT record; `patch` (a JSON object) is merged into it first.
+std::string record(const json& patch = json::object()) {
+  json r = json::parse(R"j({
+    "id": "hand",
+    "source": {"title": "hand-written"},
+    "model": {"name": "GPT test", "layers": 4, "hidden": 1024, "heads": 16, "vocab": 50000, "seq_len": 2048},
+    "hardware": {"gpu": "A100-SXM4-80GB", "gpus_total": 16, "gpus_per_node": 8, "interconnect": "DGX"},
+    "layout": {"tp": 2, "pp": 2, "virtual_stages": 2, "microbatch": 2, "global_batch": 64,
+               "schedule": "interleaved 1F1B", "recompute": "selective", "zero_fsdp": "ZeRO-1",
+               "precision": "BF16"},
+    "measured": {"tflops_per_gpu": 100, "flop_accounting": "72*B*L*s*h^2*(1 + s/(6h) + v/(12*h*L))"},
+    "notes": "anything"
+  })j");
+  r.merge_patch(patch);
+  return r.dump();
+}
+
+TEST_F(ValidateTest, HandWrittenRecordFollowsTheRules) {
+  auto rep = run_validate({file_of("[" + record() + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 1u);
+  const ValidationRow& row = rep->rows[0];
+  // dp = 16 GPUs / (tp 2 x pp 2) = 4; two chunks per stage; ZeRO-1 from "ZeRO-1".
+  EXPECT_EQ(row.layout, "tp2 pp2 dp4 v2 z1 mb2 gbs64");
+  const json sc = json::parse(row.scenario_json);
+  EXPECT_EQ(sc["cluster"], json::parse(R"j({"preset": "dgx-a100", "nodes": 2})j"));  // 16 GPUs / 8 per node
+  const json& plan = sc["plan"];
+  EXPECT_FALSE(plan.contains("dp"));  // derived by the loader from the GPU count
+  EXPECT_EQ(plan["schedule"], "interleaved");
+  EXPECT_EQ(plan["virtual_stages"], 2);
+  EXPECT_EQ(plan["microbatch"], 2);
+  EXPECT_EQ(plan["global_batch"], 64);
+  EXPECT_EQ(plan["zero"], 1);
+  EXPECT_EQ(plan["recompute"], "selective");
+  EXPECT_EQ(plan["precision"], "bf16");
+  EXPECT_EQ(plan["sequence_parallel"], false);
+  EXPECT_EQ(plan["flash_attention"], false);  // not stated, A100: off
+  const json& model = sc["model"];
+  EXPECT_EQ(model["family"], "gpt");
+  EXPECT_EQ(model["num_kv_heads"], 16);       // not given: heads
+  EXPECT_EQ(model["ffn_hidden_size"], 4096);  // not given: 4 x 1024
+  // 50000 padded to a multiple of 128 x tp = 256: ceil(50000 / 256) = 196; 196 x 256 = 50176.
+  EXPECT_EQ(model["vocab_size"], 50176);
+  EXPECT_EQ(row.assumptions,
+            (std::vector<std::string>{"kv_heads not given: multi-head attention (kv_heads = heads)",
+                                      "ffn_hidden not given: 4 x hidden", "sequence_parallel not stated: off",
+                                      "FlashAttention not stated: off (fused softmax with the s x s scores in memory)",
+                                      "vocab 50000 padded to 50176 (Megatron: multiple of 128 x tp)"}));
+  // Korthikanti eq. 7 (named by the record): 72 B s l h^2 (1 + s/6h + V/12lh) with B 64,
+  // s 2048, l 4, h 1024, V 50176: 72 x 64 x 2048 x 4 x 1024^2 = 39,582,418,599,936;
+  // s/6h = 1/3, V/12lh = 50176/49152 = 49/48, so the factor is 113/48;
+  // 39,582,418,599,936 x 113 / 48 = 93,183,610,454,016.
+  EXPECT_EQ(row.accounting_flops_per_step, 93'183'610'454'016.0);
+  ASSERT_TRUE(row.predicted);
+  EXPECT_TRUE(row.feasible) << row.reason;
+  EXPECT_EQ(row.metric, "TFLOP/s/GPU");
+  // Predicted TFLOP/s per GPU = accounting FLOPs / (predicted step x 16 GPUs) / 1e12.
+  EXPECT_NEAR(row.predicted_value * 1e12 * row.predicted_iteration_s * 16, 93'183'610'454'016.0, 1e3);
+  EXPECT_DOUBLE_EQ(row.throughput_error(), (row.predicted_value - 100) / 100);
+  EXPECT_EQ(rep->compared, 1);
+}
+
+TEST_F(ValidateTest, DescriptionsMapByDocumentedRules) {
+  // A Llama on an H100 with a stated 96 GB at 2.4 TB/s, FSDP2, no schedule (pp 1), tokens/s.
+  auto rep = run_validate({file_of("[" + record(json::parse(R"j({
+    "model": {"name": "Llama 3.1 8B", "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128000},
+    "hardware": {"gpu": "H100 (96GB HBM2e, 2.4 TB/s, 500 W cap; SXM-class)", "gpus_total": 8},
+    "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "global_batch": 16, "schedule": null,
+               "zero_fsdp": "FSDP2 (fully sharded)", "recompute": "selective activation checkpointing",
+               "techniques": "FSDP"},
+    "measured": {"tflops_per_gpu": null, "flop_accounting": null, "tokens_per_s_per_gpu": 5000,
+                 "peak_memory_gib": 50}
+  })j")) + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const ValidationRow& row = rep->rows[0];
+  const json sc = json::parse(row.scenario_json);
+  EXPECT_EQ(sc["cluster"], json::parse(R"j({"preset": "dgx-h100", "nodes": 1,
+      "gpu": {"preset": "h100-sxm", "hbm_GiB": 96.0, "hbm_bandwidth_GBps": 2400.0}})j"));
+  EXPECT_EQ(sc["model"]["family"], "llama");
+  EXPECT_EQ(sc["model"]["ffn_matrices"], 3);
+  EXPECT_EQ(sc["plan"]["zero"], 3);
+  EXPECT_EQ(sc["plan"]["schedule"], "1f1b");
+  EXPECT_EQ(sc["plan"]["flash_attention"], true);  // not stated, Hopper: on
+  EXPECT_EQ(sc["plan"]["recompute"], "selective");
+  EXPECT_EQ(row.layout, "tp1 pp1 dp8 z3 mb2 gbs16");
+  EXPECT_EQ(row.metric, "tokens/s/GPU");
+  ASSERT_TRUE(row.predicted);
+  // tokens/s per GPU = 16 sequences x 2048 tokens / predicted step / 8 GPUs.
+  EXPECT_DOUBLE_EQ(row.predicted_value, 16.0 * 2048 / row.predicted_iteration_s / 8);
+  ASSERT_TRUE(row.has_memory_error());
+  EXPECT_DOUBLE_EQ(row.memory_error(), (row.memory_total_bytes / (1024.0 * 1024 * 1024) - 50) / 50);
+  EXPECT_EQ(rep->memory_compared, 1);
+}
+
+TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
+  const std::string moe = record(json::parse(R"j({"id": "moe", "model": {"moe": "128 experts, top-8"},
+      "layout": {"ep": 2}})j"));
+  const std::string tpu = record(json::parse(R"j({"id": "tpu", "hardware": {"gpu": "TPU v4"}})j"));
+  const std::string odd = record(json::parse(R"j({"id": "odd", "layout": {"schedule": "zigzag",
+      "precision": "tf32-ish", "recompute": "per recipe", "zero_fsdp": "whatever"}})j"));
+  auto rep = run_validate({file_of("[" + moe + "," + tpu + "," + odd + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 3u);
+  EXPECT_FALSE(rep->rows[0].predicted);
+  EXPECT_EQ(rep->rows[0].reason,
+            "mixture-of-experts model (model.moe \"128 experts, top-8\"): validate does not express MoE records yet");
+  EXPECT_EQ(rep->rows[1].reason, "no cluster preset for gpu \"TPU v4\" (known: SXM A100, H100, H200, B200)");
+  const ValidationRow& r = rep->rows[2];
+  EXPECT_TRUE(r.feasible) << r.reason;
+  const auto has = [&](const std::string& a) {
+    return std::find(r.assumptions.begin(), r.assumptions.end(), a) != r.assumptions.end();
+  };
+  EXPECT_TRUE(has("schedule \"zigzag\" not recognised: 1F1B"));
+  EXPECT_TRUE(has("precision \"tf32-ish\" not recognised: bf16"));
+  EXPECT_TRUE(has("recompute \"per recipe\" not recognised: none"));
+  EXPECT_TRUE(has("zero_fsdp \"whatever\" not recognised: ZeRO 0"));
+  EXPECT_EQ(rep->compared, 1);  // only the predicted row enters the mean
+}
+
+TEST_F(ValidateTest, InconsistentRecordsAreErrors) {
+  const std::string kv = record(json::parse(R"j({"model": {"kv_heads": 3}})j"));
+  const std::string ga = record(json::parse(R"j({"id": "ga", "layout": {"grad_accum": 4}})j"));
+  const std::string path = file_of("[" + kv + "," + ga + "," + record() + "]");
+  // grad_accum: 64 / (2 x 4) = 8, not 4. records[0] and records[2] are both "hand".
+  EXPECT_EQ(error_of(path), path + ": records[0].model.kv_heads: 3 does not divide heads (16)\n" + path +
+                                ": records[1].layout.grad_accum: 4 does not match global_batch / (microbatch x dp) "
+                                "= 64 / (2 x 4)\n" +
+                                path + ": records[2].id: \"hand\" repeats records[0].id");
+}
+
+TEST_F(ValidateTest, WrongTypesNameTheirJsonPath) {
+  const std::string bad = record(json::parse(R"j({"id": "bad", "model": {"hidden": "x"}, "layout": {"sequence_parallel": "yes"},
+      "measured": {"iteration_time_s": -3}})j"));
+  const std::string path = file_of("[" + record() + ", 7, " + bad + "]");
+  EXPECT_EQ(error_of(path), path + ": records[1]: expected an object, got 7\n" + path +
+                                ": records[2].model.hidden: expected a positive integer, got \"x\"\n" + path +
+                                ": records[2].layout.sequence_parallel: expected true or false, got \"yes\"\n" +
+                                path + ": records[2].measured.iteration_time_s: expected a positive number, got -3");
+}
+
+TEST_F(ValidateTest, UnknownKeysGetDidYouMean) {
+  json rec = json::parse(record());
+  rec["model"].erase("hidden");
+  rec["model"]["hiden"] = 1024;
+  rec["layuot"] = rec["layout"];
+  rec.erase("layout");
+  const std::string path = file_of("[" + rec.dump() + "]");
+  EXPECT_EQ(error_of(path), path + ": records[0].layout: missing (required): an object\n" + path +
+                                ": records[0].layuot: unknown key; did you mean \"layout\"?\n" + path +
+                                ": records[0].model.hidden: missing (required): a positive integer\n" + path +
+                                ": records[0].model.hiden: unknown key; did you mean \"hidden\"?");
+}
+
+TEST_F(ValidateTest, MalformedDocumentsAreRefusedWholly) {
+  std::string path = write("cut.json", "{\"records\": [");
+  EXPECT_EQ(error_of(path), path + ": invalid JSON: parse error at line 1, column 14: syntax error while parsing "
+                            "value - unexpected end of input; expected '[', '{', or a literal");
+  path = write("deep.json", std::string(100, '[') + std::string(100, ']'));
+  EXPECT_EQ(error_of(path), path + ": invalid JSON: nesting deeper than 64 levels at line 1");
+  path = write("top.json", "[1, 2]");
+  EXPECT_EQ(error_of(path), path + ": expected a JSON object at the top level, got [1,2]");
+  path = write("none.json", "{\"format\": 1}");
+  EXPECT_EQ(error_of(path), path + ": records: missing (required): an array of measured runs");
+  path = write("empty.json", "{\"records\": []}");
+  EXPECT_EQ(error_of(path), path + ": records: empty: nothing to validate");
+  path = write("format.json", "{\"format\": 2, \"records\": [1]}");
+  EXPECT_EQ(error_of(path), path + ": format: 2 is not supported (this stepcast reads format 1)");
+  path = write("typo.json", "{\"records\": [" + record() + "], \"descripton\": \"x\"}");
+  EXPECT_EQ(error_of(path), path + ": descripton: unknown key; did you mean \"description\"?");
+}
+
+TEST_F(ValidateTest, PipesAndDevicesAreRefused) {
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of(fifo), fifo + ": not a regular file (a pipe, device or socket)");
+  EXPECT_EQ(error_of("/dev/zero"), "/dev/zero: not a regular file (a pipe, device or socket)");
+  EXPECT_EQ(error_of((dir_ / "absent.json").string()), (dir_ / "absent.json").string() + ": no such file or directory");
+}
+
+TEST_F(ValidateTest, TenThousandBadRecordsGiveACappedMessage) {
+  std::string records = "[";
+  for (int i = 0; i < 10'000; ++i) records += i ? ",5" : "5";
+  const std::string path = file_of(records + "]");
+  // reader::kMaxDiagnosticLines (20) lines, then one line counting the other 9,980.
+  std::string expected;
+  for (int i = 0; i < 20; ++i) expected += path + ": records[" + std::to_string(i) + "]: expected an object, got 5\n";
+  expected += path + ": ... and 9980 more problems (the first 20 are listed)";
+  EXPECT_EQ(error_of(path), expected);
+}
+
+TEST_F(ValidateTest, ScenariosAreWrittenOrFailCleanly) {
+  const std::string path = file_of("[" + record() + "]");
+  const std::string out = (dir_ / "out" / "nested").string();
+  auto rep = run_validate({path, out});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->written, std::vector<std::string>{out + "/hand.json"});
+  std::ifstream in(out + "/hand.json");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto parsed = reader::parse_document(text);  // comments allowed: `stepcast estimate` reads it
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ((*parsed)["plan"]["tp"], 2);
+  // A regular file where the directory should be: an error naming it, nothing else written.
+  const std::string blocker = write("blocker", "x");
+  auto bad = run_validate({path, blocker + "/sub"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("scenario_dir " + blocker + "/sub: cannot create directory (", 0), 0u)
+      << bad.error().message;
+}
+
+TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
+  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_EQ(rep->rows.size(), 16u);
+  for (const ValidationRow& r : rep->rows) {
+    EXPECT_TRUE(r.feasible || !r.reason.empty()) << r.id;
+    EXPECT_EQ(r.feasible, r.reason.empty()) << r.id;
+  }
+  const auto qwen = std::find_if(rep->rows.begin(), rep->rows.end(),
+                                 [](const ValidationRow& r) { return r.id.find("qwen3") != std::string::npos; });
+  ASSERT_NE(qwen, rep->rows.end());
+  EXPECT_FALSE(qwen->predicted);
+  EXPECT_EQ(qwen->reason.rfind("mixture-of-experts model", 0), 0u) << qwen->reason;
+  // GPT-1.7B of Narayanan et al. Table 1 (Megatron), eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)
+  // with B 512, s 2048, l 24, h 2304, V 51200 (a multiple of 128: not padded):
+  // 96 x 512 x 2048 x 24 x 2304^2 = 12,824,703,626,379,264; s/6h = 2048/13824 = 4/27,
+  // V/16lh = 51200/884736 = 25/432, factor (432 + 64 + 25)/432 = 521/432;
+  // 12,824,703,626,379,264 x 521 / 432 = 15,466,830,067,924,992 FLOPs per iteration
+  // (at the measured 137 TFLOP/s x 32 GPUs: 3.53 s, the record's derived iteration time).
+  const ValidationRow& gpt = rep->rows[0];
+  ASSERT_EQ(gpt.id, "narayanan2021_t1_1p7B");
+  EXPECT_DOUBLE_EQ(gpt.accounting_flops_per_step, 15'466'830'067'924'992.0);
+  EXPECT_EQ(gpt.metric, "TFLOP/s/GPU");
+  EXPECT_EQ(gpt.measured_value, 137);
+  // Deterministic: the same file gives the same bytes.
+  auto again = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(validate_text(*rep), validate_text(*again));
+  EXPECT_EQ(validate_json(*rep), validate_json(*again));
+}
+
+}  // namespace
