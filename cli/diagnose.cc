@@ -1,5 +1,5 @@
 #include "diagnose.h"
-#include "execute.h"
+#include "stepcast/app/measurement.h"
 
 #include <cstdio>
 #include <fstream>
@@ -77,8 +77,8 @@ int cmd_compare(const CompareArgs& a) {
     const std::string& path = *paths[i];
     const auto text = read_file(path);
     if (!text) return input_error(fmt::format("{}: cannot read the file", path));
-    if (looks_like_measurement(*text)) {
-      auto side = measured_compare_side(path);
+    if (app::looks_like_measurement(*text)) {
+      auto side = app::measured_compare_side(path);
       if (!side.ok()) return input_error(side.error().message);
       sides[i] = std::move(side).value();
       continue;

@@ -19,7 +19,6 @@
 #include "commands.h"
 #include "plan.h"
 #include "diagnose.h"
-#include "execute.h"
 #include "simulate.h"
 #include "validate.h"
 
@@ -37,6 +36,9 @@ int run(int argc, char** argv) {
   std::vector<stepcast::cli::Command> commands;
   commands.push_back(stepcast::cli::add_presets(app));
   commands.push_back(stepcast::cli::add_estimate(app));
+  commands.push_back(stepcast::cli::add_execute(app));
+  commands.push_back(stepcast::cli::add_bench(app));
+  commands.push_back(stepcast::cli::add_calibrate(app));
 
   std::string validate_path;
   bool validate_json = false;
@@ -107,38 +109,6 @@ int run(int argc, char** argv) {
                     "Layouts re-simulated with the event engine (default: search.top_k, 20)");
   planc->add_option("--top", plan_args.rows, "Ranked layouts listed (default 20)");
 
-  stepcast::cli::ExecuteArgs exe_args;
-  CLI::App* exec = app.add_subcommand("execute", "Run the scenario's plan for real (MPI ranks or GPUs), measure, write the trace");
-  exec->add_option("SCENARIO", exe_args.scenario, "Scenario JSON file")->required();
-  exec->add_option("--backend", exe_args.backend, "cpu_mpi (default) or cuda_nccl");
-  exec->add_option("--steps", exe_args.steps, "Measured steps (default 3)");
-  exec->add_option("--warmup", exe_args.warmup, "Warm-up steps before measuring (default 1)");
-  exec->add_option("--scale-down", exe_args.scale_down,
-                   "Divide hidden size, heads, FFN, vocabulary and layers by F, keeping the plan's structure");
-  exec->add_flag("--no-verify", exe_args.no_verify, "Do not check collective results");
-  exec->add_option("--out", exe_args.out, "Directory for measured.json and trace.json (default stepcast-execute)");
-  exec->add_flag("--json", exe_args.json, "Print the measurement JSON");
-
-  stepcast::cli::BenchArgs bench_args;
-  CLI::App* benchc = app.add_subcommand("bench", "Microbenchmarks on the executor's backend: gemm or collectives");
-  benchc->add_option("WHAT", bench_args.what, "gemm or collectives")->required();
-  benchc->add_option("--backend", bench_args.backend, "cpu_mpi (default) or cuda_nccl");
-  benchc->add_option("--gpu", bench_args.gpu, "GPU preset whose peak the GEMM table compares with");
-  benchc->add_option("--min-bytes", bench_args.min_bytes, "Smallest collective size (default 1024)");
-  benchc->add_option("--max-bytes", bench_args.max_bytes, "Largest collective size (default 4 MiB)");
-  benchc->add_option("--iters", bench_args.iterations, "Timed iterations per size (default 5)");
-  benchc->add_option("--max-size", bench_args.max_size, "Largest GEMM dimension");
-  benchc->add_option("--gpus-per-node", bench_args.gpus_per_node, "Ranks per node (default: the launcher's)");
-  benchc->add_option("--json", bench_args.json_out, "Write the results as JSON to FILE (- for stdout)");
-
-  stepcast::cli::CalibrateArgs cal_args;
-  CLI::App* calc = app.add_subcommand("calibrate", "Fit the cost model to measured runs and benchmarks; report the error");
-  calc->add_option("MEASURED", cal_args.measured, "measured.json files written by stepcast execute (fitted)");
-  calc->add_option("--bench", cal_args.bench, "stepcast bench --json files (fitted)");
-  calc->add_option("--holdout", cal_args.holdout, "measured.json files predicted but not fitted");
-  calc->add_option("--out", cal_args.out, "Calibration JSON to write (default calibration.json)");
-  calc->add_flag("--json", cal_args.json, "Print the report as JSON");
-
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -163,9 +133,6 @@ int run(int argc, char** argv) {
     return kExitInput;
   }
   if (simc->parsed()) return stepcast::cli::cmd_simulate(sim_args);
-  if (exec->parsed()) return stepcast::cli::cmd_execute(exe_args);
-  if (benchc->parsed()) return stepcast::cli::cmd_bench(bench_args);
-  if (calc->parsed()) return stepcast::cli::cmd_calibrate(cal_args);
   if (checkc->parsed()) return stepcast::cli::cmd_check(check_paths);
   if (ckptc->parsed()) return stepcast::cli::cmd_checkpoint(ckpt_args);
   if (planc->parsed()) return stepcast::cli::cmd_plan(plan_args);
