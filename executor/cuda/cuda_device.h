@@ -16,7 +16,7 @@
 
 #include "cuda_check.h"
 #include "stepcast/executor/backend.h"
-#include "stepcast/executor/cuda_backend.h"
+#include "cuda_backend.h"
 
 namespace stepcast::exec::cuda_detail {
 

@@ -18,7 +18,7 @@
 
 #include "cuda_check.h"
 #include "cuda_device.h"
-#include "stepcast/executor/cuda_backend.h"
+#include "cuda_backend.h"
 
 namespace stepcast::exec {
 namespace cuda_detail {

@@ -1,4 +1,4 @@
-#include "stepcast/executor/mpi_comm.h"
+#include "mpi_comm.h"
 
 #include <mpi.h>
 

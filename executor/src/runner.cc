@@ -103,6 +103,7 @@ class Runner {
         res.timeline.step_end.push_back(SimTime::from_s(std::max(0.0, step_end - base)));
       }
       if (opt_.verify) verify(step, res);
+      if (opt_.on_step) opt_.on_step(step + 1, total);
     }
     std::stable_sort(res.timeline.spans.begin(), res.timeline.spans.end(),
                      [](const Span& a, const Span& b) { return std::tie(a.end, a.step, a.op) < std::tie(b.end, b.step, b.op); });

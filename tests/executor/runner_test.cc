@@ -10,7 +10,7 @@
 #include "stepcast/executor/cpu_device.h"
 #include "stepcast/executor/fake_comm.h"
 #include "stepcast/executor/launch.h"
-#include "stepcast/executor/measure.h"
+#include "stepcast/executor/scale_down.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/executor/runner.h"
 #include "stepcast/models/lower.h"

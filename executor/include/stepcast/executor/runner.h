@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct RunOptions {
   int warmup = 1;
   int steps = 3;
   bool verify = true;
+  // Called after each step (warm-up included) with (steps done, warmup + steps), on the
+  // calling thread; empty: no calls. For progress display only.
+  std::function<void(int, int)> on_step;
 };
 
 struct RankResult {

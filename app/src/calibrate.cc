@@ -1,0 +1,242 @@
+#include "stepcast/app/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stepcast/app/measurement.h"
+#include "stepcast/executor/bench_file.h"
+#include "stepcast/executor/calibration_fit.h"
+#include "stepcast/models/collectives.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/sim/run.h"
+
+namespace stepcast::app {
+
+namespace {
+
+// Seconds per step by op class on one rank of a timeline.
+std::map<std::string, double> class_seconds(const Program& prog, const RankTimeline& r, int steps) {
+  std::map<std::string, double> out;
+  const RoleTemplate& role = prog.roles.at(static_cast<std::size_t>(r.stage));
+  for (const Span& sp : r.spans) {
+    const Op& op = role.ops.at(sp.op);
+    std::string cls;
+    double d = 0;
+    if (op.kind == OpKind::kCompute && op.stream == Stream::kCompute) {
+      cls = op.cclass == ComputeClass::kGemm ? "GEMM" : op.cclass == ComputeClass::kAttention ? "attention" : "memory-bound";
+      d = (sp.end - sp.post).seconds();
+    } else if (op.kind == OpKind::kCollective || op.kind == OpKind::kCompute) {
+      cls = fmt::format("{} comm", to_string(op.comm));
+      d = (sp.end - sp.begin).seconds();
+    } else {
+      continue;
+    }
+    out[cls] += d / std::max(1, steps);
+  }
+  return out;
+}
+
+const RankTimeline* rank0(const Timeline& t) {
+  const RankTimeline* found = nullptr;
+  for (const RankTimeline& r : t.ranks) if (r.rank == 0) found = &r;
+  return found;
+}
+
+// The run predicted before and after `cal`; false when a simulation fails.
+bool predict_run(const MeasuredRun& l, const Calibration& cal, const char* role, CalibrateRun& out) {
+  Scenario after = l.scenario;
+  apply_calibration(cal, after.cluster);
+  auto b = sim::run_scenario(l.scenario, sim::RunOptions{});
+  auto f = sim::run_scenario(after, sim::RunOptions{});
+  if (!b.ok() || !f.ok()) return false;
+  out.file = l.path;
+  out.role = role;
+  out.scenario_name = l.scenario.name;
+  out.measured_s = l.measurement.median_step_s();
+  out.before_s = b->summary.step_time_s;
+  out.after_s = f->summary.step_time_s;
+  const RankTimeline* mr = rank0(l.measurement.timeline);
+  const RankTimeline* br = rank0(b->out.timeline);
+  const RankTimeline* ar = rank0(f->out.timeline);
+  if (mr && br && ar) {
+    out.has_classes = true;
+    auto mc = class_seconds(l.program, *mr, l.measurement.steps);
+    auto bc = class_seconds(b->program, *br, 1);
+    auto ac = class_seconds(f->program, *ar, 1);
+    for (const auto& [cls, mv] : mc) out.classes[cls] = CalibrateRun::Class{mv, bc[cls], ac[cls]};
+  }
+  return true;
+}
+
+std::string rms_text(const FitQuality& q) {
+  return q.points > 0 ? fmt::format("rms {:.1f}% over {} ops", 100 * q.rms_relative, q.points)
+                      : std::string("no op dominated by it");
+}
+
+std::string scope_text(const CollectiveCalibration& c) {
+  return c.fit.scope == CollScope::kIntraNode ? "intra-node" : "inter-node";
+}
+
+}  // namespace
+
+Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
+  if (a.measured.empty() && a.bench.empty()) return Error{"calibrate: give measured runs (MEASURED.json) or --bench files"};
+  std::vector<MeasuredRun> fit_runs, holdout_runs;
+  for (const std::string& p : a.measured) {
+    auto l = load_measured_run(p);
+    if (!l.ok()) return l.error();
+    fit_runs.push_back(std::move(l).value());
+  }
+  for (const std::string& p : a.holdout) {
+    auto l = load_measured_run(p);
+    if (!l.ok()) return l.error();
+    holdout_runs.push_back(std::move(l).value());
+  }
+  std::vector<exec::BenchFile> benches;
+  for (const std::string& p : a.bench) {
+    auto b = exec::read_bench(p);
+    if (!b.ok()) return b.error();
+    benches.push_back(std::move(b).value());
+  }
+  const Scenario* ref = !fit_runs.empty() ? &fit_runs[0].scenario : !holdout_runs.empty() ? &holdout_runs[0].scenario : nullptr;
+  const GpuSpec gpu = ref ? ref->cluster.gpu : builtin_presets().gpus.at("cpu-core");
+  const Precision prec = ref ? ref->plan.precision : Precision::kBf16;
+  std::vector<exec::ComputeSample> compute;
+  std::vector<exec::CommSample> comm;
+  for (const MeasuredRun& l : fit_runs) {
+    exec::run_samples(l.program, exec::ExecContext{l.scenario.model, l.scenario.cluster, l.scenario.plan, l.scenario.workload},
+                      l.measurement.timeline, compute, comm);
+  }
+  for (const exec::BenchFile& b : benches) {
+    for (const exec::ComputeSample& s : exec::compute_samples(gpu, prec, b.gemm)) compute.push_back(s);
+    for (const exec::CommSample& s : exec::comm_samples(b.collectives)) comm.push_back(s);
+  }
+  CalibrateReport rep;
+  rep.out = a.out;
+  rep.hbm_bandwidth_GBps = gpu.hbm_bandwidth_GBps;
+  rep.compute_samples = compute.size();
+  rep.comm_samples = comm.size();
+  Calibration& cal = rep.calibration;
+  cal = exec::fit_calibration(gpu, prec, compute, comm);
+  {
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    cal.created = date;
+  }
+  if (!fit_runs.empty()) {
+    const exec::Measurement& m = fit_runs[0].measurement;
+    cal.backend = m.backend;
+    cal.device = m.device;
+    cal.communicator = m.communicator;
+    cal.host = m.host;
+    cal.ranks = m.ranks;
+  } else if (!benches.empty()) {
+    cal.device = benches[0].device;
+    cal.communicator = benches[0].communicator;
+    cal.ranks = benches[0].ranks;
+  }
+  for (const MeasuredRun& l : fit_runs) cal.sources.push_back(std::filesystem::absolute(l.path).string());
+  for (const std::string& p : a.bench) cal.sources.push_back(std::filesystem::absolute(p).string());
+  rep.calibration_json = calibration_json(cal);
+
+  for (const MeasuredRun& l : fit_runs) {
+    CalibrateRun r;
+    if (!predict_run(l, cal, "Fitted on", r)) return Error{l.path + ": cannot simulate its scenario"};
+    rep.runs.push_back(std::move(r));
+  }
+  for (const MeasuredRun& l : holdout_runs) {
+    CalibrateRun r;
+    if (!predict_run(l, cal, "Held out", r)) return Error{l.path + ": cannot simulate its scenario"};
+    rep.runs.push_back(std::move(r));
+  }
+
+  // Warnings: fits that do not explain single samples.
+  auto warn = [&](const std::string& part, const FitQuality& q) {
+    if (q.points > 0 && q.rms_relative > kRmsWarnRelative) {
+      rep.warnings.push_back(fmt::format("{} fit: rms error {:.0f}% over {} points: the formula does not explain single "
+                                         "samples (noisy or time-sliced measurements?); only totals are trustworthy",
+                                         part, 100 * q.rms_relative, q.points));
+    }
+  };
+  warn("GEMM", cal.gemm);
+  warn("attention", cal.attention);
+  warn("memory-bound", cal.memory);
+  for (const CollectiveCalibration& c : cal.collectives) {
+    warn(fmt::format("{} {}", to_string(static_cast<CollKind>(c.fit.kind)), scope_text(c)), c.quality);
+  }
+  // Refusal: worse on its own inputs.
+  double before = 0, after = 0;
+  int fitted = 0;
+  for (const CalibrateRun& r : rep.runs) {
+    if (r.role != std::string("Fitted on")) continue;
+    before += std::abs(r.error_before());
+    after += std::abs(r.error_after());
+    ++fitted;
+  }
+  if (fitted > 0 && after > before) {
+    rep.refused = fmt::format("{} not written: the calibration predicts the step time of the run{} it was fitted on "
+                              "worse than the priors (mean |error| {:.1f}% before, {:.1f}% after); the measurements "
+                              "are probably too noisy for this fit (see the rms above)",
+                              a.out, fitted == 1 ? "" : "s", 100 * before / fitted, 100 * after / fitted);
+  }
+  return rep;
+}
+
+std::string calibrate_text(const CalibrateReport& r) {
+  const Calibration& cal = r.calibration;
+  std::string text = fmt::format("stepcast calibrate: {} compute samples, {} collective samples -> {}\n", r.compute_samples,
+                                 r.comm_samples, r.out);
+  text += fmt::format("Fit        GEMM efficiency {:.3f} of {:.3g} TFLOP/s + {:.3g} s/byte ({}); attention {:.3f} ({}); "
+                      "memory-bound {:.3f} of {:.3g} GB/s ({})\n",
+                      cal.gemm_efficiency, cal.peak_flops / 1e12, cal.gemm_s_per_byte, rms_text(cal.gemm),
+                      cal.attention_efficiency, rms_text(cal.attention), cal.memory_efficiency, r.hbm_bandwidth_GBps,
+                      rms_text(cal.memory));
+  for (const CollectiveCalibration& c : cal.collectives) {
+    text += fmt::format("           {} {}: alpha {:.1f} us, busbw {:.3f} GB/s (rms {:.1f}%, {} points)\n",
+                        to_string(static_cast<CollKind>(c.fit.kind)), scope_text(c), c.fit.alpha_s * 1e6,
+                        c.fit.beta_s_per_byte > 0 ? 1e-9 / c.fit.beta_s_per_byte : 0.0, 100 * c.quality.rms_relative,
+                        c.quality.points);
+  }
+  for (const CalibrateRun& run : r.runs) {
+    text += fmt::format("\n{} {} ({})\n", run.role, run.file, run.scenario_name);
+    text += fmt::format("  {:<16}{:>12}{:>12}{:>9}{:>12}{:>9}\n", "rank 0, s/step", "measured", "before", "error", "after",
+                        "error");
+    for (const auto& [cls, c] : run.classes) {
+      text += fmt::format("  {:<16}{:>12.4f}{:>12.4f}{:>8.1f}%{:>12.4f}{:>8.1f}%\n", cls, c.measured_s, c.before_s,
+                          100 * (c.before_s - c.measured_s) / c.measured_s, c.after_s,
+                          100 * (c.after_s - c.measured_s) / c.measured_s);
+    }
+    text += fmt::format("  {:<16}{:>12.4f}{:>12.4f}{:>8.1f}%{:>12.4f}{:>8.1f}%\n", "step (median)", run.measured_s,
+                        run.before_s, 100 * run.error_before(), run.after_s, 100 * run.error_after());
+  }
+  return text;
+}
+
+std::string calibrate_json(const CalibrateReport& r) {
+  nlohmann::ordered_json report;
+  report["calibration"] = r.out;
+  report["fit"] = nlohmann::json::parse(r.calibration_json);
+  report["runs"] = nlohmann::json::array();
+  for (const CalibrateRun& run : r.runs) {
+    nlohmann::ordered_json jr;
+    jr["file"] = run.file;
+    jr["role"] = run.role;
+    for (const auto& [cls, c] : run.classes) {
+      jr["classes"][cls] = {{"measured_s", c.measured_s}, {"before_s", c.before_s}, {"after_s", c.after_s}};
+    }
+    jr["step"] = {{"measured_s", run.measured_s}, {"before_s", run.before_s}, {"after_s", run.after_s},
+                  {"error_before", run.error_before()}, {"error_after", run.error_after()}};
+    report["runs"].push_back(jr);
+  }
+  if (!r.refused.empty()) report["refused"] = r.refused;
+  return report.dump(2) + "\n";
+}
+
+}  // namespace stepcast::app
