@@ -24,8 +24,8 @@ Command add_checkpoint(CLI::App& app) {
             if (a->runs < 1 || a->runs > 10000) {
               return input_error(fmt::format("--runs: {} is out of range (1 to 10000)", a->runs));
             }
-            Progress progress("simulating campaigns");
-            progress.update(0, 1);
+            Progress progress("checkpoint");
+            progress.status(fmt::format("simulating one step, then {} failure campaigns per interval", a->runs));
             auto r = app::run_checkpoint(app::CheckpointRequest{app::ScenarioInput::file(a->scenario), a->runs});
             progress.clear();
             if (!r.ok()) return input_error(r.error().message);

@@ -50,6 +50,13 @@ void Progress::update(std::int64_t done, std::int64_t total) {
   drawn_ = true;
 }
 
+void Progress::status(const std::string& text) {
+  if (!tty_) return;
+  std::fprintf(stderr, "\r\033[K%s: %s ...", label_.c_str(), text.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
 void Progress::clear() {
   if (!drawn_) return;
   std::fprintf(stderr, "\r\033[K");

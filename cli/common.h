@@ -44,6 +44,8 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
   bool enabled() const { return tty_; }
   void update(std::int64_t done, std::int64_t total);
+  // For work without a known total: "LABEL: TEXT ..." on one line.
+  void status(const std::string& text);
   void clear();
   // A callback for the libraries' progress hooks (void(done, total)); empty when disabled.
   std::function<void(std::int64_t, std::int64_t)> callback();

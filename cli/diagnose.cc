@@ -18,7 +18,10 @@ Command add_diagnose(CLI::App& app) {
   sub->add_flag("--json", a->json, "Print the JSON report");
   sub->add_option("--steps", a->steps, "Steps to simulate for a scenario (default 10)");
   return {sub, [a] {
+            Progress progress("diagnose");
+            progress.status("reading or simulating " + a->input);
             auto r = app::run_diagnose(app::DiagnoseRequest{a->input, a->steps});
+            progress.clear();
             if (!r.ok()) return input_error(r.error().message);
             if (!r->note.empty()) note(r->note);
             return print(a->json ? app::diagnose_json(*r) : app::diagnose_text(*r),

@@ -49,7 +49,7 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   if (p.recompute == Recompute::kFull) {
     return kActBytes * T * h / (sp ? t : 1.0);  // only the layer input is kept
   }
-  // Per token, bytes (cost-models.md section 2.2, generalised Korthikanti counting):
+  // Per token, bytes (docs/reference/cost-models.md section 2.2, generalised Korthikanti counting):
   // not split by TP without SP: two norm inputs 4h, QKV input 2h, FFN input 2h, two
   // dropout masks (1 byte) 2h.
   const double replicated = (4 + 2 + 2 + 2 * drop) * h;

@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kMaxSeconds = 1e7;  // about 116 days: any latency beyond is a typo
 
-// The rate key of each cause names its unit (reference/interfaces.md "Units").
+// The rate key of each cause names its unit (docs/reference/interfaces.md "Units").
 const char* rate_key(FailureCause c) {
   switch (c) {
     case FailureCause::kGpu: return "rate_per_gpu_h";

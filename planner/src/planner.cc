@@ -171,8 +171,10 @@ std::vector<Variant> schedule_variants(const Context& x, int pp) {
 }
 
 // Sequence parallelism is a no-op without TP: a tp = 1 layout is listed once.
+// With tp = 1 there is no sequence to split: such a layout is listed once, as sp=false,
+// whatever search.sequence_parallel lists (docs/planner.md).
 std::vector<bool> sp_values(const Context& x, int tp) {
-  if (tp == 1) return {x.sp.front()};
+  if (tp == 1) return {false};
   return x.sp;
 }
 
@@ -726,10 +728,9 @@ Plan canonical(const Context& x, Plan p, std::vector<std::string>& why) {
       p.schedule = variants.front().schedule;
     }
   }
-  if (p.tp == 1 && p.sequence_parallel != x.sp.front()) {
-    why.push_back(fmt::format("with tp = 1 sequence parallelism changes nothing: listed as sp={}",
-                              x.sp.front() ? "true" : "false"));
-    p.sequence_parallel = x.sp.front();
+  if (p.tp == 1 && p.sequence_parallel) {
+    why.push_back("with tp = 1 sequence parallelism changes nothing: listed as sp=false");
+    p.sequence_parallel = false;
   }
   if (p.recompute == Recompute::kSelective && p.flash_attention &&
       std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end()) {
@@ -770,7 +771,7 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   } else if (p.schedule == Schedule::kInterleaved) {
     check("virtual_stages", x.virtual_stages, p.virtual_stages, !x.q.virtual_stages.empty());
   }
-  if (std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
+  if (p.tp > 1 && std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
     out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));
   }
   const std::vector<bool> tpos = tpo_values(x, p.tp, p.sequence_parallel);

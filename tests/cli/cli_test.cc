@@ -1,6 +1,6 @@
-// The built `stepcast` binary, run as a user would (reference/interfaces.md "Command
+// The built `stepcast` binary, run as a user would (docs/reference/interfaces.md "Command
 // line"): exit code 0 success, 2 bad input or usage with "stepcast: error: " on stderr;
-// `--json` reports carry the fields of interfaces.md "Report" and are byte-identical
+// `--json` reports carry the fields of docs/reference/interfaces.md "Report" and are byte-identical
 // across runs and across key orders of the scenario (STYLE.md habit 12).
 #include <gtest/gtest.h>
 
@@ -159,7 +159,7 @@ TEST_F(Cli, PresetsJsonIsValidJsonWithTheModels) {
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_EQ(j.at("format"), 1);
   ASSERT_TRUE(j.at("models").contains("llama3-70b"));
-  // cost-models.md section 1.6: 70,553,706,496.
+  // docs/reference/cost-models.md section 1.6: 70,553,706,496.
   EXPECT_EQ(j["models"]["llama3-70b"]["params_total"], 70'553'706'496);
   EXPECT_EQ(j["clusters"]["dgx-h100"]["gpus_per_node"], 8);
 }
@@ -196,7 +196,7 @@ TEST_F(Cli, EstimateJsonHasTheReportFieldsOfInterfacesMd) {
   EXPECT_EQ(j["scenario"], "llama3-70b, 64 x H100");
   // 8 nodes x 8 GPUs; tp 8 x pp 4 x dp 2.
   EXPECT_EQ(j["world"], 64);
-  // cost-models.md section 1.6.
+  // docs/reference/cost-models.md section 1.6.
   EXPECT_EQ(j["params_total"], 70'553'706'496);
   // global_batch 64 x seq_len 8192.
   EXPECT_EQ(j["tokens_per_step"], 524'288);
@@ -214,7 +214,7 @@ TEST_F(Cli, EstimateBreakdownAddsUpToTheStepTime) {
   }
   const double step = j.at("step_time_s").get<double>();
   ASSERT_GT(step, 0.0);
-  // interfaces.md: the parts add up to step_time_s; six doubles summed in another order
+  // docs/reference/interfaces.md: the parts add up to step_time_s; six doubles summed in another order
   // differ by a few ulps at most.
   EXPECT_LE(std::abs(sum - step), 1e-9 * step) << "sum " << sum << " step " << step;
 }

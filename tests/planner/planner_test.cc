@@ -500,6 +500,42 @@ TEST(PlannerExplain, SaysWhatDoesNotFitOrWhereALayoutRanks) {
               "with FlashAttention selective recomputation changes nothing: listed as recompute=none");
 }
 
+// Regression (issue 14 review): with search.sequence_parallel = true, tp = 1 layouts were
+// listed as sp=true (the first searched value). There is nothing to split with tp = 1, so
+// docs/planner.md lists them once as sp=false, and --explain says so for sp=true.
+TEST(PlannerSpace, TpOneIsListedAsSpFalseWhateverIsSearched) {
+  std::string text = kTiny;
+  const std::string from = R"("objective": "tokens_per_s"})";
+  text.replace(text.find(from), from.size(), R"("objective": "tokens_per_s", "sequence_parallel": true})");
+  const Scenario s = load_text(text);
+  const PlanResult r = search(s, 2, 0);
+  int tp1 = 0;
+  for (const Candidate& c : r.ranked) {
+    if (c.plan.tp == 1) {
+      ++tp1;
+      EXPECT_FALSE(c.plan.sequence_parallel) << layout_string(c.plan);
+    } else {
+      EXPECT_TRUE(c.plan.sequence_parallel) << layout_string(c.plan);  // only sp=true searched
+    }
+  }
+  EXPECT_GT(tp1, 0);
+  // Explain an sp=true variant of a ranked tp = 1 layout: the fold is said.
+  std::string asked;
+  for (const Candidate& c : r.ranked) {
+    if (c.plan.tp == 1) {
+      Plan p = c.plan;
+      p.sequence_parallel = true;
+      asked = layout_string(p);
+      break;
+    }
+  }
+  auto e = explain_layout(s, r, asked);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_FALSE(e->rejected.has_value()) << asked;
+  ASSERT_FALSE(e->folded.empty());
+  EXPECT_EQ(e->folded[0], "with tp = 1 sequence parallelism changes nothing: listed as sp=false");
+}
+
 // TP communication overlap as a search dimension (docs/planner.md "The space"), on the
 // shipped 70B plan. Space: per (tp, pp, cp) item, ep (1) x schedules x mb (4) x (sp, tpo)
 // pairs x recompute (none, full: selective folds into none) x zero (4). The (sp, tpo) pairs

@@ -13,7 +13,7 @@
 
 namespace stepcast {
 
-// Peak memory of one rank, bytes (cost-models.md section 2).
+// Peak memory of one rank, bytes (docs/reference/cost-models.md section 2).
 struct MemoryBreakdown {
   double params = 0;
   double grads = 0;
