@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "plugin_api.h"
-#include "plugin_loader.h"
 #include "stepcast/executor/cpu_device.h"
 #include "stepcast/executor/launch.h"
+#include "stepcast/models/plugin.h"
 
 namespace stepcast::exec {
 
@@ -27,7 +27,8 @@ struct Opened {
 };
 Result<Opened> call_plugin(const std::string& backend, const std::string& file, const std::string& symbol,
                            plugin::PluginOpen in, bool optional) {
-  const PluginLoad l = load_plugin(file, symbol, file == plugin::kMpiPluginFile ? "MPI_Init" : "");
+  const PluginLoad l =
+      load_plugin(file, symbol, PluginScope::kGlobal, file == plugin::kMpiPluginFile ? "MPI_Init" : "");
   if (l.error) {
     if (optional && !l.error->found) return Opened{true, {}};
     return Error{fmt::format("--backend {}: {}{}", backend, l.error->message, l.error->found ? "" : build_hint(file))};

@@ -5,8 +5,6 @@ namespace stepcast::sim {
 
 bool simgrid_available() { return false; }
 
-std::vector<std::string> plugin_search_dirs() { return {}; }
-
 Result<std::unique_ptr<NetworkBackend>> make_simgrid_backend(const ClusterSpec&, const Program&,
                                                              const SimgridOptions&) {
   return Error{

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/models/plugin.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/specs.h"
@@ -28,12 +29,11 @@ struct SimgridOptions {
 // so the plugin was built). Says nothing about whether the plugin can be loaded.
 bool simgrid_available();
 
-// The plugin's file name, and the directories searched for it, in order: only
-// $STEPCAST_PLUGIN_DIR when that variable is set and not empty; otherwise the running
-// executable's directory (/proc/self/exe), its ../lib/stepcast, and the install directory
-// (<prefix>/<libdir>/stepcast). Duplicates removed.
+// The plugin's file name. It is searched for like every stepcast plugin
+// (stepcast/models/plugin.h: $STEPCAST_PLUGIN_DIR alone when set; otherwise the running
+// executable's directory, its ../lib/stepcast, and the install directory).
 inline constexpr const char* kSimgridPluginName = "libstepcast-simgrid.so";
-std::vector<std::string> plugin_search_dirs();
+using stepcast::plugin_search_dirs;
 
 // The backend for `program` on `cluster` (one SimGrid host per rank; routes for every pair
 // of ranks the program's collectives and p2p use). Loads the plugin on first use (once per

@@ -1,4 +1,4 @@
-#include "plugin_loader.h"
+#include "stepcast/models/plugin.h"
 
 #include <dlfcn.h>
 
@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #ifndef STEPCAST_PLUGIN_INSTALL_DIR
-#error "STEPCAST_PLUGIN_INSTALL_DIR must name the installed plugin directory (executor/CMakeLists.txt)"
+#error "STEPCAST_PLUGIN_INSTALL_DIR must name the installed plugin directory (models/CMakeLists.txt)"
 #endif
 
-namespace stepcast::exec {
+namespace stepcast {
 
 namespace {
 
@@ -27,9 +27,10 @@ std::string executable_dir() {
   return exe.parent_path().string();
 }
 
-PluginLoad load_uncached(const std::string& file_name, const std::string& symbol, const std::string& own_symbol) {
+PluginLoad load_uncached(const std::string& file_name, const std::string& symbol, PluginScope scope,
+                         const std::string& own_symbol) {
   PluginLoad out;
-  int flags = RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE;
+  int flags = RTLD_NOW | RTLD_NODELETE | (scope == PluginScope::kGlobal ? RTLD_GLOBAL : RTLD_LOCAL);
   // Another library of the process already defines the plugin's library's symbols (SMPI's
   // MPI_* in libsimgrid, while SimGrid is linked into the binary): the plugin and its
   // dependencies then look up their own definitions first.
@@ -90,16 +91,17 @@ std::vector<std::string> plugin_search_dirs() {
   return dirs;
 }
 
-PluginLoad load_plugin(const std::string& file_name, const std::string& symbol, const std::string& own_symbol) {
+PluginLoad load_plugin(const std::string& file_name, const std::string& symbol, PluginScope scope,
+                       const std::string& own_symbol) {
   // Successful loads are cached (the library stays mapped anyway); failures are retried,
   // so a test can point STEPCAST_PLUGIN_DIR elsewhere and try again.
   static std::mutex mu;
   static std::map<std::string, LoadedPlugin> loaded;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = loaded.find(file_name); it != loaded.end()) return PluginLoad{it->second, std::nullopt};
-  PluginLoad p = load_uncached(file_name, symbol, own_symbol);
+  PluginLoad p = load_uncached(file_name, symbol, scope, own_symbol);
   if (!p.error) loaded[file_name] = p.plugin;
   return p;
 }
 
-}  // namespace stepcast::exec
+}  // namespace stepcast
