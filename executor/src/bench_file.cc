@@ -1,6 +1,9 @@
 #include "stepcast/executor/bench_file.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -40,6 +43,22 @@ namespace {
 constexpr double kMaxDouble = std::numeric_limits<double>::max();
 constexpr std::int64_t kMaxI64 = std::numeric_limits<std::int64_t>::max();
 
+// A point's time_s: positive, and large enough that the rates bench_json derives from it
+// (`work` / time_s: TFLOP/s, GB/s) are finite, so that the file it writes loads again.
+double positive_time(reader::ObjectReader& r, double work) {
+  if (!r.has("time_s")) {
+    r.diag().add(r.path_of("time_s"), "missing (required)");
+    return 0;
+  }
+  const std::optional<double> t = r.number("time_s", 0, kMaxDouble, false, true);
+  if (!t) return 0;
+  if (!std::isfinite(work / *t)) {
+    r.diag().add(r.path_of("time_s"), fmt::format("{} is too small for the point's work ({:g})", *t, work));
+    return 0;
+  }
+  return *t;
+}
+
 void read_point(const json& p, const std::string& path, BenchFile& b, reader::Diagnostics& diag) {
   if (!p.is_object()) {
     diag.add(path, "expected an object, got " + reader::describe(p));
@@ -51,7 +70,7 @@ void read_point(const json& p, const std::string& path, BenchFile& b, reader::Di
     g.shape.m = r.required_integer("m", 1, kMaxI64).value_or(1);
     g.shape.n = r.required_integer("n", 1, kMaxI64).value_or(1);
     g.shape.k = r.required_integer("k", 1, kMaxI64).value_or(1);
-    g.time_s = r.required_number("time_s", 0, kMaxDouble).value_or(0);
+    g.time_s = positive_time(r, g.shape.flops());
     r.number("tflops", 0, kMaxDouble);
     b.gemm.push_back(g);
   } else {
@@ -75,7 +94,7 @@ void read_point(const json& p, const std::string& path, BenchFile& b, reader::Di
     c.ranks = static_cast<int>(r.required_integer("ranks", 1, std::numeric_limits<int>::max()).value_or(1));
     if (r.has("inter_node")) c.inter_node = r.boolean("inter_node").value_or(false);
     else diag.add(r.path_of("inter_node"), "missing (required)");
-    c.time_s = r.required_number("time_s", 0, kMaxDouble).value_or(0);
+    c.time_s = positive_time(r, c.bytes * std::max(1.0, bus_factor(c.kind, c.ranks)));
     c.wrong = r.required_integer("wrong", 0, kMaxI64).value_or(0);
     r.number("algbw_GBps", 0, kMaxDouble);
     r.number("busbw_GBps", 0, kMaxDouble);
