@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/models/names.h"
 #include "stepcast/planner/checkpoint_report.h"
 
 namespace stepcast::app {
@@ -48,7 +49,7 @@ Result<Fields> checkpoint_fields(const Scenario& s, double step_time_s) {
   f.set("job_mtbf_h", c.job_mtbf_h);
   f.set("checkpoint_interval_s", c.checkpoint_interval_s);
   f.set("checkpoint_interval_steps", c.checkpoint_interval_steps);
-  f.set("checkpoint_mode", c.checkpoint_mode == CheckpointMode::kAsync ? "async" : "sync");
+  f.set("checkpoint_mode", to_string(c.checkpoint_mode));
   f.set("checkpoint_pause_s", c.checkpoint_pause_s);
   f.set("checkpoint_bytes", c.checkpoint_bytes);
   f.set("time_to_train_h", c.time_to_train_h);

@@ -8,27 +8,7 @@
 
 namespace stepcast {
 
-const char* failure_cause_name(FailureCause c) {
-  switch (c) {
-    case FailureCause::kGpu: return "gpu";
-    case FailureCause::kHost: return "host";
-    case FailureCause::kNic: return "nic";
-    case FailureCause::kSwitch: return "switch";
-    case FailureCause::kSoftware: return "software";
-  }
-  return "?";
-}
-
-const char* failure_unit_name(FailureCause c) {
-  switch (c) {
-    case FailureCause::kGpu: return "GPU";
-    case FailureCause::kSwitch: return "switch";
-    case FailureCause::kHost:
-    case FailureCause::kNic:
-    case FailureCause::kSoftware: return "node";
-  }
-  return "?";
-}
+// failure_cause_name and failure_unit_name: names.cc (the FailureCause table).
 
 bool failure_replaces_nodes(FailureCause c) { return c != FailureCause::kSoftware; }
 

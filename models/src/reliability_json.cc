@@ -8,24 +8,13 @@
 #include <fmt/format.h>
 
 #include "spec_json.h"
+#include "stepcast/models/names.h"
 
 namespace stepcast::detail {
 
 namespace {
 
 constexpr double kMaxSeconds = 1e7;  // about 116 days: any latency beyond is a typo
-
-// The rate key of each cause names its unit (docs/reference/interfaces.md "Units").
-const char* rate_key(FailureCause c) {
-  switch (c) {
-    case FailureCause::kGpu: return "rate_per_gpu_h";
-    case FailureCause::kSwitch: return "rate_per_switch_h";
-    case FailureCause::kHost:
-    case FailureCause::kNic:
-    case FailureCause::kSoftware: return "rate_per_node_h";
-  }
-  return "rate_per_node_h";
-}
 
 void read_component(ObjectReader& parent, FailureCause cause, ComponentFailures& c) {
   const char* name = failure_cause_name(cause);
@@ -37,10 +26,8 @@ void read_component(ObjectReader& parent, FailureCause cause, ComponentFailures&
     return;
   }
   ObjectReader r(*v, path, parent.diag());
-  if (auto x = r.number(rate_key(cause), 0, 1)) c.rate_per_unit_h = *x;
-  if (auto l = r.choice("lifetime", {"exponential", "weibull"})) {
-    c.lifetime = *l == "weibull" ? Lifetime::kWeibull : Lifetime::kExponential;
-  }
+  if (auto x = r.number(failure_rate_key(cause), 0, 1)) c.rate_per_unit_h = *x;
+  if (auto l = r.choice("lifetime", names_of<Lifetime>())) c.lifetime = *parse_lifetime(*l);
   if (auto k = r.number("weibull_shape", 0.1, 20)) {
     if (c.lifetime != Lifetime::kWeibull) {
       r.diag().add(r.path_of("weibull_shape"), "only used with \"lifetime\": \"weibull\"");
@@ -107,9 +94,7 @@ std::optional<CheckpointSpec> read_checkpoint(const json& v, Diagnostics& diag) 
   if (r.has("interval_s") && r.has("interval_steps")) {
     diag.add("checkpoint", "give interval_s or interval_steps, not both");
   }
-  if (auto m = r.choice("mode", {"sync", "async"})) {
-    c.mode = *m == "async" ? CheckpointMode::kAsync : CheckpointMode::kSync;
-  }
+  if (auto m = r.choice("mode", names_of<CheckpointMode>())) c.mode = *parse_checkpoint_mode(*m);
   if (auto s = r.boolean("sharded")) c.sharded = *s;
   if (const json* list = r.raw("contents")) {
     const std::string path = r.path_of("contents");

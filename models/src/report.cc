@@ -8,37 +8,13 @@
 #include <fmt/format.h>
 
 #include "stepcast/models/compute.h"
+#include "stepcast/models/names.h"
 
 namespace stepcast {
 
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string_view schedule_name(Schedule s) {
-  switch (s) {
-    case Schedule::kGpipe: return "gpipe";
-    case Schedule::kOneFOneB: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved";
-  }
-  return "?";
-}
-std::string_view recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
-std::string_view precision_name(Precision p) {
-  switch (p) {
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kFp8: return "fp8";
-  }
-  return "?";
-}
 
 // Integral byte counts are reported as integers.
 std::int64_t whole(double bytes) { return static_cast<std::int64_t>(std::llround(bytes)); }
@@ -153,10 +129,10 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   const Plan& p = s.plan;
   j["plan"] = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep},
                {"sequence_parallel", p.sequence_parallel},
-               {"schedule", schedule_name(p.schedule)}, {"virtual_stages", p.virtual_stages},
+               {"schedule", to_string(p.schedule)}, {"virtual_stages", p.virtual_stages},
                {"microbatch", p.microbatch}, {"global_batch", p.global_batch}, {"zero", p.zero},
-               {"recompute", recompute_name(p.recompute)},
-               {"precision", precision_name(p.precision)}};
+               {"recompute", to_string(p.recompute)},
+               {"precision", to_string(p.precision)}};
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
   j["seed"] = s.seed;
   j["network"] = s.network;
@@ -178,10 +154,10 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={} sp={} schedule={}{} microbatch={} "
                    "global_batch={} (m={}) zero={} recompute={} precision={}",
                    p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
-                   schedule_name(p.schedule),
+                   to_string(p.schedule),
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
-                   p.global_batch, e.microbatches, p.zero, recompute_name(p.recompute),
-                   precision_name(p.precision)));
+                   p.global_batch, e.microbatches, p.zero, to_string(p.recompute),
+                   to_string(p.precision)));
   line("");
   line("Parameters");
   line(fmt::format("  total {} ({})   active per token {} ({})", e.params.total, human(static_cast<double>(e.params.total)),
@@ -228,7 +204,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    e.tokens_per_s / static_cast<double>(e.world)));
   line(fmt::format("MFU {:.1f}%  HFU {:.1f}%  ({:.0f} TFLOP/s per GPU of {:.1f} peak {})", 100 * e.mfu,
                    100 * e.hfu, e.mfu * peak_flops(c.gpu, p.precision) / 1e12,
-                   peak_flops(c.gpu, p.precision) / 1e12, precision_name(p.precision)));
+                   peak_flops(c.gpu, p.precision) / 1e12, to_string(p.precision)));
   line(fmt::format("  ({})", kMfuConvention));
   if (s.workload.train_tokens > 0) {
     const double days = s.workload.train_tokens / e.tokens_per_s / 86400;

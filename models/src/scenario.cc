@@ -11,6 +11,7 @@
 #include "reliability_json.h"
 #include "search_json.h"
 #include "spec_json.h"
+#include "stepcast/models/names.h"
 #include "stragglers_json.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/report.h"
@@ -40,24 +41,14 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.ep, r.integer("ep", 1, kMaxPar));
   set(p.sequence_parallel, r.boolean("sequence_parallel"));
   set(p.tp_comm_overlap, r.boolean("tp_comm_overlap"));
-  if (auto s = r.choice("schedule", {"gpipe", "1f1b", "interleaved"})) {
-    p.schedule = *s == "gpipe" ? Schedule::kGpipe
-                 : *s == "1f1b" ? Schedule::kOneFOneB
-                                : Schedule::kInterleaved;
-  }
+  if (auto s = r.choice("schedule", names_of<Schedule>())) p.schedule = *parse_schedule(*s);
   set(p.virtual_stages, r.integer("virtual_stages", 1, 1000));
   set(p.microbatch, r.integer("microbatch", 1, kMaxPar));
   const bool gb_given = r.has("global_batch");
   set(p.global_batch, r.integer("global_batch", 1, kMaxGlobalBatch));
   set(p.zero, r.integer("zero", 0, 3));
-  if (auto s = r.choice("recompute", {"none", "selective", "full"})) {
-    p.recompute = *s == "none" ? Recompute::kNone
-                  : *s == "selective" ? Recompute::kSelective
-                                      : Recompute::kFull;
-  }
-  if (auto s = r.choice("precision", {"bf16", "fp16", "fp8"})) {
-    p.precision = *s == "bf16" ? Precision::kBf16 : *s == "fp16" ? Precision::kFp16 : Precision::kFp8;
-  }
+  if (auto s = r.choice("recompute", names_of<Recompute>())) p.recompute = *parse_recompute(*s);
+  if (auto s = r.choice("precision", names_of<Precision>())) p.precision = *parse_precision(*s);
   set(p.replicate_kv_heads, r.boolean("replicate_kv_heads"));
   set(p.flash_attention, r.boolean("flash_attention"));
   if (auto s = r.choice("grad_dtype", {"fp32", "bf16"})) p.grad_bytes = *s == "fp32" ? 4 : 2;

@@ -6,18 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace stepcast {
-
-const char* objective_name(Objective objective) {
-  switch (objective) {
-    case Objective::kTimeToTrain: return "time_to_train";
-    case Objective::kTokensPerS: return "tokens_per_s";
-    case Objective::kCost: return "cost";
-  }
-  return "?";
-}
-
-}  // namespace stepcast
+#include "stepcast/models/names.h"
 
 namespace stepcast::detail {
 
@@ -113,10 +102,10 @@ std::optional<std::vector<T>> integers(ObjectReader& r, std::string_view key, st
                     });
 }
 
-// A string of `names` (or a list of them) as enum values (the index in `names`).
+// A name of E (or a list of them) as enum values (the tables of stepcast/models/names.h).
 template <typename E>
-std::optional<std::vector<E>> choices(ObjectReader& r, std::string_view key,
-                                      const std::vector<std::string>& names) {
+std::optional<std::vector<E>> choices(ObjectReader& r, std::string_view key) {
+  const std::vector<std::string>& names = names_of<E>();
   const json* v = r.raw(key);
   if (!v) return std::nullopt;
   return list_of<E>(*v, r.path_of(key), "a string or a list of strings", r.diag(),
@@ -126,8 +115,7 @@ std::optional<std::vector<E>> choices(ObjectReader& r, std::string_view key,
                         return std::nullopt;
                       }
                       const std::string s = e.get<std::string>();
-                      const auto it = std::find(names.begin(), names.end(), s);
-                      if (it != names.end()) return static_cast<E>(it - names.begin());
+                      if (auto value = parse_name<E>(s)) return value;
                       std::string msg = "\"" + printable(s) + "\" is not one of ";
                       for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", \"" : "\"") + names[i] + "\"";
                       const std::string near = closest(s, names);
@@ -179,8 +167,8 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = integers<int>(r, "virtual_stages", 2, 1000)) q.virtual_stages = *x;
   if (auto x = integers<int>(r, "microbatch", 1, kMaxDegree)) q.microbatch = *x;
   if (auto x = integers<int>(r, "zero", 0, 3)) q.zero = *x;
-  if (auto x = choices<Schedule>(r, "schedule", {"gpipe", "1f1b", "interleaved"})) q.schedule = *x;
-  if (auto x = choices<Recompute>(r, "recompute", {"none", "selective", "full"})) q.recompute = *x;
+  if (auto x = choices<Schedule>(r, "schedule")) q.schedule = *x;
+  if (auto x = choices<Recompute>(r, "recompute")) q.recompute = *x;
   if (const json* sp = r.raw("sequence_parallel")) {
     auto x = list_of<bool>(*sp, r.path_of("sequence_parallel"), "true, false or a list of them", diag,
                            [&](const json& e, const std::string& path) -> std::optional<bool> {
@@ -201,11 +189,7 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   }
   if (auto x = r.boolean("allow_tp_across_nodes")) q.allow_tp_across_nodes = *x;
   if (auto x = r.integer("top_k", 0, 1000)) q.top_k = static_cast<int>(*x);
-  if (auto x = r.choice("objective", {"time_to_train", "tokens_per_s", "cost"})) {
-    q.objective = *x == "time_to_train" ? Objective::kTimeToTrain
-                  : *x == "tokens_per_s" ? Objective::kTokensPerS
-                                         : Objective::kCost;
-  }
+  if (auto x = r.choice("objective", names_of<Objective>())) q.objective = parse_objective(*x);
   if (auto x = r.number("price_per_gpu_hour", 0, 1e6)) q.price_per_gpu_hour = *x;
   if (auto x = r.integer("threads", 0, 1024)) q.threads = static_cast<int>(*x);
   r.finish();

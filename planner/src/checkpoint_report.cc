@@ -5,14 +5,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stepcast/models/names.h"
+
 namespace stepcast::planner {
 
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-const char* mode_name(CheckpointMode m) { return m == CheckpointMode::kAsync ? "async" : "sync"; }
-const char* lifetime_name(Lifetime l) { return l == Lifetime::kWeibull ? "weibull" : "exponential"; }
 
 // Bytes in decimal units, as storage is sold and as the bandwidths are given (GB/s).
 std::string bytes(double b) {
@@ -111,7 +111,7 @@ nlohmann::ordered_json fields_json(const CheckpointCheckFields& f) {
   j["job_mtbf_h"] = f.job_mtbf_h;
   j["checkpoint_interval_s"] = f.checkpoint_interval_s;
   j["checkpoint_interval_steps"] = f.checkpoint_interval_steps;
-  j["checkpoint_mode"] = mode_name(f.checkpoint_mode);
+  j["checkpoint_mode"] = to_string(f.checkpoint_mode);
   j["checkpoint_pause_s"] = f.checkpoint_pause_s;
   j["checkpoint_bytes"] = f.checkpoint_bytes;
   j["time_to_train_h"] = f.time_to_train_h;
@@ -168,7 +168,7 @@ std::string checkpoint_json(const CheckpointAdvice& a, const Scenario& s) {
     fj["causes"][failure_cause_name(c)] = {
         {"rate_per_unit_h", comp.rate_per_unit_h}, {"unit", failure_unit_name(c)},
         {"units", failure_units(f, s.cluster, c)}, {"per_job_h", a.env.cause_rate_per_h[i]},
-        {"lifetime", lifetime_name(comp.lifetime)}, {"weibull_shape", comp.weibull_shape},
+        {"lifetime", to_string(comp.lifetime)}, {"weibull_shape", comp.weibull_shape},
         {"detection_s", f.detection_of(c)}, {"nodes_down", failure_nodes_down(f, s.cluster, c)}};
   }
   fj["nodes_per_switch"] = f.nodes_per_switch;
@@ -201,14 +201,14 @@ std::string checkpoint_json(const CheckpointAdvice& a, const Scenario& s) {
   j["modes"]["sync"] = mode_json(a.sync, a.solve_s);
   j["modes"]["async"] = mode_json(a.async, a.solve_s);
   nlohmann::ordered_json rj;
-  rj["mode"] = mode_name(a.mode);
+  rj["mode"] = to_string(a.mode);
   rj["reason"] = a.reason;
   rj.update(interval_json(a.recommended, a.solve_s));
   rj.update(detail_json(a.recommended));
   j["recommendation"] = rj;
   if (a.configured) {
     nlohmann::ordered_json cfg;
-    cfg["mode"] = mode_name(a.configured_mode);
+    cfg["mode"] = to_string(a.configured_mode);
     cfg.update(interval_json(*a.configured, a.solve_s));
     cfg.update(detail_json(*a.configured));
     j["configured"] = cfg;
@@ -233,7 +233,7 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
     const auto i = static_cast<std::size_t>(c);
     const ComponentFailures& comp = f.component(c);
     if (comp.rate_per_unit_h <= 0) continue;
-    std::string life = lifetime_name(comp.lifetime);
+    std::string life(to_string(comp.lifetime));
     if (comp.lifetime == Lifetime::kWeibull) life += fmt::format(" k={:g}", comp.weibull_shape);
     line(fmt::format("  {:<9}{:>22}{:>8}{:>14.4g}{:>8}  {:<12}{:>8.0f} s", failure_cause_name(c),
                      fmt::format("{:.4g} /{}", comp.rate_per_unit_h, failure_unit_name(c)),
@@ -270,7 +270,7 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
   line(fmt::format("Intervals   compute between checkpoints; goodput = failure-free compute / wall time"));
   line(fmt::format("  {:<7}{:<19}{:>9}{:>7}{:>10}{:>9}{:>11}{:>20}{:>15}", "mode", "interval", "formula",
                    "steps", "compute", "Daly", "simulated", "p10 - p90", "time to train"));
-  auto row = [&](const char* mode, const std::string& label, const std::string& formula,
+  auto row = [&](std::string_view mode, const std::string& label, const std::string& formula,
                  const IntervalResult& r) {
     line(fmt::format("  {:<7}{:<19}{:>9}{:>7}{:>10}{:>9}{:>11}{:>20}{:>15}", mode, label, formula,
                      r.sim.interval_steps, fmt::format("{:.0f} s", r.sim.interval_s),
@@ -280,7 +280,7 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
   };
   auto secs = [](double s_) { return fmt::format("{:.0f} s", s_); };
   for (const ModeAdvice* m : {&a.sync, &a.async}) {
-    const char* name = mode_name(m->mode);
+    const std::string_view name = to_string(m->mode);
     if (!m->feasible) {
       line(fmt::format("  {:<7}not possible: {}", name, m->why_not));
       continue;
@@ -291,14 +291,14 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
         m->at(m->optimum_steps));
     if (!m->optimum_simulated) line(fmt::format("  {:<7}note: {}", name, m->note));
   }
-  if (a.configured) row(mode_name(a.configured_mode), "the scenario's", "-", *a.configured);
+  if (a.configured) row(to_string(a.configured_mode), "the scenario's", "-", *a.configured);
   line("  formula: Young sqrt(2 delta M), Daly FGCS 2006 eq. 37 (delta = the pause, M = the job MTBF),");
   line("  simulated optimum: least-squares fit of the mean wall time of the sweep; each is rounded to");
   line("  whole steps. Daly: goodput T_s / T_w from Daly's expected wall time with R above; simulated:");
   line("  mean over the runs, with the 10th and 90th percentiles.");
   line("");
   const IntervalResult& r = a.recommended;
-  line(fmt::format("Recommendation: {} checkpoints every {} steps ({:.0f} s of compute)", mode_name(a.mode),
+  line(fmt::format("Recommendation: {} checkpoints every {} steps ({:.0f} s of compute)", to_string(a.mode),
                    a.interval_steps, a.interval_s));
   line("  " + a.reason);
   line(fmt::format("  goodput {} (p10 {}, p90 {}); time to train {} (p10 {}, p90 {})", pct(r.sim.goodput.mean),
@@ -328,7 +328,7 @@ std::string checkpoint_csv(const CheckpointAdvice& a) {
       "time_to_train_p10_s,time_to_train_p90_s,daly_goodput,daly_time_to_train_s\n";
   for (const ModeAdvice* m : {&a.sync, &a.async}) {
     for (const IntervalResult& r : m->sweep) {
-      o += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", mode_name(m->mode), r.sim.interval_steps,
+      o += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", to_string(m->mode), r.sim.interval_steps,
                        r.sim.interval_s, r.sim.goodput.mean, r.sim.goodput.p10, r.sim.goodput.p90,
                        r.sim.wall_s.mean, r.sim.wall_s.p10, r.sim.wall_s.p90, a.solve_s / r.daly_wall_s,
                        r.daly_wall_s);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/models/names.h"
 #include "stepcast/models/text.h"
 
 namespace stepcast::planner {
@@ -30,23 +31,9 @@ std::optional<std::int64_t> to_int(std::string_view s) {
 
 }  // namespace
 
-const char* schedule_name(Schedule schedule) {
-  switch (schedule) {
-    case Schedule::kGpipe: return "gpipe";
-    case Schedule::kOneFOneB: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved";
-  }
-  return "?";
-}
-
-const char* recompute_name(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
+// The C-string names of layout.h, from the tables of stepcast/models/names.h.
+const char* schedule_name(Schedule schedule) { return to_string(schedule).data(); }
+const char* recompute_name(Recompute recompute) { return to_string(recompute).data(); }
 
 std::string layout_string(const Plan& p) {
   return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}",
@@ -115,21 +102,17 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       else if (value == "false" || value == "0") out.plan.tp_comm_overlap = false;
       else return Error{fmt::format("{}: tpo: expected true or false, got \"{}\"", quoted, printable(value))};
     } else if (key == "schedule") {
-      if (value == "gpipe") out.plan.schedule = Schedule::kGpipe;
-      else if (value == "1f1b") out.plan.schedule = Schedule::kOneFOneB;
-      else if (value == "interleaved") out.plan.schedule = Schedule::kInterleaved;
+      if (auto x = parse_schedule(value)) out.plan.schedule = *x;
       else {
-        return Error{fmt::format("{}: schedule: \"{}\" is not one of \"gpipe\", \"1f1b\", \"interleaved\"",
-                                 quoted, printable(value))};
+        return Error{fmt::format("{}: schedule: \"{}\" is not one of {}", quoted, printable(value),
+                                 quoted_names<Schedule>())};
       }
       out.schedule_given = true;
     } else if (key == "recompute") {
-      if (value == "none") out.plan.recompute = Recompute::kNone;
-      else if (value == "selective") out.plan.recompute = Recompute::kSelective;
-      else if (value == "full") out.plan.recompute = Recompute::kFull;
+      if (auto x = parse_recompute(value)) out.plan.recompute = *x;
       else {
-        return Error{fmt::format("{}: recompute: \"{}\" is not one of \"none\", \"selective\", \"full\"",
-                                 quoted, printable(value))};
+        return Error{fmt::format("{}: recompute: \"{}\" is not one of {}", quoted, printable(value),
+                                 quoted_names<Recompute>())};
       }
     } else {
       const std::int64_t max = key == "gb"     ? 1'000'000'000

@@ -14,6 +14,7 @@
 
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/models/collectives.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/program.h"
 #include "stepcast/planner/goodput.h"
 #include "stepcast/planner/layout.h"
@@ -818,7 +819,7 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   if (f.checkpoint_interval_steps > 0) {
     std::string line = fmt::format("goodput {:.2f}%: {} checkpoint of {:.1f} GB pauses {:.2f} s every {} steps "
                                    "({:.0f} s), restore {:.1f} s",
-                                   f.goodput * 100, f.checkpoint_mode == CheckpointMode::kAsync ? "async" : "sync",
+                                   f.goodput * 100, to_string(f.checkpoint_mode),
                                    c.checkpoint_bytes / 1e9, f.checkpoint_pause_s, f.checkpoint_interval_steps,
                                    f.checkpoint_interval_s, f.restore_s);
     if (!c.async_fits) {

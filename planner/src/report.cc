@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stepcast/models/names.h"
 #include "stepcast/planner/layout.h"
 
 namespace stepcast::planner {
@@ -47,7 +48,6 @@ std::string money(double dollars) {
   return fmt::format("{:.0f}", dollars);
 }
 
-const char* mode_name(CheckpointMode m) { return m == CheckpointMode::kAsync ? "async" : "sync"; }
 
 bool has_train(const Scenario& s) { return s.workload.train_tokens > 0; }
 
@@ -107,7 +107,7 @@ ojson row_json(std::size_t rank, const Candidate& x, const Columns& c) {
   j["spare_bytes"] = x.spare_bytes();
   if (c.failures) {
     j["goodput"] = f.goodput;
-    j["checkpoint_mode"] = mode_name(f.checkpoint_mode);
+    j["checkpoint_mode"] = to_string(f.checkpoint_mode);
     j["checkpoint_interval_steps"] = f.checkpoint_interval_steps;
     j["checkpoint_interval_s"] = f.checkpoint_interval_s;
     j["checkpoint_pause_s"] = f.checkpoint_pause_s;
@@ -333,7 +333,7 @@ std::string plan_report_csv(const PlanResult& r) {
                        p.sequence_parallel ? "true" : "false", schedule_name(p.schedule), p.virtual_stages,
                        p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute),
                        c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu,
-                       c.peak_bytes(), c.usable_bytes, f.goodput, mode_name(f.checkpoint_mode),
+                       c.peak_bytes(), c.usable_bytes, f.goodput, to_string(f.checkpoint_mode),
                        f.checkpoint_interval_s, f.checkpoint_pause_s, f.restore_s, f.time_to_train_s / 3600.0,
                        f.cost, front[i] ? "true" : "false");
   }

@@ -1,0 +1,42 @@
+#include "stepcast/models/names.h"
+
+namespace stepcast {
+
+std::string_view to_string(Schedule value) { return name_of(value); }
+std::string_view to_string(Recompute value) { return name_of(value); }
+std::string_view to_string(Precision value) { return name_of(value); }
+std::string_view to_string(CheckpointMode value) { return name_of(value); }
+std::string_view to_string(Lifetime value) { return name_of(value); }
+std::string_view to_string(FailureCause value) { return name_of(value); }
+std::string_view to_string(Objective value) { return name_of(value); }
+
+std::optional<Schedule> parse_schedule(std::string_view name) { return parse_name<Schedule>(name); }
+std::optional<Recompute> parse_recompute(std::string_view name) { return parse_name<Recompute>(name); }
+std::optional<Precision> parse_precision(std::string_view name) { return parse_name<Precision>(name); }
+std::optional<CheckpointMode> parse_checkpoint_mode(std::string_view name) {
+  return parse_name<CheckpointMode>(name);
+}
+std::optional<Lifetime> parse_lifetime(std::string_view name) { return parse_name<Lifetime>(name); }
+std::optional<FailureCause> parse_failure_cause(std::string_view name) { return parse_name<FailureCause>(name); }
+std::optional<Objective> parse_objective(std::string_view name) { return parse_name<Objective>(name); }
+
+// The public names of reliability.h and search.h, kept for their callers.
+const char* failure_cause_name(FailureCause cause) { return name_of(cause).data(); }
+
+const char* failure_unit_name(FailureCause cause) {
+  for (const auto& e : Names<FailureCause>::kTable) {
+    if (e.value == cause) return e.unit;
+  }
+  return "?";
+}
+
+const char* failure_rate_key(FailureCause cause) {
+  for (const auto& e : Names<FailureCause>::kTable) {
+    if (e.value == cause) return e.rate_key;
+  }
+  return "rate_per_node_h";
+}
+
+const char* objective_name(Objective objective) { return name_of(objective).data(); }
+
+}  // namespace stepcast
