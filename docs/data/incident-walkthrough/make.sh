@@ -18,7 +18,7 @@ cd "$tmp" || exit 2
 stepcast() { "$bin" "$@"; }
 # run NAME ARGS...: stdout to NAME.txt, then "# exit N"
 run() { local name=$1; shift; stepcast "$@" > "$out/$name.txt"; echo "# exit $?" >> "$out/$name.txt"; }
-run check scenarios/incident/
+run check check scenarios/incident/
 run diagnose-8gpu diagnose scenarios/incident/8gpu.json
 run compare-8gpu-64gpu compare scenarios/incident/8gpu.json scenarios/incident/64gpu.json
 run diagnose-64gpu diagnose scenarios/incident/64gpu.json
