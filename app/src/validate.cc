@@ -181,10 +181,19 @@ double ValidationRow::memory_error() const {
 }
 
 Result<ValidateReport> run_validate(const ValidateRequest& request) {
-  const std::string shown = reader::printable(request.path);
   auto text = reader::read_input_file(request.path);
   if (!text.ok()) return text.error();
-  auto parsed = reader::parse_document(*text);
+  Result<ValidateReport> rep = run_validate_text(*text, request.path);
+  if (!rep.ok()) return rep;
+  if (!request.scenario_dir.empty()) {
+    if (auto e = write_scenarios(rep.value(), request.scenario_dir)) return *e;
+  }
+  return rep;
+}
+
+Result<ValidateReport> run_validate_text(std::string_view text, const std::string& source) {
+  const std::string shown = reader::printable(source);
+  auto parsed = reader::parse_document(text);
   if (!parsed.ok()) return Error{reader::prefix_lines(shown, parsed.error().message)};
   const json& doc = *parsed;
   auto fail = [&](const std::string& m) { return Error{shown + ": " + m}; };
@@ -206,13 +215,10 @@ Result<ValidateReport> run_validate(const ValidateRequest& request) {
   if (!diag.empty()) return Error{reader::prefix_lines(shown, diag.joined())};
 
   ValidateReport rep;
-  rep.path = request.path;
+  rep.path = source;
   rep.common_assumptions = validation::common_assumptions();
   for (Record& r : records) rep.rows.push_back(row_of(r));
   summarize(rep);
-  if (!request.scenario_dir.empty()) {
-    if (auto e = write_scenarios(rep, request.scenario_dir)) return *e;
-  }
   return rep;
 }
 

@@ -21,6 +21,7 @@ namespace {
 
 using nlohmann::json;
 using stepcast::app::run_validate;
+using stepcast::app::run_validate_text;
 using stepcast::app::validate_json;
 using stepcast::app::validate_text;
 using stepcast::app::ValidationRow;
@@ -293,6 +294,26 @@ TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(validate_text(*rep), validate_text(*again));
   EXPECT_EQ(validate_json(*rep), validate_json(*again));
+}
+
+// run_validate_text (the fuzz target's entry point) is run_validate without the file: the
+// same report for the same text, and the same errors, prefixed with the source it is given.
+TEST_F(ValidateTest, TextEntryPointMatchesTheFileOne) {
+  const std::string path = STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json";
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto from_file = run_validate({path, ""});
+  auto from_text = run_validate_text(text, path);
+  ASSERT_TRUE(from_file.ok()) << from_file.error().message;
+  ASSERT_TRUE(from_text.ok()) << from_text.error().message;
+  EXPECT_EQ(from_text->path, path);
+  EXPECT_EQ(validate_json(*from_text), validate_json(*from_file));
+
+  const std::string bad = "{\"format\": 1, \"records\": [" + record(json::parse(R"j({"model": {"hidden": "x"}})j")) + "]}";
+  const std::string bad_path = write("bad.json", bad);
+  auto bad_text = run_validate_text(bad, bad_path);
+  ASSERT_FALSE(bad_text.ok());
+  EXPECT_EQ(bad_text.error().message, error_of(bad_path));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/models/result.h"
@@ -91,6 +92,12 @@ struct ValidateReport {
 // DIR: ..."). A record that stepcast cannot express (MoE, no preset for its GPU) or whose
 // layout it cannot run (divisibility, memory) is not an error: its row says why.
 Result<ValidateReport> run_validate(const ValidateRequest& request);
+
+// run_validate on the text of a validation file already read, writing no scenario:
+// `source` names the file in the errors (as run_validate's path does) and becomes
+// ValidateReport::path. The same report and the same errors as run_validate of a file
+// holding `text`, minus the file's own read errors.
+Result<ValidateReport> run_validate_text(std::string_view text, const std::string& source);
 
 // The table, the error summary, the breakdown of every prediction and the assumptions, as
 // text. Deterministic.
