@@ -110,7 +110,12 @@ TEST_F(ExecutorCli, CalibrateNamesTheJsonPathOfBadBenchFiles) {
   auto p = write("gemm.json", bench_file("\"time_s\": 1e-5, \"tflops\"", "\"time_s\": \"fast\", \"tflops\""));
   auto r = run({"calibrate", "--bench", p});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "stepcast: error: " + p + ": results[0].time_s: expected a number, got \"fast\"\n");
+  EXPECT_EQ(r.err, "stepcast: error: " + p + ": results[0].time_s: expected a positive number, got \"fast\"\n");
+  // A zero time would make the point's rates infinite (found by the bench fuzz target).
+  p = write("zero.json", bench_file("\"time_s\": 1e-5, \"tflops\"", "\"time_s\": 0, \"tflops\""));
+  r = run({"calibrate", "--bench", p});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: " + p + ": results[0].time_s: expected a positive number, got 0\n");
   p = write("coll.json", bench_file("\"collective\": \"all_reduce\"", "\"collective\": \"allreduce\""));
   r = run({"calibrate", "--bench", p});
   EXPECT_EQ(r.exit_code, 2);
