@@ -1,5 +1,5 @@
 // The reports of `stepcast simulate`: a simulation's summary (breakdown.h) with the
-// scenario's memory model, as JSON (the format of docs/reference/interfaces.md) and as text.
+// scenario's memory model, as JSON (the report format of docs/simulator.md) and as text.
 #pragma once
 
 #include <string>
