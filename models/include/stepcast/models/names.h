@@ -23,7 +23,7 @@ struct NameEntry {
 };
 
 // FailureCause carries the unit its rate counts (failure_unit_name) and the rate's key in
-// the failures file (reference/interfaces.md "Units") next to its name.
+// the failures file (docs/reference/interfaces.md "Units") next to its name.
 struct FailureCauseEntry {
   FailureCause value;
   const char* name;
