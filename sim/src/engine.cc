@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -20,7 +19,13 @@ struct TemplateIndex {
   std::vector<std::uint32_t> initial;
   std::vector<std::uint32_t> roots;
   std::vector<SimTime> duration;
+  // kRecv: its slot among the stage's receives; kSend: the slot of the receive it feeds in
+  // the peer stage's template (set by link_p2p_slots; kNoSlot when the peer has none).
+  std::vector<std::uint32_t> p2p_slot;
+  std::uint32_t recv_slots = 0;
 };
+
+constexpr std::uint32_t kNoSlot = UINT32_MAX;
 
 TemplateIndex index_template(const Program& program, const RoleTemplate& role,
                              NetworkBackend& backend) {
@@ -28,6 +33,7 @@ TemplateIndex index_template(const Program& program, const RoleTemplate& role,
   const std::size_t n = role.ops.size();
   ix.initial.assign(n, 0);
   ix.duration.resize(n);
+  ix.p2p_slot.assign(n, kNoSlot);
   ix.seq = collective_sequence(role);
   std::vector<std::vector<std::uint32_t>> out(n);
   std::uint32_t last_on_stream[kNumStreams];
@@ -48,7 +54,10 @@ TemplateIndex index_template(const Program& program, const RoleTemplate& role,
     switch (op.kind) {
       case OpKind::kCompute: ix.duration[i] = op.duration; break;
       case OpKind::kCollective: ix.duration[i] = backend.collective_time(program, op); break;
-      case OpKind::kRecv: ix.duration[i] = backend.p2p_time(program, op, op.peer_stage, role.stage); break;
+      case OpKind::kRecv:
+        ix.duration[i] = backend.p2p_time(program, op, op.peer_stage, role.stage);
+        ix.p2p_slot[i] = ix.recv_slots++;
+        break;
       case OpKind::kSend: ix.duration[i] = backend.p2p_time(program, op, role.stage, op.peer_stage); break;
       default: break;
     }
@@ -63,15 +72,104 @@ TemplateIndex index_template(const Program& program, const RoleTemplate& role,
   return ix;
 }
 
+// Points every send at the slot of the receive that takes it: the receive in the peer
+// stage with this stage as its peer and the same tag.
+void link_p2p_slots(const Program& program, std::vector<TemplateIndex>& index) {
+  std::map<std::tuple<int, int, std::uint32_t>, std::uint32_t> recv_slot;  // (stage, peer stage, tag)
+  for (std::size_t s = 0; s < program.roles.size(); ++s) {
+    const auto& ops = program.roles[s].ops;
+    for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind == OpKind::kRecv) recv_slot[{static_cast<int>(s), ops[i].peer_stage, ops[i].tag}] = index[s].p2p_slot[i];
+    }
+  }
+  for (std::size_t s = 0; s < program.roles.size(); ++s) {
+    const auto& ops = program.roles[s].ops;
+    for (std::uint32_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind != OpKind::kSend) continue;
+      const auto it = recv_slot.find({ops[i].peer_stage, static_cast<int>(s), ops[i].tag});
+      index[s].p2p_slot[i] = it == recv_slot.end() ? kNoSlot : it->second;
+    }
+  }
+}
+
 // A completion. The op began at time - duration (compute, collective once complete,
-// recv transfer); `post` is when the rank reached it. 32 bytes: the queue is the hot path.
+// recv transfer); `post` is when the rank reached it.
 struct Event {
   std::int64_t time;
-  std::uint64_t seq;
   std::uint32_t rank;  // index into the simulated ranks
   std::uint32_t op;
   std::int64_t post;
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// The pending completions, popped in (time, push order): exactly the order of a binary heap
+// on (time, sequence number), which is what makes runs deterministic. The ranks of a
+// symmetric job complete at the same instants (all data-parallel replicas of a stage, all
+// tensor-parallel peers), so the events fall on few distinct times: a small heap of distinct
+// times, each with a FIFO of its events, replaces a heap of every event (the full 405B run
+// keeps tens of thousands in flight; sifting them was a third of its time).
+class EventQueue {
+ public:
+  bool empty() const { return heap_.empty(); }
+  std::int64_t top_time() const { return heap_.front().time; }  // REQUIRES: !empty()
+
+  void push(const Event& e) {
+    if (e.time != last_time_ || last_bucket_ == kNone) {
+      auto [it, inserted] = index_.try_emplace(e.time, kNone);
+      if (inserted) {
+        it->second = new_bucket();
+        heap_.push_back({e.time, it->second});
+        std::push_heap(heap_.begin(), heap_.end(), later);
+      }
+      last_time_ = e.time;
+      last_bucket_ = it->second;
+    }
+    buckets_[last_bucket_].events.push_back(e);
+  }
+
+  Event pop() {  // REQUIRES: !empty()
+    const std::uint32_t b = heap_.front().bucket;
+    Bucket& bucket = buckets_[b];
+    const Event e = bucket.events[bucket.next++];
+    if (bucket.next == bucket.events.size()) {  // the instant is drained
+      index_.erase(heap_.front().time);
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      heap_.pop_back();
+      bucket.events.clear();
+      bucket.next = 0;
+      free_.push_back(b);
+      if (last_bucket_ == b) last_bucket_ = kNone;
+    }
+    return e;
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  struct Instant {
+    std::int64_t time;
+    std::uint32_t bucket;
+  };
+  struct Bucket {
+    std::vector<Event> events;  // in push order; capacity kept when the bucket is reused
+    std::size_t next = 0;
+  };
+  static bool later(const Instant& a, const Instant& b) { return a.time > b.time; }  // times are distinct
+
+  std::uint32_t new_bucket() {
+    if (!free_.empty()) {
+      const std::uint32_t b = free_.back();
+      free_.pop_back();
+      return b;
+    }
+    buckets_.emplace_back();
+    return static_cast<std::uint32_t>(buckets_.size() - 1);
+  }
+
+  std::vector<Instant> heap_;  // min-heap on time
+  std::unordered_map<std::int64_t, std::uint32_t> index_;  // time -> bucket, for the times in heap_
+  std::vector<Bucket> buckets_;
+  std::vector<std::uint32_t> free_;
+  std::int64_t last_time_ = 0;
+  std::uint32_t last_bucket_ = kNone;  // bucket of last_time_ (pushes come in runs of one time)
 };
 
 struct RankState {
@@ -85,6 +183,7 @@ struct RankState {
   int last_coll_step = 0;                // ... in this step
   bool last_coll_done = false;
   std::uint32_t done = 0;
+  std::uint32_t slot_base = 0;  // its receives' slots in Engine::p2p_
   double mem = 0;
   std::vector<std::uint32_t> remaining;
 };
@@ -109,22 +208,44 @@ struct PendingColl {
   std::vector<std::pair<std::uint32_t, SimTime>> members;  // (sim rank, arrival)
 };
 
-struct P2pKey {
-  int src, dst, step;
-  std::uint32_t tag;
-  bool operator==(const P2pKey&) const = default;
-};
-struct P2pKeyHash {
-  std::size_t operator()(const P2pKey& k) const {
-    return (static_cast<std::size_t>(k.src) * 1000003u) ^ (static_cast<std::size_t>(k.dst) << 21) ^
-           (static_cast<std::size_t>(k.step) << 42) ^ (static_cast<std::size_t>(k.tag) * 2654435761u);
-  }
-};
+// A transfer to one receive of one step: its send, its receive, or both once matched.
 struct PendingP2p {
+  int step = -1;  // -1: unused
   bool sent = false, received = false;
   SimTime send_post, recv_post;
   std::uint32_t send_rank = 0, send_op = 0, recv_rank = 0, recv_op = 0;
   int send_step = 0;
+};
+
+// The pending transfers to one receive op of one simulated rank, one per step: almost always
+// at most one (a sender runs at most about a step ahead), kept inline; more spill to `more`.
+// Slots replace a hash map keyed by (source, destination, step, tag): the full 405B run
+// keeps about 24,000 transfers pending, and hashing them was a sixth of its time.
+struct P2pSlot {
+  PendingP2p first;
+  std::vector<PendingP2p> more;
+
+  PendingP2p& find_or_add(int step) {
+    if (first.step == step) return first;
+    for (PendingP2p& p : more) {
+      if (p.step == step) return p;
+    }
+    PendingP2p& p = first.step < 0 ? first : more.emplace_back();
+    p.step = step;
+    return p;
+  }
+  void erase(const PendingP2p& p) {
+    if (&p == &first) {
+      if (more.empty()) {
+        first = PendingP2p{};
+      } else {
+        first = more.front();
+        more.erase(more.begin());
+      }
+    } else {
+      more.erase(more.begin() + (&p - more.data()));
+    }
+  }
 };
 
 class Engine {
@@ -132,6 +253,7 @@ class Engine {
   Engine(const Program& program, NetworkBackend& backend, const EngineOptions& opt)
       : program_(program), opt_(opt), flows_(backend.flows()) {
     for (const RoleTemplate& role : program.roles) index_.push_back(index_template(program, role, backend));
+    link_p2p_slots(program, index_);
     const Placement& pl = program.placement;
     sim_index_.assign(static_cast<std::size_t>(pl.world()), UINT32_MAX);
     if (opt.full) {
@@ -160,19 +282,17 @@ class Engine {
     while (true) {
       if (flows_ && flows_->busy()) {
         // Let the network run up to the next engine event, or until transfers end.
-        const SimTime until = queue_.empty() ? SimTime::from_ns(INT64_MAX) : SimTime::from_ns(queue_.top().time);
+        const SimTime until = queue_.empty() ? SimTime::from_ns(INT64_MAX) : SimTime::from_ns(queue_.top_time());
         done.clear();
         flows_->advance(until, done);
         for (const auto& [handle, end] : done) transfer_done(handle, end);
         if (!done.empty()) continue;
       } else if (flows_ && !queue_.empty()) {
         done.clear();
-        flows_->advance(SimTime::from_ns(queue_.top().time), done);  // moves the network's clock
+        flows_->advance(SimTime::from_ns(queue_.top_time()), done);  // moves the network's clock
       }
       if (queue_.empty()) break;
-      const Event e = queue_.top();
-      queue_.pop();
-      complete(e);
+      complete(queue_.pop());
     }
   }
 
@@ -183,7 +303,7 @@ class Engine {
     dynamic_.erase(it);
     for (const auto& [r, op, post] : d.members) {
       dyn_begin_[key_of(r, op)] = d.begin;
-      queue_.push(Event{end.ns(), seq_++, r, op, post.ns()});
+      queue_.push(Event{end.ns(), r, op, post.ns()});
     }
   }
 
@@ -195,6 +315,8 @@ class Engine {
     st.stage = program_.stage_of(rank);
     sim_index_[static_cast<std::size_t>(rank)] = static_cast<std::uint32_t>(ranks_.size());
     st.mem = program_.roles[static_cast<std::size_t>(st.stage)].static_bytes;
+    st.slot_base = static_cast<std::uint32_t>(p2p_.size());
+    p2p_.resize(p2p_.size() + index_[static_cast<std::size_t>(st.stage)].recv_slots);
     ranks_.push_back(std::move(st));
     RankTimeline tl;
     tl.spans.reserve(program_.roles[static_cast<std::size_t>(ranks_.back().stage)].ops.size() *
@@ -213,7 +335,7 @@ class Engine {
   // REQUIRES: end - begin == the op's duration (how complete() recovers `begin`).
   void push(std::uint32_t r, std::uint32_t op, SimTime end, SimTime post, SimTime begin) {
     (void)begin;
-    queue_.push(Event{end.ns(), seq_++, r, op, post.ns()});
+    queue_.push(Event{end.ns(), r, op, post.ns()});
   }
 
   void start_step(std::uint32_t r, SimTime now) {
@@ -340,61 +462,64 @@ class Engine {
     colls_.erase(key);
   }
 
-  P2pKey p2p_key(std::uint32_t r, const Op& op, bool is_send) const {
+  // The slot of the receive that op `i` (a send or a receive) of sim rank `r` feeds, or
+  // nullptr for a send nobody simulated receives.
+  P2pSlot* p2p_slot(std::uint32_t r, std::uint32_t i) {
     const RankState& st = ranks_[r];
-    const int peer = program_.placement.stage_peer(st.rank, op.peer_stage);
-    return is_send ? P2pKey{st.rank, peer, st.step, op.tag} : P2pKey{peer, st.rank, st.step, op.tag};
+    const std::uint32_t slot = index_[static_cast<std::size_t>(st.stage)].p2p_slot[i];
+    const Op& op = role(r).ops[i];
+    if (op.kind == OpKind::kRecv) return &p2p_[st.slot_base + slot];
+    const std::uint32_t dst = sim_index_[static_cast<std::size_t>(program_.placement.stage_peer(st.rank, op.peer_stage))];
+    if (slot == kNoSlot || dst == UINT32_MAX) return nullptr;
+    return &p2p_[ranks_[dst].slot_base + slot];
   }
 
   void post_send(std::uint32_t r, std::uint32_t i, SimTime now) {
-    const Op& op = role(r).ops[i];
     // The send does not block its stream: it completes for its rank at once (its span,
-    // the transfer, is recorded when the matching recv is posted).
-    const P2pKey key = p2p_key(r, op, true);
-    PendingP2p& p = p2ps_[key];
-    p.sent = true;
-    p.send_post = now;
-    p.send_rank = r;
-    p.send_op = i;
-    p.send_step = ranks_[r].step;
-    if (p.received) match(key, p);
+    // the transfer, is recorded when the matching recv is posted). A send that no simulated
+    // receive takes is never recorded.
+    if (P2pSlot* slot = p2p_slot(r, i)) {
+      PendingP2p& p = slot->find_or_add(ranks_[r].step);
+      p.sent = true;
+      p.send_post = now;
+      p.send_rank = r;
+      p.send_op = i;
+      p.send_step = ranks_[r].step;
+      if (p.received) match(*slot, p);
+    }
     finish_op(r, i, now, now, now, /*record=*/false);
   }
 
   void post_recv(std::uint32_t r, std::uint32_t i, SimTime now) {
-    const Op& op = role(r).ops[i];
-    const P2pKey key = p2p_key(r, op, false);
-    PendingP2p& p = p2ps_[key];
+    P2pSlot& slot = *p2p_slot(r, i);
+    PendingP2p& p = slot.find_or_add(ranks_[r].step);
     p.received = true;
     p.recv_post = now;
     p.recv_rank = r;
     p.recv_op = i;
-    if (p.sent) match(key, p);
+    if (p.sent) match(slot, p);
   }
 
-  void match(const P2pKey& key, PendingP2p& p) {
+  void match(P2pSlot& slot, PendingP2p& p) {
     const std::uint32_t r = p.recv_rank;
+    const Op& recv = role(r).ops[p.recv_op];
+    const int pair[2] = {program_.placement.stage_peer(ranks_[r].rank, recv.peer_stage), ranks_[r].rank};  // src, dst
     const SimTime begin = std::max(p.send_post, p.recv_post);
-    if (flows_) {
-      const Op& op = role(r).ops[p.recv_op];
-      const int pair[2] = {key.src, key.dst};
-      if (flows_->handles(program_, op, pair)) {
-        // The sender's span is not recorded for flow transfers (its stream never waited).
-        const std::uint64_t h = next_handle_++;
-        Dynamic d;
-        d.begin = begin;
-        d.members.push_back({r, p.recv_op, p.recv_post});
-        dynamic_.emplace(h, std::move(d));
-        flows_->start(h, program_, op, pair, begin);
-        p2ps_.erase(key);
-        return;
-      }
+    if (flows_ && flows_->handles(program_, recv, pair)) {
+      // The sender's span is not recorded for flow transfers (its stream never waited).
+      const std::uint64_t h = next_handle_++;
+      Dynamic d;
+      d.begin = begin;
+      d.members.push_back({r, p.recv_op, p.recv_post});
+      dynamic_.emplace(h, std::move(d));
+      flows_->start(h, program_, recv, pair, begin);
+      slot.erase(p);
+      return;
     }
     SimTime d = index_[static_cast<std::size_t>(ranks_[r].stage)].duration[p.recv_op];
     if (opt_.perturb) {
-      const int pair[2] = {key.src, key.dst};
       const SimTime nominal = d;
-      d = opt_.perturb->comm(pair, role(r).ops[p.recv_op], d);
+      d = opt_.perturb->comm(pair, recv, d);
       if (d != nominal) dyn_begin_[key_of(r, p.recv_op)] = begin;
     }
     push(r, p.recv_op, begin + d, p.recv_post, begin);
@@ -402,7 +527,7 @@ class Engine {
     Span s{p.send_post, begin, begin + d, p.send_op, static_cast<std::uint16_t>(p.send_step),
            role(p.send_rank).ops[p.send_op].stream};
     send_spans_.push_back({p.send_rank, s});
-    p2ps_.erase(key);
+    slot.erase(p);
   }
 
   void complete(const Event& e) {
@@ -521,7 +646,15 @@ class Engine {
       }
     }
     std::map<std::tuple<int, int, int, std::uint32_t>, const PendingP2p*> p2ps;
-    for (const auto& [k, p] : p2ps_) p2ps[{k.src, k.dst, k.step, k.tag}] = &p;
+    for (const P2pSlot& slot : p2p_) {
+      for (std::size_t k = 0; k <= slot.more.size(); ++k) {
+        const PendingP2p& p = k == 0 ? slot.first : slot.more[k - 1];
+        if (p.step < 0 || !p.received) continue;
+        const Op& recv = role(p.recv_rank).ops[p.recv_op];
+        const int dst = ranks_[p.recv_rank].rank;
+        p2ps[{pl.stage_peer(dst, recv.peer_stage), dst, p.step, recv.tag}] = &p;
+      }
+    }
     for (const auto& [k, p] : p2ps) {
       const auto [src, dst, step, tag] = k;
       if (p->received) {
@@ -594,10 +727,10 @@ class Engine {
   std::vector<std::uint32_t> sim_index_;
   std::vector<RankState> ranks_;
   std::vector<RankTimeline> timelines_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  std::uint64_t seq_ = 0, events_ = 0;
+  EventQueue queue_;
+  std::uint64_t events_ = 0;
   std::unordered_map<CollKey, PendingColl, CollKeyHash> colls_;
-  std::unordered_map<P2pKey, PendingP2p, P2pKeyHash> p2ps_;
+  std::vector<P2pSlot> p2p_;  // every simulated rank's receive slots (RankState::slot_base)
   std::vector<std::pair<std::uint32_t, Span>> send_spans_;
 };
 
