@@ -659,6 +659,71 @@ TEST(Engine, CollectiveThatMembersNeverReachIsReportedWithTheMissingRanks) {
   EXPECT_TRUE(out.timeline.ranks[0].step_end.empty());
 }
 
+TEST(Engine, ASenderStepsAheadAndEachTransferMatchesItsOwnStep) {
+  // Stage 0 computes 1 us and sends (tag 7) each step, needing nothing back; stage 1
+  // receives, then computes 100 us. Stage 0 finishes its 3 steps at 1, 2, 3 us, so stage
+  // 1's receive has the sends of steps 1 and 2 pending at once. Each transfer of duration d
+  // must meet its own step's receive. By hand: stage 1's receive of step 0 begins at 1 us
+  // (the send), each later one when stage 1 posts it (the send is long done), so stage 1
+  // ends its steps at 101 + d, 201 + 2d, 301 + 3d us, and the transfer of step k begins at
+  // stage 1's end of step k - 1 (1 us for step 0).
+  Program prog;
+  prog.placement = Placement{1, 1, 1, 2, 1, 8};
+  prog.roles.resize(2);
+  const auto compute = [&](double us, const char* name) {
+    Op op;
+    op.kind = OpKind::kCompute;
+    op.duration = SimTime::from_us(us);
+    op.name = prog.intern(name);
+    return op;
+  };
+  RoleTemplate& producer = prog.roles[0];
+  producer.stage = 0;
+  producer.ops.push_back(compute(1, "produce"));
+  Op send = p2p(OpKind::kSend, 1, 7, prog.intern("pp.send"));
+  send.stream = Stream::kCompute;  // after "produce" on the same stream
+  producer.ops.push_back(send);
+  RoleTemplate& consumer = prog.roles[1];
+  consumer.stage = 1;
+  Op recv = p2p(OpKind::kRecv, 0, 7, prog.intern("pp.recv"));
+  recv.stream = Stream::kCompute;
+  consumer.ops.push_back(recv);
+  consumer.ops.push_back(compute(100, "consume"));
+  sim::AnalyticBackend backend(builtin_presets().clusters.at("dgx-h100"));
+  const SimTime d = backend.p2p_time(prog, recv, 0, 1);
+  ASSERT_GT(d, SimTime{});
+  sim::EngineOptions opt;
+  opt.steps = 3;
+  const sim::SimOutput out = sim::simulate(prog, backend, opt);
+  ASSERT_FALSE(out.deadlock) << out.deadlock_report;
+  ASSERT_EQ(out.timeline.ranks.size(), 2u);
+  const RankTimeline& p = out.timeline.ranks[0];
+  const RankTimeline& c = out.timeline.ranks[1];
+  const auto at = [&](std::int64_t us, std::int64_t transfers) {  // us + transfers x d
+    return SimTime::from_ns(us * 1000 + transfers * d.ns());
+  };
+  EXPECT_EQ(p.step_end, (std::vector<SimTime>{at(1, 0), at(2, 0), at(3, 0)}));
+  EXPECT_EQ(c.step_end, (std::vector<SimTime>{at(101, 1), at(201, 2), at(301, 3)}));
+  const SimTime begins[3] = {at(1, 0), at(101, 1), at(201, 2)};
+  int seen = 0;
+  for (const Span& s : c.spans) {
+    if (s.op != 0) continue;  // the receive
+    EXPECT_EQ(s.begin, begins[s.step]) << "step " << s.step;
+    EXPECT_EQ(s.end, begins[s.step] + d) << "step " << s.step;
+    EXPECT_EQ(s.post, s.step == 0 ? SimTime{} : c.step_end[s.step - 1u]) << "step " << s.step;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 3);
+  int sends = 0;  // the sender's spans show the same transfers, posted at 1, 2, 3 us
+  for (const Span& s : p.spans) {
+    if (s.op != 1) continue;
+    EXPECT_EQ(s.post, at(s.step + 1, 0));
+    EXPECT_EQ(s.begin, begins[s.step]);
+    ++sends;
+  }
+  EXPECT_EQ(sends, 3);
+}
+
 // --- 10. several steps -------------------------------------------------------------------
 
 TEST(Engine, UnperturbedStepsTakeEqualTime) {
