@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -93,11 +94,13 @@ double inflight_microbatches(const Plan& p, int stage) {
   return m;
 }
 
-MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
-                             const Workload& w, int stage) {
+namespace {
+
+// stage_memory with the stage's parameters already counted (estimate() has them).
+MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
+                                  int stage, const RankParams& rp) {
   MemoryBreakdown mem;
   mem.stage = stage;
-  const RankParams rp = rank_params(m, p, stage);
   const double nd = static_cast<double>(p.dp) * p.cp;
   const double nde = nd / p.ep;
   const double sharded = rp.dense / nd + rp.expert / nde;
@@ -141,6 +144,13 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Pla
   return mem;
 }
 
+}  // namespace
+
+MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
+                             int stage) {
+  return stage_memory_with(m, c, p, w, stage, rank_params(m, p, stage));
+}
+
 namespace {
 
 struct Layers {
@@ -164,11 +174,11 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   return L;
 }
 
-StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
+StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
                             const Workload& w, int stage, const Layers& L, double* flops,
                             RankParams* rp_out) {
   StageTimes st;
-  const RankParams rp = rank_params(m, p, stage);
+  const RankParams rp = rank_params(m, pc, p, stage);
   if (rp_out) *rp_out = rp;
   const int moe_n = rp.moe_layers, dense_n = rp.layers - rp.moe_layers;
   st.forward = dense_n * L.dense.fwd_s() + moe_n * L.moe.fwd_s();
@@ -229,7 +239,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ClusterSpec& c, const Plan
 StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                        int stage) {
   const Layers L = layer_costs(m, c, p, w);
-  return stage_times_with(m, c, p, w, stage, L, nullptr, nullptr);
+  return stage_times_with(m, count_params(m), c, p, w, stage, L, nullptr, nullptr);
 }
 
 Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
@@ -245,12 +255,25 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   const double nd = static_cast<double>(p.dp) * p.cp;
 
   double t_max = -1, t_sum = 0, hw_flops = 0;
+  std::vector<RankParams> stage_params(static_cast<std::size_t>(p.pp));
+  struct DpInputs {
+    double dense, dense_last, expert, expert_last, forward, backward;
+    bool operator==(const DpInputs&) const = default;
+  };
+  DpInputs dp_in{};
+  double dp_out = 0;
+  bool have_dp = false;
+  const Placement placement = Placement::of(p, gpn);
+  const GroupShape dp_group = group_shape(static_cast<int>(nd), placement.group_stride(GroupKind::kDp), gpn);
+  const GroupShape edp_group =
+      group_shape(std::max(static_cast<int>(nd) / p.ep, 1), placement.group_stride(GroupKind::kEdp), gpn);
   StageTimes slowest;
   double tail_best = -1, tail_dp = 0, tail_opt = 0;
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
-    const StageTimes st = stage_times_with(m, c, p, w, s, L, &fl, &rp);
+    const StageTimes st = stage_times_with(m, e.params, c, p, w, s, L, &fl, &rp);
+    stage_params[static_cast<std::size_t>(s)] = rp;
     hw_flops += fl * mb * p.tp * p.cp * p.dp;
     const double t = st.per_microbatch();
     t_sum += t;
@@ -262,16 +285,12 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     // Data-parallel gradient synchronisation and optimizer after the last backward.
     double dp_time = 0;
     if (p.zero < 3 && nd > 1) {
-      const Placement pl = Placement::of(p, gpn);
-      const GroupShape gd = group_shape(static_cast<int>(nd), pl.group_stride(GroupKind::kDp), gpn);
-      const int nde = static_cast<int>(nd) / p.ep;
-      const GroupShape ge = group_shape(std::max(nde, 1), pl.group_stride(GroupKind::kEdp), gpn);
       // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
       // input embedding): it cannot overlap any backward compute.
       const int first_layer = chunk_first_layer(m.num_layers, p.pp * p.virtual_stages, s);
       const bool first_moe = m.moe && first_layer >= m.moe->num_dense_layers;
-      const LayerRankParams lp0 = layer_rank_params(m, p, first_moe);
-      const ParamCounts pc = count_params(m);
+      const LayerRankParams lp0 = layer_rank_params(m, e.params, p, first_moe);
+      const ParamCounts& pc = e.params;
       const double extras0 = s == 0 ? static_cast<double>(pc.embedding_input) / p.tp + pc.position_embedding : 0.0;
       auto sync = [&](const GroupShape& g, double params, double last_params) {
         if (params <= 0 || g.ranks <= 1) return 0.0;
@@ -293,7 +312,15 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
         }
         return t_grad + t_param;
       };
-      dp_time = sync(gd, rp.dense, lp0.dense + extras0) + sync(ge, rp.expert, lp0.expert);
+      // Middle stages usually hold the same parameters and take the same time: price the
+      // synchronisation once per distinct input (the same function of the same inputs).
+      const DpInputs in{rp.dense, lp0.dense + extras0, rp.expert, lp0.expert, st.forward, st.backward};
+      if (!(have_dp && in == dp_in)) {
+        dp_in = in;
+        have_dp = true;
+        dp_out = sync(dp_group, rp.dense, in.dense_last) + sync(edp_group, rp.expert, in.expert_last);
+      }
+      dp_time = dp_out;
     }
     // Stage s ends its last backward about s backward passes before stage 0 (1F1B drain).
     const double slack = s * st.backward / p.virtual_stages;
@@ -339,7 +366,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
 
   // The worst rank's memory.
   for (int s = 0; s < p.pp; ++s) {
-    MemoryBreakdown mem = stage_memory(m, c, p, w, s);
+    MemoryBreakdown mem = stage_memory_with(m, c, p, w, s, stage_params[static_cast<std::size_t>(s)]);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
   }
   if (const GroupShape tg = group_shape(p.tp, Placement::of(p, gpn).group_stride(GroupKind::kTp), gpn);

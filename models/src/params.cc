@@ -65,13 +65,22 @@ int chunk_layers(int num_layers, int chunks, int chunk) {
 }
 
 int chunk_first_layer(int num_layers, int chunks, int chunk) {
-  int first = 0;
-  for (int i = 0; i < chunk; ++i) first += chunk_layers(num_layers, chunks, i);
-  return first;
+  // The sum of chunk_layers over chunks 0..chunk-1 without the loop: each has `base`, and
+  // the `extra` layers go to chunks 1..extra (middle chunks first), then to chunk 0 when
+  // extra reaches chunks - 1 (the last chunk takes one only when all do, i.e. never).
+  if (chunk <= 0 || chunks <= 1) return 0;
+  const int base = num_layers / chunks;
+  const int extra = num_layers % chunks;
+  const int middle_before = std::max(0, std::min({chunk - 1, chunks - 2, extra}));
+  const int chunk0_extra = chunks - 2 < extra ? 1 : 0;
+  return chunk * base + middle_before + chunk0_extra;
 }
 
 LayerRankParams layer_rank_params(const ModelSpec& m, const Plan& p, bool moe) {
-  const ParamCounts c = count_params(m);
+  return layer_rank_params(m, count_params(m), p, moe);
+}
+
+LayerRankParams layer_rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p, bool moe) {
   const double t = p.tp;
   // K and V projections: each rank holds max(g/t, 1) KV heads (replicated when t > g).
   double attn = static_cast<double>(c.attention_per_layer) / t;
@@ -90,11 +99,14 @@ LayerRankParams layer_rank_params(const ModelSpec& m, const Plan& p, bool moe) {
 }
 
 RankParams rank_params(const ModelSpec& m, const Plan& p, int stage) {
-  const ParamCounts c = count_params(m);
+  return rank_params(m, count_params(m), p, stage);
+}
+
+RankParams rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p, int stage) {
   RankParams r;
   const double t = p.tp;
-  const LayerRankParams dl = layer_rank_params(m, p, false);
-  const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
+  const LayerRankParams dl = layer_rank_params(m, c, p, false);
+  const LayerRankParams ml = m.moe ? layer_rank_params(m, c, p, true) : LayerRankParams{};
   const double dense_layer = dl.dense;
   const double moe_common = ml.dense;
   const double moe_expert = ml.expert;

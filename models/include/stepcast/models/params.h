@@ -46,6 +46,8 @@ struct RankParams {
   double largest_layer = 0;  // one layer's weights on this rank (FSDP unit)
 };
 RankParams rank_params(const ModelSpec& model, const Plan& plan, int stage);
+// The same with `counts` = count_params(model) already computed (estimate() asks per stage).
+RankParams rank_params(const ModelSpec& model, const ParamCounts& counts, const Plan& plan, int stage);
 
 // Parameters of one transformer layer held by one rank (TP, EP and KV replication applied).
 struct LayerRankParams {
@@ -53,5 +55,7 @@ struct LayerRankParams {
   double expert = 0;  // this rank's routed experts
 };
 LayerRankParams layer_rank_params(const ModelSpec& model, const Plan& plan, bool moe_layer);
+LayerRankParams layer_rank_params(const ModelSpec& model, const ParamCounts& counts, const Plan& plan,
+                                  bool moe_layer);
 
 }  // namespace stepcast
