@@ -37,6 +37,28 @@ std::string presets_json(const PresetsReport& report) {
     }
     j["failures"][k]["source"] = f.source;
   }
+  for (const auto& [k, st] : cat.stacks) {
+    auto& o = j["stacks"][k];
+    o["name"] = st.display_name;
+    o["host_us_per_kernel"] = st.host_us_per_kernel;
+    o["cuda_graphs"] = st.cuda_graphs;
+    o["qkv_gemms"] = st.qkv_gemms;
+    o["gated_fc1_gemms"] = st.gated_fc1_gemms;
+    o["rmsnorm_kernels"] = st.rmsnorm_kernels;
+    o["layernorm_kernels"] = st.layernorm_kernels;
+    o["rope_kernels"] = st.rope_kernels;
+    o["gated_activation_kernels"] = st.gated_activation_kernels;
+    o["activation_kernels"] = st.activation_kernels;
+    o["residual_kernels"] = st.residual_kernels;
+    o["dropout_kernels"] = st.dropout_kernels;
+    o["attention_fwd_kernels"] = st.attention_fwd_kernels;
+    o["attention_bwd_kernels"] = st.attention_bwd_kernels;
+    o["elementwise_bwd_per_fwd"] = st.elementwise_bwd_per_fwd;
+    o["moe_grouped_gemm"] = st.moe_grouped_gemm;
+    o["router_kernels"] = st.router_kernels;
+    o["sources"] = st.sources;
+    o["verification"] = st.verification;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -81,6 +103,15 @@ std::string presets_text(const PresetsReport& report) {
                              f.component(FailureCause::kSwitch).rate_per_unit_h,
                              f.component(FailureCause::kSoftware).rate_per_unit_h,
                              1.0 / job_failure_rate_per_h(f, ref));
+  }
+  out += "\nSoftware stacks (plan.stack: NAME; kernels per layer forward; sources: presets --json)\n";
+  out += fmt::format("  {:<16}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}  {}\n", "name", "us/kernel", "graphs",
+                     "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "framework");
+  for (const auto& [k, st] : cat.stacks) {
+    out += fmt::format("  {:<16}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}  {}\n", k, st.host_us_per_kernel,
+                       st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms, st.rmsnorm_kernels,
+                       st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
+                       fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.display_name);
   }
   return out;
 }

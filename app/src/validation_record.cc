@@ -300,6 +300,38 @@ void read_measured(ObjectReader& f, Record& r) {
   f.finish();
 }
 
+// The software stack of a record (docs/validation.md "Software stack"): read from the
+// source title and the layout's framework text (zero_fsdp, techniques, system, schedule).
+//   "fsdp2" or "torchtitan": fsdp2-compile if "compile" is named, else fsdp2-eager;
+//   "deepspeed" with ZeRO-3: deepspeed-zero (DeepSpeed's own engine shards the model);
+//   anything else (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed): megatron-core.
+void stack_rule(const json& rec, Record& r) {
+  std::string text;
+  auto add = [&](const json* v) {
+    if (v != nullptr && v->is_string()) text += " " + v->get<std::string>();
+  };
+  auto field = [](const json& o, const char* k) -> const json* {
+    return o.is_object() && o.contains(k) ? &o.at(k) : nullptr;
+  };
+  if (const json* src = field(rec, "source")) add(field(*src, "title"));
+  if (const json* lay = field(rec, "layout")) {
+    for (const char* k : {"zero_fsdp", "techniques", "system", "schedule"}) add(field(*lay, k));
+  }
+  const std::string low = lower(text);
+  if (contains(low, "fsdp2") || contains(low, "torchtitan")) {
+    r.stack = contains(low, "compile") ? "fsdp2-compile" : "fsdp2-eager";
+    r.assumptions.push_back(fmt::format("stack: PyTorch FSDP2 ({}): {}", r.stack == "fsdp2-compile"
+                                                                           ? "torch.compile named"
+                                                                           : "torch.compile not named",
+                                        r.stack));
+  } else if (contains(low, "deepspeed") && r.zero == 3) {
+    r.stack = "deepspeed-zero";
+    r.assumptions.push_back("stack: DeepSpeed ZeRO-3 without Megatron model parallelism: deepspeed-zero");
+  } else {
+    r.stack = "megatron-core";  // the common assumption (common_assumptions)
+  }
+}
+
 Record read_record(const json& rec, const std::string& path, Diagnostics& diag) {
   Record r;
   r.id = path;
@@ -337,6 +369,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     read_measured(f, r);
   }
   if (diag.size() != before) return r;
+  stack_rule(rec, r);
 
   // Recompute last: its default follows the record's FLOP accounting.
   if (lt.recompute) {
@@ -497,6 +530,7 @@ ScenarioBuild build_scenario(Record& r) {
   plan["microbatch"] = r.microbatch;
   plan["global_batch"] = r.global_batch;
   plan["zero"] = r.zero;
+  plan["stack"] = r.stack;
   plan["recompute"] = r.recompute;
   plan["precision"] = r.precision;
   plan["flash_attention"] = r.flash_attention;
@@ -541,6 +575,9 @@ std::vector<std::string> common_assumptions() {
       "bandwidth stated in the GPU description replace the preset's; the interconnect description is not read",
       "plan fields the record does not state keep stepcast's defaults: fp32 gradients, overlapped gradient "
       "reduction (25 MiB buckets), 5% memory headroom",
+      "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed) unless the record names "
+      "FSDP2 or torchtitan (fsdp2-eager; fsdp2-compile when it names torch.compile) or DeepSpeed with ZeRO-3 "
+      "(deepspeed-zero)",
       "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization, attention 0.6, HBM 0.8, "
       "NVLink 0.82, network 0.9); nothing is fitted to these runs",
       "throughput: the record's TFLOP/s per GPU under its own FLOP accounting (Narayanan eq. 3 unless it names "

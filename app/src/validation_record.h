@@ -39,6 +39,7 @@ struct Record {
   bool sequence_parallel = false, flash_attention = false;
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
   int zero = 0;
+  std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)
   // measured (absent: <= 0)
   double tflops = 0, iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0;
   double peak_memory_gib = 0;

@@ -10,6 +10,7 @@
 #include "stepcast/models/compute.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/program.h"
+#include "stepcast/models/stack.h"
 
 namespace stepcast {
 
@@ -156,6 +157,7 @@ namespace {
 struct Layers {
   LayerCost dense, moe;
   LayerComm dense_comm, moe_comm;
+  double dense_stall = 0, moe_stall = 0;  // host-bound wait per layer and microbatch
   double logits_fwd = 0, logits_bwd = 0, logits_flops = 0;
 };
 
@@ -167,6 +169,16 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
     L.moe = layer_cost(m, c, p, w.seq_len, true);
     L.moe_comm = layer_comm(m, c, p, w.seq_len, true, L.moe);
   }
+  // Host dispatch (docs/model-reference.md section 4.3): the host runs ahead of the GPU
+  // unless dispatching the layer's kernels takes longer than the GPU runs them (compute
+  // and the layer's exposed communication), then the layer takes the host's time.
+  const StackProfile& stack = stack_profile(p.stack);
+  auto stall = [&](const LayerCost& lc, const LayerComm& cm, bool moe) {
+    const double gpu = lc.fwd_s() + lc.bwd_s() + cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s;
+    return std::max(0.0, layer_kernels(m, p, moe, stack).host_s - gpu);
+  };
+  L.dense_stall = stall(L.dense, L.dense_comm, false);
+  if (m.moe) L.moe_stall = stall(L.moe, L.moe_comm, true);
   const LogitsCost lg = logits_cost(m, c, p, w.seq_len);
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;
@@ -192,6 +204,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   st.tp = dense_n * L.dense_comm.tp_exposed_s + moe_n * L.moe_comm.tp_exposed_s;
   st.cp = dense_n * L.dense_comm.cp_exposed_s + moe_n * L.moe_comm.cp_exposed_s;
   st.ep = moe_n * L.moe_comm.ep_exposed_s;
+  st.host = dense_n * L.dense_stall + moe_n * L.moe_stall;
   const int gpn = c.gpus_per_node;
   const double seq = static_cast<double>(w.seq_len);
   const double T = p.microbatch * seq / p.cp;
@@ -346,8 +359,10 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.breakdown.bubble = bubble;
   e.breakdown.optimizer = tail_opt;
   e.breakdown.input = w.input_time_s;
+  e.breakdown.host = mb * slowest.host;
   e.step_time_s = e.breakdown.compute + e.breakdown.exposed_comm + e.breakdown.bubble +
                   e.breakdown.wait + e.breakdown.optimizer + e.breakdown.input;
+  if (e.breakdown.host > 0) e.step_time_s += e.breakdown.host;  // added only when launch-bound
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
   const double peak = peak_flops(c.gpu, p.precision) * static_cast<double>(e.world);
   e.mfu = e.model_flops_per_step / (e.step_time_s * peak);

@@ -5,6 +5,7 @@ namespace stepcast {
 std::string_view to_string(Schedule value) { return name_of(value); }
 std::string_view to_string(Recompute value) { return name_of(value); }
 std::string_view to_string(Precision value) { return name_of(value); }
+std::string_view to_string(Stack value) { return name_of(value); }
 std::string_view to_string(CheckpointMode value) { return name_of(value); }
 std::string_view to_string(Lifetime value) { return name_of(value); }
 std::string_view to_string(FailureCause value) { return name_of(value); }
@@ -13,6 +14,7 @@ std::string_view to_string(Objective value) { return name_of(value); }
 std::optional<Schedule> parse_schedule(std::string_view name) { return parse_name<Schedule>(name); }
 std::optional<Recompute> parse_recompute(std::string_view name) { return parse_name<Recompute>(name); }
 std::optional<Precision> parse_precision(std::string_view name) { return parse_name<Precision>(name); }
+std::optional<Stack> parse_stack(std::string_view name) { return parse_name<Stack>(name); }
 std::optional<CheckpointMode> parse_checkpoint_mode(std::string_view name) {
   return parse_name<CheckpointMode>(name);
 }

@@ -5,12 +5,14 @@
 
 #include "reliability_json.h"
 #include "spec_json.h"
+#include "stepcast/models/names.h"
 
 namespace stepcast::detail {
 extern const char* const kPresetModelsJson;
 extern const char* const kPresetGpusJson;
 extern const char* const kPresetClustersJson;
 extern const char* const kPresetFailuresJson;
+extern const char* const kPresetStacksJson;
 }  // namespace stepcast::detail
 
 namespace stepcast {
@@ -24,10 +26,61 @@ const char* builtin_preset_text(const std::string& name) {
   if (name == "gpus") return detail::kPresetGpusJson;
   if (name == "clusters") return detail::kPresetClustersJson;
   if (name == "failures") return detail::kPresetFailuresJson;
+  if (name == "stacks") return detail::kPresetStacksJson;
   return nullptr;
 }
 
 namespace {
+
+// One stack profile (models/data/stacks.json): every parameter must name its source and
+// verification code (a missing one is a build defect, like any invalid preset).
+StackProfile read_stack(ObjectReader& r) {
+  StackProfile s;
+  if (auto x = r.string("name")) s.display_name = *x;
+  if (auto x = r.string("description")) s.description = *x;
+  std::vector<std::string> params;
+  auto num = [&](const char* key, double& out) {
+    if (auto x = r.number(key, 0, 1e6)) out = *x;
+    params.emplace_back(key);
+  };
+  auto count = [&](const char* key, int& out) {
+    if (auto x = r.integer(key, 0, 10'000)) out = static_cast<int>(*x);
+    params.emplace_back(key);
+  };
+  auto flag = [&](const char* key, bool& out) {
+    if (auto x = r.boolean(key)) out = *x;
+    params.emplace_back(key);
+  };
+  num("host_us_per_kernel", s.host_us_per_kernel);
+  flag("cuda_graphs", s.cuda_graphs);
+  count("qkv_gemms", s.qkv_gemms);
+  count("gated_fc1_gemms", s.gated_fc1_gemms);
+  count("rmsnorm_kernels", s.rmsnorm_kernels);
+  count("layernorm_kernels", s.layernorm_kernels);
+  count("rope_kernels", s.rope_kernels);
+  count("gated_activation_kernels", s.gated_activation_kernels);
+  count("activation_kernels", s.activation_kernels);
+  count("residual_kernels", s.residual_kernels);
+  count("dropout_kernels", s.dropout_kernels);
+  count("attention_fwd_kernels", s.attention_fwd_kernels);
+  count("attention_bwd_kernels", s.attention_bwd_kernels);
+  num("elementwise_bwd_per_fwd", s.elementwise_bwd_per_fwd);
+  flag("moe_grouped_gemm", s.moe_grouped_gemm);
+  count("router_kernels", s.router_kernels);
+  for (const char* table : {"sources", "verification"}) {
+    const json* t = r.object(table);
+    auto& out = std::string(table) == "sources" ? s.sources : s.verification;
+    for (const std::string& key : params) {
+      if (!r.has(key)) r.diag().add(r.path_of(key), "missing (every stack parameter is required)");
+      if (t == nullptr || !t->contains(key) || !t->at(key).is_string()) {
+        r.diag().add(r.path_of(table) + "." + key, "missing: every stack parameter names its " + std::string(table));
+      } else {
+        out[key] = t->at(key).get<std::string>();
+      }
+    }
+  }
+  return s;
+}
 
 template <typename Spec, typename ReadFn>
 void read_section(const char* file, const char* section, std::map<std::string, Spec>& out,
@@ -59,6 +112,10 @@ PresetCatalog parse_catalog() {
   read_section<FailureSpec>("failures", "failures", cat.failures, diag, [](ObjectReader& r) {
     return detail::read_failures(r, FailureSpec{}, /*from_preset=*/false);
   });
+  read_section<StackProfile>("stacks", "stacks", cat.stacks, diag, read_stack);
+  for (const std::string& key : names_of<Stack>()) {
+    if (cat.stacks.count(key) == 0) diag.add("stacks.json:stacks." + key, "missing profile for a plan.stack name");
+  }
   for (auto& [key, model] : cat.models) {
     if (model.family.empty()) model.family = key;
   }

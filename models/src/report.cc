@@ -134,6 +134,10 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                {"recompute", to_string(p.recompute)},
                {"precision", to_string(p.precision)}};
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
+  // The stack and the host-bound part are listed for a non-default stack or when the host
+  // stalls the GPU (megatron-core reports are unchanged where its host cost hides).
+  if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
+  if (p.stack != Stack::kMegatronCore || e.breakdown.host > 0) j["breakdown_s"]["host"] = e.breakdown.host;
   j["seed"] = s.seed;
   j["network"] = s.network;
   j["notes"] = e.notes;
@@ -158,6 +162,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
                    p.global_batch, e.microbatches, p.zero, to_string(p.recompute),
                    to_string(p.precision)));
+  if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
   line("");
   line("Parameters");
   line(fmt::format("  total {} ({})   active per token {} ({})", e.params.total, human(static_cast<double>(e.params.total)),
@@ -199,6 +204,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   part("pipeline bubble", e.breakdown.bubble);
   part("optimizer", e.breakdown.optimizer);
   if (e.breakdown.input > 0) part("input", e.breakdown.input);
+  if (e.breakdown.host > 0) part("host (launch-bound)", e.breakdown.host);
   line("");
   line(fmt::format("Throughput  {:.0f} tokens/s ({:.0f} per GPU)", e.tokens_per_s,
                    e.tokens_per_s / static_cast<double>(e.world)));

@@ -60,6 +60,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
+  if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
   if (auto order = r.string("placement")) {
     // "tp-cp-ep-dp-pp": dimensions innermost first; "ep" may appear (it is carved out of
     // cp x dp) but places nothing; cp and dp must be adjacent.

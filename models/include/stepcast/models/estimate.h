@@ -47,6 +47,7 @@ struct StepBreakdown {
   double wait = 0;
   double optimizer = 0;
   double input = 0;
+  double host = 0;          // GPU idle waiting for the host to dispatch kernels (section 4.3)
 };
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
@@ -58,7 +59,8 @@ struct StageTimes {
   double backward = 0;       // compute of one microbatch backward (incl. recomputation)
   double tp = 0, cp = 0, ep = 0, pp = 0, fsdp = 0;  // exposed communication per microbatch
   double pp_fill = 0;  // with p2p overlap: one chunk-boundary transfer (fill and drain latency)
-  double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp; }
+  double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
+  double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host; }
 };
 StageTimes stage_times(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                        const Workload& workload, int stage);

@@ -52,6 +52,12 @@ struct Names<Precision> {
       {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"}, {Precision::kFp8, "fp8"}}};
 };
 template <>
+struct Names<Stack> {
+  static constexpr std::array<NameEntry<Stack>, 4> kTable{{
+      {Stack::kMegatronCore, "megatron-core"}, {Stack::kFsdp2Eager, "fsdp2-eager"},
+      {Stack::kFsdp2Compile, "fsdp2-compile"}, {Stack::kDeepspeedZero, "deepspeed-zero"}}};
+};
+template <>
 struct Names<CheckpointMode> {
   static constexpr std::array<NameEntry<CheckpointMode>, 2> kTable{{
       {CheckpointMode::kSync, "sync"}, {CheckpointMode::kAsync, "async"}}};
@@ -126,6 +132,7 @@ std::string quoted_names() {
 std::string_view to_string(Schedule value);
 std::string_view to_string(Recompute value);
 std::string_view to_string(Precision value);
+std::string_view to_string(Stack value);
 std::string_view to_string(CheckpointMode value);
 std::string_view to_string(Lifetime value);
 std::string_view to_string(FailureCause value);
@@ -134,6 +141,7 @@ std::string_view to_string(Objective value);
 std::optional<Schedule> parse_schedule(std::string_view name);
 std::optional<Recompute> parse_recompute(std::string_view name);
 std::optional<Precision> parse_precision(std::string_view name);
+std::optional<Stack> parse_stack(std::string_view name);
 std::optional<CheckpointMode> parse_checkpoint_mode(std::string_view name);
 std::optional<Lifetime> parse_lifetime(std::string_view name);
 std::optional<FailureCause> parse_failure_cause(std::string_view name);

@@ -8,6 +8,7 @@
 
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/specs.h"
+#include "stepcast/models/stack.h"
 
 namespace stepcast {
 
@@ -16,6 +17,7 @@ struct PresetCatalog {
   std::map<std::string, GpuSpec> gpus;
   std::map<std::string, ClusterSpec> clusters;  // nodes = 1; scenarios override it
   std::map<std::string, FailureSpec> failures;  // faults.failures (models/data/failures.json)
+  std::map<std::string, StackProfile> stacks;   // plan.stack (models/data/stacks.json)
 };
 
 // The parsed built-in catalog. Parsed once on first use; the embedded files are
@@ -24,7 +26,7 @@ struct PresetCatalog {
 const PresetCatalog& builtin_presets();
 
 // The raw embedded JSON text of models/data/<name>.json ("models", "gpus", "clusters",
-// "failures").
+// "failures", "stacks").
 const char* builtin_preset_text(const std::string& name);
 
 }  // namespace stepcast

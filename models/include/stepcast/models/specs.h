@@ -130,6 +130,9 @@ enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Precision { kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdam, kSgd };
+// The software stack that runs the plan (docs/model-reference.md section 4.3): its
+// implementation parameters are the profile of models/data/stacks.json (stack.h).
+enum class Stack { kMegatronCore, kFsdp2Eager, kFsdp2Compile, kDeepspeedZero };
 
 struct Plan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
@@ -161,6 +164,9 @@ struct Plan {
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
   // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
   std::array<int, 4> placement = {0, 1, 2, 3};
+  // The framework (plan.stack, default "megatron-core"): host dispatch cost per kernel and
+  // kernel counts per layer come from its profile (stack.h).
+  Stack stack = Stack::kMegatronCore;
 
   int world() const { return tp * pp * dp * cp; }
   // Gradient-accumulation steps m = global_batch / (microbatch * dp).

@@ -1,0 +1,47 @@
+// Software-stack profiles (plan.stack): the implementation parameters of a framework, from
+// models/data/stacks.json (every parameter with its source), and the first mechanism that
+// depends on them, host dispatch per kernel (docs/model-reference.md section 4.3).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+struct StackProfile {
+  std::string name;                     // the key, e.g. "fsdp2-eager"
+  std::string display_name;
+  std::string description;
+  double host_us_per_kernel = 0;        // CPU time to dispatch one kernel, microseconds
+  bool cuda_graphs = false;             // informational: a captured graph would remove the host cost
+  // Kernels of one transformer layer's forward pass (per layer totals, both blocks).
+  int qkv_gemms = 1;                    // GEMM launches for the Q, K, V projections
+  int gated_fc1_gemms = 1;              // GEMM launches for gate + up of a gated FFN
+  int rmsnorm_kernels = 2, layernorm_kernels = 2;
+  int rope_kernels = 2;
+  int gated_activation_kernels = 1, activation_kernels = 1;
+  int residual_kernels = 2;
+  int dropout_kernels = 0;              // per hidden dropout (two per layer) when model.dropout
+  int attention_fwd_kernels = 1, attention_bwd_kernels = 3;
+  double elementwise_bwd_per_fwd = 1;   // backward kernels per forward elementwise kernel
+  bool moe_grouped_gemm = true;         // one GEMM per expert matrix for all local experts
+  int router_kernels = 4;               // MoE routing elementwise kernels (forward)
+  std::map<std::string, std::string> sources;       // parameter -> where it comes from
+  std::map<std::string, std::string> verification;  // parameter -> V / S / D / U
+};
+
+// The profile of `stack` from the built-in presets (models/data/stacks.json).
+const StackProfile& stack_profile(Stack stack);
+
+// Kernels of one layer (one microbatch, one rank) and their host dispatch time.
+struct LayerKernels {
+  double fwd = 0;          // forward kernels
+  double bwd = 0;          // backward kernels, including recomputation
+  double host_s = 0;       // (fwd + bwd) x host_us_per_kernel, seconds
+};
+// REQUIRES: a validated model and plan. docs/model-reference.md section 4.3 gives the count.
+LayerKernels layer_kernels(const ModelSpec& model, const Plan& plan, bool moe_layer, const StackProfile& stack);
+
+}  // namespace stepcast

@@ -1,0 +1,45 @@
+#include "stepcast/models/stack.h"
+
+#include "stepcast/models/names.h"
+#include "stepcast/models/presets.h"
+
+namespace stepcast {
+
+const StackProfile& stack_profile(Stack stack) {
+  return builtin_presets().stacks.at(std::string(to_string(stack)));
+}
+
+LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const StackProfile& s) {
+  // docs/model-reference.md section 4.3: GEMMs, attention, and the elementwise kernels.
+  const bool gated = m.ffn_matrices == 3;
+  const double fc1 = gated ? s.gated_fc1_gemms : 1;
+  double gemms = s.qkv_gemms + 1;  // QKV projections + output projection
+  double elem = m.norm == NormKind::kRmsNorm ? s.rmsnorm_kernels : s.layernorm_kernels;
+  if (m.position_embedding == PositionEmbedding::kRope) elem += s.rope_kernels;
+  elem += s.residual_kernels;
+  if (m.dropout) elem += 2.0 * s.dropout_kernels;
+  const double act = gated ? s.gated_activation_kernels : s.activation_kernels;
+  if (!moe) {
+    gemms += fc1 + 1;
+    elem += act;
+  } else {
+    const MoeSpec& e = *m.moe;
+    const double local = static_cast<double>(e.num_experts) / p.ep;
+    const double groups = s.moe_grouped_gemm ? 1.0 : local;  // launches per expert matrix
+    gemms += 1 + groups * (fc1 + 1);                         // router + routed experts
+    elem += s.router_kernels + groups * act;
+    if (e.num_shared_experts > 0) {
+      gemms += fc1 + 1;
+      elem += act;
+    }
+  }
+  LayerKernels k;
+  k.fwd = gemms + s.attention_fwd_kernels + elem;
+  k.bwd = 2 * gemms + s.attention_bwd_kernels + s.elementwise_bwd_per_fwd * elem;
+  if (p.recompute == Recompute::kFull) k.bwd += k.fwd;
+  else if (p.recompute == Recompute::kSelective && !p.flash_attention) k.bwd += s.attention_fwd_kernels;
+  k.host_s = (k.fwd + k.bwd) * s.host_us_per_kernel * 1e-6;
+  return k;
+}
+
+}  // namespace stepcast

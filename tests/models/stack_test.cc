@@ -1,0 +1,139 @@
+// Software-stack profiles (plan.stack) and host dispatch per kernel
+// (docs/model-reference.md section 4.3): the kernel count of a layer, a launch-bound step
+// by hand, a large model the stack does not change, the default equal to an explicit
+// "megatron-core", and the error for an unknown stack.
+#include "stepcast/models/stack.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/layer_cost.h"
+#include "stepcast/models/names.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/report.h"
+#include "stepcast/models/scenario.h"
+
+namespace stepcast {
+namespace {
+
+// A Llama-style layer (RMSNorm, RoPE, SwiGLU, no dropout), tiny enough to be launch-bound.
+ModelSpec tiny_llama() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.num_attention_heads = 4;
+  m.num_kv_heads = 4;
+  m.head_dim = 16;
+  m.ffn_hidden_size = 128;
+  m.ffn_matrices = 3;
+  m.vocab_size = 256;
+  m.max_seq_len = 16;
+  m.train_seq_len = 16;
+  return m;
+}
+
+ClusterSpec one_h100() {
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  c.gpus_per_node = 1;
+  return c;
+}
+
+TEST(Stack, EveryNameHasAProfileWithSources) {
+  for (const std::string& name : names_of<Stack>()) {
+    const StackProfile& s = stack_profile(*parse_stack(name));
+    EXPECT_EQ(s.name, name);
+    EXPECT_EQ(s.sources.size(), 16u) << name;
+    EXPECT_EQ(s.verification.size(), 16u) << name;
+  }
+}
+
+// fsdp2-eager, Llama layer: GEMMs wq wk wv + wo + w1 w3 + w2 = 7; elementwise 2 x 8
+// (RMSNorm) + 6 (RoPE) + 2 (residual) + 2 (silu, mul) = 26; attention 1 -> forward 34.
+// Backward 2 x 7 + 3 (attention) + 1 x 26 = 43. Host 77 x 10 us = 770 us.
+TEST(Stack, Fsdp2EagerLlamaLayerKernelsByHand) {
+  Plan p;
+  const LayerKernels k = layer_kernels(tiny_llama(), p, false, stack_profile(Stack::kFsdp2Eager));
+  EXPECT_EQ(k.fwd, 34);
+  EXPECT_EQ(k.bwd, 43);
+  EXPECT_NEAR(k.host_s, 770e-6, 1e-15);
+  // megatron-core: GEMMs 1 + 1 + 1 + 1 = 4; elementwise 2 + 2 + 2 + 1 = 7; forward 12,
+  // backward 8 + 3 + 7 = 18; host 30 x 10 us.
+  const LayerKernels mc = layer_kernels(tiny_llama(), p, false, stack_profile(Stack::kMegatronCore));
+  EXPECT_EQ(mc.fwd, 12);
+  EXPECT_EQ(mc.bwd, 18);
+}
+
+// One H100, no parallelism, 2 layers, m = 2 microbatches of one 16-token sequence: each
+// layer's GPU time is a few microseconds, its host time 770 us, so every layer takes
+// 770 us. step = 77 kernels x 10 us x 2 layers x 2 microbatches + the rest (the logits and
+// the optimizer, which the stack does not change).
+TEST(Stack, LaunchBoundStepByHand) {
+  const ModelSpec m = tiny_llama();
+  const ClusterSpec c = one_h100();
+  Workload w;
+  w.seq_len = 16;
+  Plan p;
+  p.global_batch = 2;  // m = 2
+  const Estimate base = estimate(m, c, p, w);
+  const LayerCost lc = layer_cost(m, c, p, w.seq_len, false);
+  const double gpu_layer = lc.fwd_s() + lc.bwd_s();
+  ASSERT_LT(gpu_layer, 770e-6);
+  // megatron-core dispatches 30 kernels per layer: 300 us, also above the GPU time here.
+  ASSERT_LT(gpu_layer, 300e-6);
+  EXPECT_NEAR(base.breakdown.host, 2 * 2 * (300e-6 - gpu_layer), 1e-12);
+  const double rest = base.step_time_s - 30 * 10e-6 * 2 * 2;  // logits + optimizer
+  p.stack = Stack::kFsdp2Eager;
+  const Estimate e = estimate(m, c, p, w);
+  EXPECT_NEAR(e.step_time_s, 77 * 10e-6 * 2 * 2 + rest, 1e-12);
+  EXPECT_NEAR(e.breakdown.host, 2 * 2 * (770e-6 - gpu_layer), 1e-12);
+  EXPECT_EQ(e.breakdown.compute, base.breakdown.compute);  // GPU work is the same
+}
+
+// Llama-3-70B on 64 H100 (the shipped plan): the GPU runs a layer for milliseconds, far
+// above any stack's host time (at most 77 x 10 us), so every stack gives the same step.
+TEST(Stack, LargeModelUnchangedByStack) {
+  const Result<Scenario> s = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
+  ASSERT_TRUE(s.ok());
+  const Estimate base = estimate(s->model, s->cluster, s->plan, s->workload);
+  for (const std::string& name : names_of<Stack>()) {
+    Plan p = s->plan;
+    p.stack = *parse_stack(name);
+    const Estimate e = estimate(s->model, s->cluster, p, s->workload);
+    EXPECT_EQ(e.step_time_s, base.step_time_s) << name;
+    EXPECT_EQ(e.breakdown.host, 0.0) << name;
+  }
+}
+
+std::string scenario_text(const std::string& stack_field) {
+  return R"({"format": 1, "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+             "plan": {"tp": 2, "pp": 2, "dp": 4, "global_batch": 64)" + stack_field +
+         R"(}, "workload": {"seq_len": 8192}})";
+}
+
+TEST(Stack, ExplicitMegatronCoreEqualsAbsent) {
+  const Result<Scenario> a = parse_scenario(scenario_text(""));
+  const Result<Scenario> b = parse_scenario(scenario_text(R"(, "stack": "megatron-core")"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->plan.stack, Stack::kMegatronCore);
+  const Estimate ea = estimate(a->model, a->cluster, a->plan, a->workload);
+  const Estimate eb = estimate(b->model, b->cluster, b->plan, b->workload);
+  EXPECT_EQ(estimate_report_json(*a, ea), estimate_report_json(*b, eb));
+  EXPECT_EQ(estimate_report_text(*a, ea), estimate_report_text(*b, eb));
+}
+
+TEST(Stack, UnknownStackNamesTheFieldAndTheClosestName) {
+  const Result<Scenario> s = parse_scenario(scenario_text(R"(, "stack": "fsdp2-eagre")"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
+                           "\"fsdp2-compile\", \"deepspeed-zero\"; did you mean \"fsdp2-eager\"?"),
+            std::string::npos)
+      << s.error().message;
+}
+
+}  // namespace
+}  // namespace stepcast
