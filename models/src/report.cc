@@ -41,6 +41,10 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"executed_flops_per_step", e.executed_flops_per_step},
       {"step_time_s", e.step_time_s},
       {"tokens_per_s", e.tokens_per_s},
+      {"step_time_band_s.p10", e.step_time_band.p10},
+      {"step_time_band_s.p90", e.step_time_band.p90},
+      {"tokens_per_s_band.p10", e.tokens_per_s_band.p10},
+      {"tokens_per_s_band.p90", e.tokens_per_s_band.p90},
       {"mfu", e.mfu},
       {"hfu", e.hfu},
       {"breakdown_s.compute", e.breakdown.compute},
@@ -103,6 +107,8 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   j["executed_flops_per_step"] = e.executed_flops_per_step;
   j["step_time_s"] = e.step_time_s;
   j["tokens_per_s"] = e.tokens_per_s;
+  j["step_time_band_s"] = {{"p10", e.step_time_band.p10}, {"p90", e.step_time_band.p90}};
+  j["tokens_per_s_band"] = {{"p10", e.tokens_per_s_band.p10}, {"p90", e.tokens_per_s_band.p90}};
   j["mfu"] = e.mfu;
   j["hfu"] = e.hfu;
   j["mfu_convention"] = kMfuConvention;
@@ -190,7 +196,8 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   line(fmt::format("  fits: {}", e.memory.fits ? "yes" : fmt::format("NO, short by {:.2f} GiB",
                                                                     (e.memory.total - e.memory.usable) / kGiB)));
   line("");
-  line(fmt::format("Step time {} (slowest pipeline stage: {})", seconds(e.step_time_s), e.slowest_stage));
+  line(fmt::format("Step time {} (slowest pipeline stage: {}); band p10-p90 {} - {}", seconds(e.step_time_s),
+                   e.slowest_stage, seconds(e.step_time_band.p10), seconds(e.step_time_band.p90)));
   auto part = [&](const char* name, double t) {
     line(fmt::format("  {:<22}{:>12}  {:5.1f}%", name, seconds(t), 100 * t / e.step_time_s));
   };
@@ -206,16 +213,20 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   if (e.breakdown.input > 0) part("input", e.breakdown.input);
   if (e.breakdown.host > 0) part("host (launch-bound)", e.breakdown.host);
   line("");
-  line(fmt::format("Throughput  {:.0f} tokens/s ({:.0f} per GPU)", e.tokens_per_s,
-                   e.tokens_per_s / static_cast<double>(e.world)));
+  line(fmt::format("Throughput  {:.0f} tokens/s ({:.0f} per GPU); band p10-p90 {:.0f} - {:.0f}", e.tokens_per_s,
+                   e.tokens_per_s / static_cast<double>(e.world), e.tokens_per_s_band.p10, e.tokens_per_s_band.p90));
   line(fmt::format("MFU {:.1f}%  HFU {:.1f}%  ({:.0f} TFLOP/s per GPU of {:.1f} peak {})", 100 * e.mfu,
                    100 * e.hfu, e.mfu * peak_flops(c.gpu, p.precision) / 1e12,
                    peak_flops(c.gpu, p.precision) / 1e12, to_string(p.precision)));
   line(fmt::format("  ({})", kMfuConvention));
   if (s.workload.train_tokens > 0) {
     const double days = s.workload.train_tokens / e.tokens_per_s / 86400;
-    line(fmt::format("Training {:.3g} tokens: {:.1f} days without failures", s.workload.train_tokens, days));
+    line(fmt::format("Training {:.3g} tokens: {:.1f} days without failures (band {:.1f} - {:.1f})",
+                     s.workload.train_tokens, days, s.workload.train_tokens / e.tokens_per_s_band.p90 / 86400,
+                     s.workload.train_tokens / e.tokens_per_s_band.p10 / 86400));
   }
+  line("  (bands: where published runs landed around such predictions, plus the unsourced");
+  line("   constants' uncertainty; docs/model-reference.md, Prediction bands)");
   for (const auto& n : e.notes) line("note: " + n);
   return o;
 }

@@ -243,6 +243,7 @@ Candidate make_candidate(const Context& x, const World& w, const Plan& p, const 
   c.usable_bytes = e.memory.usable;
   c.capacity_bytes = e.memory.capacity;
   c.breakdown = e.breakdown;
+  c.step_time_band = e.step_time_band;
   c.exposed = e.exposed;
   if (w.env.failures) {
     const CheckpointCost cost = layout_checkpoint_cost(x.s, w.cluster, p);
@@ -688,6 +689,23 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
   r.ranked = std::move(top);
   for (Candidate& c : rest) r.ranked.push_back(std::move(c));
 
+  // Ties with the best (band.h): the objective's ratio is within what the difference in
+  // their step make-up leaves uncertain. The closed form's shares stand for both figures.
+  const auto parts = [](const Candidate& c) {
+    const StepBreakdown& b = c.breakdown;
+    return StepParts{b.compute, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input};
+  };
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    Candidate& c = r.ranked[i];
+    if (c.simulated && c.closed.step_time_s > 0) {
+      const double k = c.engine.step_time_s / c.closed.step_time_s;
+      c.step_time_band = Band{c.step_time_band.p10 * k, c.step_time_band.p90 * k};
+    }
+    if (i == 0) continue;
+    c.ties_best = ties(std::abs(objective_value(obj, r.ranked[0].figures())), parts(r.ranked[0]),
+                       std::abs(objective_value(obj, c.figures())), parts(c));
+    if (c.ties_best) ++r.ties_with_best;
+  }
   r.pareto = pareto_front(r.ranked, s.workload.train_tokens > 0);
   for (std::size_t i = 1; i < r.ranked.size(); ++i) {
     if (r.ranked[i].figures().tokens_per_s > r.ranked[r.best_by_tokens].figures().tokens_per_s) r.best_by_tokens = i;

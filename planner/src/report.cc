@@ -78,7 +78,7 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
   const Figures& f = x.figures();
   std::string row = fmt::format(
       " {:>5}  {:>6} {:>3} {:>3} {:>4} {:>3} {:>3} {:>3}  {:<14} {:>3} {:>6} {:>4}  {:<9}  {:>8.3f} {:>8}  {:>10} {:>5.1f}%  {:>11} {:>6.1f}",
-      rank + 1, p.world(), p.tp, p.pp, p.dp, p.cp, p.ep,
+      fmt::format("{}{}", rank + 1, x.ties_best ? "~" : ""), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep,
       p.sequence_parallel ? (p.tp_comm_overlap ? "ovl" : "on") : "-", schedule_cell(p),
       p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute), f.step_time_s,
       x.simulated ? fmt::format("{:.3f}", x.closed.step_time_s) : std::string("="),
@@ -99,6 +99,8 @@ ojson row_json(std::size_t rank, const Candidate& x, const Columns& c) {
   j["simulated"] = x.simulated;
   j["step_time_s"] = f.step_time_s;
   j["closed_form_step_time_s"] = x.closed.step_time_s;
+  j["step_time_band_s"] = {{"p10", x.step_time_band.p10}, {"p90", x.step_time_band.p90}};
+  j["ties_best"] = x.ties_best;
   j["tokens_per_s"] = f.tokens_per_s;
   j["mfu"] = f.mfu;
   j["memory_bytes"] = x.peak_bytes();
@@ -215,6 +217,16 @@ std::string plan_report_text(const Scenario& s, const PlanResult& r, const Repor
   const std::size_t rows = std::min(r.ranked.size(), static_cast<std::size_t>(std::max(o.rows, 0)));
   for (std::size_t i = 0; i < rows; ++i) out += table_row(cols, i, r.ranked[i]);
   if (rows < r.ranked.size()) out += fmt::format("  ... {} more (--top N, --csv FILE)\n", grouped(static_cast<std::int64_t>(r.ranked.size() - rows)));
+  if (!r.ranked.empty()) {
+    const Candidate& best = r.ranked.front();
+    out += fmt::format("#1's step: {:.3f} s, band p10-p90 {:.3f} - {:.3f} s. ", best.figures().step_time_s,
+                       best.step_time_band.p10, best.step_time_band.p90);
+    out += r.ties_with_best == 0
+               ? std::string("No other layout ties with #1.\n")
+               : fmt::format("\"~\": {} layout{} tie{} with #1 (the difference is within what their step make-up "
+                             "leaves uncertain; docs/planner.md)\n",
+                             r.ties_with_best, r.ties_with_best == 1 ? "" : "s", r.ties_with_best == 1 ? "s" : "");
+  }
 
   // The front can hold hundreds of layouts (JSON and CSV list them all). The text shows,
   // per GPU count, the fastest point and the fastest with at least 10% and 25% of the HBM
@@ -296,6 +308,8 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     j["best_layout"] = layout_string(best.plan);
     j["best_gpus"] = best.gpus();
     j["best_step_time_s"] = f.step_time_s;
+    j["best_step_time_band_s"] = {{"p10", best.step_time_band.p10}, {"p90", best.step_time_band.p90}};
+    j["ties_with_best"] = r.ties_with_best;
     j["best_tokens_per_s"] = f.tokens_per_s;
     j["best_mfu"] = f.mfu;
     j["best_goodput"] = f.goodput;

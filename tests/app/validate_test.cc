@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stepcast/models/band.h"
 #include "stepcast/models/json_reader.h"
 
 namespace {
@@ -317,3 +320,28 @@ TEST_F(ValidateTest, TextEntryPointMatchesTheFileOne) {
 }
 
 }  // namespace
+
+// The validation residuals the prediction bands use (band.cc) are what `stepcast validate`
+// computes now: log(1 + throughput error) over the compared records, their mean and sample
+// standard deviation. When the model or the records change, this fails and prints the values
+// to put in band.cc (the band must follow the model it describes).
+TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
+  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  std::vector<double> logs;
+  for (const ValidationRow& r : rep->rows) {
+    if (r.has_throughput_error()) logs.push_back(std::log1p(r.throughput_error()));
+  }
+  ASSERT_GE(logs.size(), 2u);
+  double mean = 0;
+  for (double l : logs) mean += l;
+  mean /= static_cast<double>(logs.size());
+  double ss = 0;
+  for (double l : logs) ss += (l - mean) * (l - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(logs.size() - 1));
+  const ValidationResiduals& v = validation_residuals();
+  const std::string want = fmt::format("ValidationResiduals r{{{}, {:.17g}, {:.17g}}}", logs.size(), mean, sd);
+  EXPECT_EQ(v.records, static_cast<int>(logs.size())) << want;
+  EXPECT_NEAR(v.mean_log, mean, 1e-12) << want;
+  EXPECT_NEAR(v.sd_log, sd, 1e-12) << want;
+}

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/models/band.h"
 #include "stepcast/models/params.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/specs.h"
@@ -75,6 +76,8 @@ struct Estimate {
   double executed_flops_per_step = 0;   // what the kernels run: causal attention, FlashAttention backward
   double step_time_s = 0;
   double tokens_per_s = 0;
+  Band step_time_band;                  // p10-p90 (band.h: the error model)
+  Band tokens_per_s_band;
   double mfu = 0;
   double hfu = 0;
   StepBreakdown breakdown;

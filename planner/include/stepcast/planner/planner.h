@@ -87,6 +87,8 @@ struct Candidate {
   bool async_fits = true;        // staging_bytes <= cluster.host_memory_GiB
   StepBreakdown breakdown;   // closed form, slowest rank
   ExposedComm exposed;
+  Band step_time_band;       // closed form's p10-p90 (band.h), scaled to figures() when simulated
+  bool ties_best = false;    // too close to ranked[0] to rank (band.h ties(); ranked[0] itself: false)
 
   const Figures& figures() const { return simulated ? engine : closed; }
   int gpus() const { return plan.world(); }
@@ -117,6 +119,7 @@ struct PlanResult {
   std::vector<Candidate> engine_rejected;
   std::vector<std::size_t> pareto;   // indices into `ranked`: GPUs asc, then time asc
   std::size_t best_by_tokens = 0;    // index of the highest tokens/s (figures())
+  int ties_with_best = 0;            // ranked layouts after the first that tie with it
   std::optional<std::size_t> scenario_layout;  // index of the scenario's own plan, when ranked
   std::vector<std::string> notes;    // engine runs that fell back to the closed form, ...
 };

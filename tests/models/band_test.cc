@@ -1,0 +1,76 @@
+// Prediction bands (band.h): the band of a step by hand from the error model's two inputs,
+// rate bands as the inverse of time bands, the tie rule, and the reports carrying them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "stepcast/models/band.h"
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/report.h"
+#include "stepcast/models/scenario.h"
+
+namespace stepcast {
+namespace {
+
+TEST(Band, StepBandByHand) {
+  // 8 s compute, 1.5 s exposed communication, 0.5 s bubble: shares 0.8, 0.15, 0.05.
+  // model variance = (0.8 x 0.10)^2 + (0.15 x 0.25)^2 + (0.05 x 0.10)^2
+  //                = 0.0064 + 0.00140625 + 0.000025 = 0.00783125,
+  // sigma = sqrt(0.00783125 + sd^2); band = 10 s x exp(mean -/+ 1.2815516 sigma).
+  const PartUncertainty& u = part_uncertainty();
+  ASSERT_EQ(u.compute, 0.10);
+  ASSERT_EQ(u.exposed_comm, 0.25);
+  ASSERT_EQ(u.bubble, 0.10);
+  const ValidationResiduals& v = validation_residuals();
+  const double sigma = std::sqrt(0.00783125 + v.sd_log * v.sd_log);
+  const Band b = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 0});
+  EXPECT_NEAR(b.p10, 10.0 * std::exp(v.mean_log - 1.2815516 * sigma), 1e-6);
+  EXPECT_NEAR(b.p90, 10.0 * std::exp(v.mean_log + 1.2815516 * sigma), 1e-6);
+  EXPECT_LT(b.p10, b.p90);
+  // The input time is the scenario's: it adds to the step, not to the uncertainty.
+  const Band with_input = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 10.0});
+  const double sigma_in = std::sqrt(0.00783125 / 4 + v.sd_log * v.sd_log);  // shares halve
+  EXPECT_NEAR(with_input.p90, 20.0 * std::exp(v.mean_log + 1.2815516 * sigma_in), 1e-6);
+  EXPECT_EQ(step_time_band(StepParts{}).p90, 0.0);
+}
+
+TEST(Band, RateBandIsTheInverseOfTheTimeBand) {
+  const Band t{9.0, 12.0};
+  const Band r = rate_band(t, 10.0, 1000.0);  // 1000 tokens/s at 10 s
+  EXPECT_DOUBLE_EQ(r.p10, 1000.0 * 10.0 / 12.0);
+  EXPECT_DOUBLE_EQ(r.p90, 1000.0 * 10.0 / 9.0);
+}
+
+TEST(Band, TiesDependOnHowDifferentlyTheStepsAreMadeUp) {
+  // Same make-up: the shared errors cancel, nothing separates them; any difference ranks.
+  const StepParts same{8, 2, 0, 0, 0, 0};
+  EXPECT_FALSE(ties(10.0, same, 10.01, same));
+  EXPECT_TRUE(ties(10.0, same, 10.0, same));
+  // Exposed communication 20% of one step and 5% of the other (compute 80% and 95%):
+  // sigma_d^2 = (0.10 x (0.80 - 0.95))^2 + (0.25 x (0.20 - 0.05))^2 = 0.000225 + 0.00140625,
+  // sigma_d = 0.040389, z90 sigma_d = 0.051762: a 5% difference (log 1.05 = 0.04879) ties,
+  // 5.5% (0.05354) does not.
+  const StepParts a{8, 2, 0, 0, 0, 0}, b{9.5, 0.5, 0, 0, 0, 0};
+  EXPECT_TRUE(ties(10.0, a, 10.5, b));
+  EXPECT_FALSE(ties(10.0, a, 10.55, b));
+  EXPECT_TRUE(ties(10.5, b, 10.0, a));  // symmetric
+}
+
+TEST(Band, EstimateReportsCarryTheBand) {
+  auto s = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const Estimate e = estimate(*s);
+  const StepBreakdown& k = e.breakdown;
+  const Band b = step_time_band(StepParts{k.compute, k.exposed_comm, k.bubble, k.optimizer, k.wait, k.input});
+  EXPECT_DOUBLE_EQ(e.step_time_band.p10, b.p10);
+  EXPECT_DOUBLE_EQ(e.step_time_band.p90, b.p90);
+  EXPECT_LT(e.tokens_per_s_band.p10, e.tokens_per_s);
+  const std::string json = estimate_report_json(*s, e);
+  EXPECT_NE(json.find("\"step_time_band_s\""), std::string::npos);
+  EXPECT_NE(json.find("\"tokens_per_s_band\""), std::string::npos);
+  EXPECT_NE(estimate_report_text(*s, e).find("band p10-p90"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepcast
