@@ -22,7 +22,7 @@ std::int64_t whole(double bytes) { return static_cast<std::int64_t>(std::llround
 // mean step time when the parts do not add up to it exactly.
 Band simulated_band(const SimSummary& sum) {
   const RankBreakdown& c = sum.ranks[sum.critical];
-  const StepParts parts{c.compute, c.exposed_comm(), c.bubble, c.optimizer, c.wait, c.input};
+  const StepParts parts{c.compute, c.exposed_comm(), c.bubble, c.optimizer, c.wait, c.input, 0.0};  // no host stall in the engine
   const Band b = step_time_band(parts);
   if (!(parts.total() > 0)) return b;
   const double k = sum.step_time_s / parts.total();

@@ -366,7 +366,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   if (e.breakdown.host > 0) e.step_time_s += e.breakdown.host;  // added only when launch-bound
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
   e.step_time_band = step_time_band(StepParts{e.breakdown.compute, e.breakdown.exposed_comm, e.breakdown.bubble,
-                                               e.breakdown.optimizer, e.breakdown.wait, e.breakdown.input});
+                                               e.breakdown.optimizer, e.breakdown.wait, e.breakdown.input,
+                                               e.breakdown.host});
   e.tokens_per_s_band = rate_band(e.step_time_band, e.step_time_s, e.tokens_per_s);
   const double peak = peak_flops(c.gpu, p.precision) * static_cast<double>(e.world);
   e.mfu = e.model_flops_per_step / (e.step_time_s * peak);

@@ -693,7 +693,7 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
   // their step make-up leaves uncertain. The closed form's shares stand for both figures.
   const auto parts = [](const Candidate& c) {
     const StepBreakdown& b = c.breakdown;
-    return StepParts{b.compute, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input};
+    return StepParts{b.compute, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host};
   };
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     Candidate& c = r.ranked[i];

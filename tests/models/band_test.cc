@@ -24,12 +24,12 @@ TEST(Band, StepBandByHand) {
   ASSERT_EQ(u.bubble, 0.10);
   const ValidationResiduals& v = validation_residuals();
   const double sigma = std::sqrt(0.00783125 + v.sd_log * v.sd_log);
-  const Band b = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 0});
+  const Band b = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 0, 0});
   EXPECT_NEAR(b.p10, 10.0 * std::exp(v.mean_log - 1.2815516 * sigma), 1e-6);
   EXPECT_NEAR(b.p90, 10.0 * std::exp(v.mean_log + 1.2815516 * sigma), 1e-6);
   EXPECT_LT(b.p10, b.p90);
   // The input time is the scenario's: it adds to the step, not to the uncertainty.
-  const Band with_input = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 10.0});
+  const Band with_input = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 10.0, 0});
   const double sigma_in = std::sqrt(0.00783125 / 4 + v.sd_log * v.sd_log);  // shares halve
   EXPECT_NEAR(with_input.p90, 20.0 * std::exp(v.mean_log + 1.2815516 * sigma_in), 1e-6);
   EXPECT_EQ(step_time_band(StepParts{}).p90, 0.0);
@@ -44,14 +44,14 @@ TEST(Band, RateBandIsTheInverseOfTheTimeBand) {
 
 TEST(Band, TiesDependOnHowDifferentlyTheStepsAreMadeUp) {
   // Same make-up: the shared errors cancel, nothing separates them; any difference ranks.
-  const StepParts same{8, 2, 0, 0, 0, 0};
+  const StepParts same{8, 2, 0, 0, 0, 0, 0};
   EXPECT_FALSE(ties(10.0, same, 10.01, same));
   EXPECT_TRUE(ties(10.0, same, 10.0, same));
   // Exposed communication 20% of one step and 5% of the other (compute 80% and 95%):
   // sigma_d^2 = (0.10 x (0.80 - 0.95))^2 + (0.25 x (0.20 - 0.05))^2 = 0.000225 + 0.00140625,
   // sigma_d = 0.040389, z90 sigma_d = 0.051762: a 5% difference (log 1.05 = 0.04879) ties,
   // 5.5% (0.05354) does not.
-  const StepParts a{8, 2, 0, 0, 0, 0}, b{9.5, 0.5, 0, 0, 0, 0};
+  const StepParts a{8, 2, 0, 0, 0, 0, 0}, b{9.5, 0.5, 0, 0, 0, 0, 0};
   EXPECT_TRUE(ties(10.0, a, 10.5, b));
   EXPECT_FALSE(ties(10.0, a, 10.55, b));
   EXPECT_TRUE(ties(10.5, b, 10.0, a));  // symmetric
@@ -62,7 +62,8 @@ TEST(Band, EstimateReportsCarryTheBand) {
   ASSERT_TRUE(s.ok()) << s.error().message;
   const Estimate e = estimate(*s);
   const StepBreakdown& k = e.breakdown;
-  const Band b = step_time_band(StepParts{k.compute, k.exposed_comm, k.bubble, k.optimizer, k.wait, k.input});
+  const Band b =
+      step_time_band(StepParts{k.compute, k.exposed_comm, k.bubble, k.optimizer, k.wait, k.input, k.host});
   EXPECT_DOUBLE_EQ(e.step_time_band.p10, b.p10);
   EXPECT_DOUBLE_EQ(e.step_time_band.p90, b.p90);
   EXPECT_LT(e.tokens_per_s_band.p10, e.tokens_per_s);

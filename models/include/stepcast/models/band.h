@@ -29,12 +29,13 @@ struct StepParts {
   double optimizer = 0;
   double wait = 0;
   double input = 0;  // given by the scenario: no uncertainty of the model's
-  double total() const { return compute + exposed_comm + bubble + optimizer + wait + input; }
+  double host = 0;   // GPU idle while the host dispatches kernels (launch-bound)
+  double total() const { return compute + exposed_comm + bubble + optimizer + wait + input + host; }
 };
 
 // Relative 1-sigma uncertainty of each part (log scale), from the status of its constants.
 struct PartUncertainty {
-  double compute, exposed_comm, bubble, optimizer, wait;
+  double compute, exposed_comm, bubble, optimizer, wait, host;
 };
 const PartUncertainty& part_uncertainty();
 
