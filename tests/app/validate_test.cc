@@ -339,7 +339,7 @@ TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   double ss = 0;
   for (double l : logs) ss += (l - mean) * (l - mean);
   const double sd = std::sqrt(ss / static_cast<double>(logs.size() - 1));
-  const ValidationResiduals& v = validation_residuals();
+  const stepcast::ValidationResiduals& v = stepcast::validation_residuals();
   const std::string want = fmt::format("ValidationResiduals r{{{}, {:.17g}, {:.17g}}}", logs.size(), mean, sd);
   EXPECT_EQ(v.records, static_cast<int>(logs.size())) << want;
   EXPECT_NEAR(v.mean_log, mean, 1e-12) << want;
