@@ -45,7 +45,8 @@ std::string size_expected(std::string_view text) {
          printable(text) + "\"";
 }
 
-double clamp_efficiency(double e) { return std::clamp(e, 0.01, 1.0); }
+// Rounded to 1e-6 so that 0.82 - 0.05 reads 0.77, not 0.7699999999999999.
+double clamp_efficiency(double e) { return std::round(std::clamp(e, 0.01, 1.0) * 1e6) / 1e6; }
 
 // The algorithms collective_cost knows, in the order the report lists them.
 constexpr std::array<CollAlgo, 5> kAlgos{CollAlgo::kRing, CollAlgo::kTree, CollAlgo::kHierarchical,
