@@ -18,5 +18,6 @@ Command add_validate(CLI::App& app);
 Command add_execute(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_calibrate(CLI::App& app);
+Command add_collective(CLI::App& app);
 
 }  // namespace stepcast::cli

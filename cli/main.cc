@@ -23,6 +23,7 @@ int run(int argc, char** argv) {
   std::vector<stepcast::cli::Command> commands;
   commands.push_back(stepcast::cli::add_presets(app));
   commands.push_back(stepcast::cli::add_estimate(app));
+  commands.push_back(stepcast::cli::add_collective(app));
   commands.push_back(stepcast::cli::add_validate(app));
   commands.push_back(stepcast::cli::add_simulate(app));
   commands.push_back(stepcast::cli::add_check(app));

@@ -1,0 +1,61 @@
+// stepcast collective KIND SIZE --gpus N [--cluster NAME | --cluster-file FILE] [--stride K]
+//                     [--algo ALGO] [--sweep] [--json]
+#include "commands.h"
+#include "stepcast/app/collective.h"
+
+namespace stepcast::cli {
+
+Command add_collective(CLI::App& app) {
+  struct Args {
+    std::string kind, size, cluster = "dgx-h100", cluster_file, algo;
+    int gpus = 0, stride = 1;
+    bool sweep = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand(
+      "collective", "One collective priced by the model: time, algbw and busbw (nccl-tests definitions) per algorithm");
+  sub->add_option("KIND", a->kind, "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast or send_recv")
+      ->required();
+  sub->add_option("SIZE", a->size,
+                  "Buffer size in bytes as nccl-tests counts it (all_gather, reduce_scatter, all_to_all: the whole "
+                  "gathered buffer). KiB, MiB, GiB, TiB and K, M, G, T are powers of 1024 (as nccl-tests -b/-e); "
+                  "KB, MB, GB, TB powers of 1000; 1e9 and 1048576 are bytes")
+      ->required();
+  sub->add_option("--gpus", a->gpus,
+                  "Ranks in the group (at least 2; send_recv: one transfer between two ranks --stride apart, --gpus "
+                  "optional)");
+  sub->add_option("--stride", a->stride,
+                  "Members this many GPUs apart in rank order (default 1: contiguous; e.g. 8 for a DP group across "
+                  "nodes of 8)");
+  auto* preset = sub->add_option("--cluster", a->cluster, "Cluster preset (stepcast presets); default dgx-h100");
+  sub->add_option("--cluster-file", a->cluster_file, "Scenario file whose cluster is used")->excludes(preset);
+  sub->add_option("--algo", a->algo,
+                  "ring, tree, hierarchical, pairwise, direct or auto; default: every algorithm the model has for "
+                  "KIND, the one auto picks marked");
+  sub->add_flag("--sweep", a->sweep, "Also the size curve: 8 B doubling up to SIZE, as nccl-tests -b 8 -e SIZE -f 2");
+  sub->add_flag("--json", a->json, "Print the JSON report");
+  return {sub, [a] {
+            app::CollectiveRequest q;
+            auto kind = app::parse_coll_kind(a->kind);
+            if (!kind.ok()) return input_error("KIND: " + kind.error().message);
+            auto size = app::parse_size_bytes(a->size);
+            if (!size.ok()) return input_error("SIZE: " + size.error().message);
+            if (!a->algo.empty()) {
+              auto algo = app::parse_coll_algo(a->algo);
+              if (!algo.ok()) return input_error("--algo: " + algo.error().message);
+              q.algo = *algo;
+            }
+            q.kind = *kind;
+            q.size_bytes = *size;
+            q.gpus = a->gpus;
+            q.stride = a->stride;
+            q.cluster = a->cluster;
+            if (!a->cluster_file.empty()) q.cluster_file = app::ScenarioInput::file(a->cluster_file);
+            q.sweep = a->sweep;
+            auto r = app::run_collective(q);
+            if (!r.ok()) return input_error(r.error().message);
+            return print(a->json ? app::collective_json(*r) : app::collective_text(*r));
+          }};
+}
+
+}  // namespace stepcast::cli
