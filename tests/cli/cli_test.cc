@@ -164,6 +164,32 @@ TEST_F(Cli, PresetsJsonIsValidJsonWithTheModels) {
   EXPECT_EQ(j["clusters"]["dgx-h100"]["gpus_per_node"], 8);
 }
 
+TEST_F(Cli, PresetsListsTheSoftwareStacksWithTheirSources) {
+  const Outcome r = run({"presets"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"megatron-core", "fsdp2-eager", "fsdp2-compile", "deepspeed-zero"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+  const Outcome j = run({"presets", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto v = nlohmann::json::parse(j.out);
+  ASSERT_TRUE(v.at("stacks").contains("fsdp2-eager"));
+  EXPECT_GT(v["stacks"]["fsdp2-eager"]["host_us_per_kernel"].get<double>(), 0.0);
+  EXPECT_FALSE(v.dump().find("sources") == std::string::npos) << "every stack parameter carries its sources";
+}
+
+TEST_F(Cli, UnknownStackExitsTwoNamingTheFieldAndTheClosestName) {
+  const std::string path = write("stack.json", R"({"format": 1, "model": "llama3-8b",
+    "cluster": {"preset": "dgx-h100", "nodes": 1},
+    "plan": {"tp": 1, "pp": 1, "dp": 8, "global_batch": 8, "stack": "fsdp2-eagr"},
+    "workload": {"seq_len": 4096}})");
+  const Outcome r = run({"estimate", path});
+  expect_input_error(r);
+  EXPECT_EQ(r.err, "stepcast: error: " + path +
+                       ": plan.stack: \"fsdp2-eagr\" is not one of \"megatron-core\", \"fsdp2-eager\", "
+                       "\"fsdp2-compile\", \"deepspeed-zero\"; did you mean \"fsdp2-eager\"?\n");
+}
+
 TEST_F(Cli, EstimatePrintsTheTextReport) {
   const Outcome r = run({"estimate", kShipped});
   EXPECT_EQ(r.exit_code, 0) << r.err;
