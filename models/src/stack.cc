@@ -1,12 +1,23 @@
 #include "stepcast/models/stack.h"
 
+#include <array>
+#include <string>
+
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 
 namespace stepcast {
 
 const StackProfile& stack_profile(Stack stack) {
-  return builtin_presets().stacks.at(std::string(to_string(stack)));
+  // estimate() asks once per call: look the names up once, not a string map per estimate.
+  static const std::array<const StackProfile*, 4> profiles = [] {
+    std::array<const StackProfile*, 4> p{};
+    for (Stack s : {Stack::kMegatronCore, Stack::kFsdp2Eager, Stack::kFsdp2Compile, Stack::kDeepspeedZero}) {
+      p[static_cast<std::size_t>(s)] = &builtin_presets().stacks.at(std::string(to_string(s)));
+    }
+    return p;
+  }();
+  return *profiles[static_cast<std::size_t>(stack)];
 }
 
 LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const StackProfile& s) {
