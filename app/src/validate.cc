@@ -11,6 +11,7 @@
 
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/file_io.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/scenario.h"
 #include "validation_record.h"
@@ -81,6 +82,7 @@ ValidationRow row_of(Record& r) {
   row.id = r.id;
   row.gpus = static_cast<int>(r.gpus);
   row.layout = validation::layout_of(r);
+  row.stack = parse_stack(r.stack).value_or(Stack::kMegatronCore);
   row.measured_tflops = r.tflops;
   row.measured_iteration_s = r.iteration_s;
   row.measured_samples_per_s = r.samples_per_s;

@@ -262,6 +262,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.world = c.world();
   e.microbatches = p.accumulation();
   e.tokens_per_step = p.global_batch * w.seq_len;
+  e.pace = job_pace(c);
   e.model_flops_per_step = token_flops(m, w.seq_len).training * static_cast<double>(e.tokens_per_step);
   const Layers L = layer_costs(m, c, p, w);
   const double mb = static_cast<double>(e.microbatches);
@@ -367,7 +368,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
   e.step_time_band = step_time_band(StepParts{e.breakdown.compute, e.breakdown.exposed_comm, e.breakdown.bubble,
                                                e.breakdown.optimizer, e.breakdown.wait, e.breakdown.input,
-                                               e.breakdown.host});
+                                               e.breakdown.host},
+                                      validation_residuals(p.stack));
   e.tokens_per_s_band = rate_band(e.step_time_band, e.step_time_s, e.tokens_per_s);
   const double peak = peak_flops(c.gpu, p.precision) * static_cast<double>(e.world);
   e.mfu = e.model_flops_per_step / (e.step_time_s * peak);

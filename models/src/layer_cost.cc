@@ -30,6 +30,7 @@ HeadDims head_dims(const ModelSpec& m) {
 LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
                      bool moe) {
   const GpuSpec& gpu = c.gpu;
+  const double pace = job_pace(c);  // the slowest GPU of the job sets every compute time
   const Precision prec = p.precision;
   const double seq = static_cast<double>(seq_len);
   const double t = p.tp;
@@ -43,7 +44,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   // A GEMM (M x K).(K x N): roofline time and 2MNK FLOPs.
   auto gemm = [&](double& time, double& flops, double mm, double nn, double kk) {
     if (mm <= 0 || nn <= 0 || kk <= 0) return;
-    time += gemm_time_s(gpu, prec, mm, nn, kk);
+    time += pace * gemm_time_s(gpu, prec, mm, nn, kk);
     flops += 2 * mm * nn * kk;
   };
   if (m.mla) {
@@ -103,10 +104,10 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   // compute the whole s x s square.
   const double keys = p.flash_attention ? (seq + 1) / 2 : seq;
   lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * keys;
-  lc.attn_core_s = lc.attn_core_flops / (gpu.attention_efficiency * peak_flops(gpu, Precision::kBf16));
+  lc.attn_core_s = pace * lc.attn_core_flops / (gpu.attention_efficiency * peak_flops(gpu, Precision::kBf16));
   if (!p.flash_attention) {
     // Scores written, read by softmax, probabilities written and read by .V.
-    lc.attn_core_s += memory_time_s(gpu, 4.0 * kActBytes * a_r * T * seq);
+    lc.attn_core_s += pace * memory_time_s(gpu, 4.0 * kActBytes * a_r * T * seq);
   }
   lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
   // Memory-bound work per token: 2 norms (read + write), 2 residual adds (2 reads, 1
@@ -116,8 +117,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   double attn_elem = 5.0 * h * replicated;
   if (m.position_embedding == PositionEmbedding::kRope) attn_elem += 2.0 * (a_r + g_r) * d.qk;
   const double mlp_elem = 5.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
-  lc.attn_elem_s = memory_time_s(gpu, kActBytes * T * attn_elem);
-  lc.mlp_elem_s = memory_time_s(gpu, kActBytes * T * mlp_elem);
+  lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
+  lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem);
   lc.attn_gemm_bwd_s = 2 * lc.attn_gemm_s;
   lc.mlp_gemm_bwd_s = 2 * lc.mlp_gemm_s;
   if (lc.tp_overlap) {
@@ -212,9 +213,10 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
   const double Vr = static_cast<double>(m.vocab_size) / p.tp;
   const double h = static_cast<double>(m.hidden_size);
-  const double g = gemm_time_s(c.gpu, p.precision, T, Vr, h);
+  const double pace = job_pace(c);
+  const double g = pace * gemm_time_s(c.gpu, p.precision, T, Vr, h);
   // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
-  const double ce = memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
+  const double ce = pace * memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
   out.ce_s = ce;
   out.fwd_s = g + ce / 2;
   out.bwd_s = 2 * g + ce / 2;
@@ -224,7 +226,7 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
 
 double optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
   const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
-  return memory_time_s(c.gpu, params * per_param);
+  return job_pace(c) * memory_time_s(c.gpu, params * per_param);
 }
 
 }  // namespace stepcast

@@ -125,7 +125,8 @@ class StageBuilder {
   // attention core among its FLOPs. Returns `op`.
   std::uint32_t annotate(std::uint32_t op, double mem_s, double core_flops) {
     Op& o = role_.ops[op];
-    o.bytes = mem_s * c_.gpu.hbm_efficiency * c_.gpu.hbm_bandwidth_GBps * 1e9;
+    // The job's pace (compute.h job_pace) is in the seconds, not in the bytes streamed.
+    o.bytes = mem_s / job_pace(c_) * c_.gpu.hbm_efficiency * c_.gpu.hbm_bandwidth_GBps * 1e9;
     o.core_fraction = o.flops > 0 ? static_cast<float>(std::clamp(core_flops / o.flops, 0.0, 1.0)) : 0.0f;
     return op;
   }

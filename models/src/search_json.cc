@@ -169,6 +169,7 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = integers<int>(r, "zero", 0, 3)) q.zero = *x;
   if (auto x = choices<Schedule>(r, "schedule")) q.schedule = *x;
   if (auto x = choices<Recompute>(r, "recompute")) q.recompute = *x;
+  if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
   if (const json* sp = r.raw("sequence_parallel")) {
     auto x = list_of<bool>(*sp, r.path_of("sequence_parallel"), "true, false or a list of them", diag,
                            [&](const json& e, const std::string& path) -> std::optional<bool> {

@@ -337,6 +337,7 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
     }
   }
   set(c.host_memory_GiB, physical(r, "host_memory_GiB", kHostGiBRange));
+  set(c.gpu_speed_sigma, r.number("gpu_speed_sigma", 0, 0.5));
   set(c.source, r.string("source"));
   r.ignore({"preset"});
   if (!from_preset && r.diag().size() == before) {

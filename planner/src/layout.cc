@@ -17,7 +17,7 @@ namespace {
 const std::vector<std::string>& keys() {
   static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "sp", "tpo", "tp_comm_overlap", "schedule", "v",
                                              "virtual_stages", "mb", "microbatch", "gb",
-                                             "global_batch", "zero", "recompute", "gpus"};
+                                             "global_batch", "zero", "recompute", "stack", "gpus"};
   return k;
 }
 
@@ -36,11 +36,12 @@ const char* schedule_name(Schedule schedule) { return to_string(schedule).data()
 const char* recompute_name(Recompute recompute) { return to_string(recompute).data(); }
 
 std::string layout_string(const Plan& p) {
-  return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}",
+  return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
                      p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
                      p.tp_comm_overlap ? ",tpo=true" : "",
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
-                     recompute_name(p.recompute));
+                     recompute_name(p.recompute),
+                     p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack)));
 }
 
 Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
@@ -73,7 +74,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         }
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
-      return Error{msg + " (keys: tp, pp, dp, cp, ep, sp, tpo, schedule, v, mb, gb, zero, recompute, gpus)"};
+      return Error{msg + " (keys: tp, pp, dp, cp, ep, sp, tpo, schedule, v, mb, gb, zero, recompute, stack, gpus)"};
     }
     // Aliases share one slot.
     if (key == "virtual_stages") key = "v";
@@ -108,6 +109,11 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
                                  quoted_names<Schedule>())};
       }
       out.schedule_given = true;
+    } else if (key == "stack") {
+      if (auto x = parse_stack(value)) out.plan.stack = *x;
+      else {
+        return Error{fmt::format("{}: stack: \"{}\" is not one of {}", quoted, printable(value), quoted_names<Stack>())};
+      }
     } else if (key == "recompute") {
       if (auto x = parse_recompute(value)) out.plan.recompute = *x;
       else {

@@ -79,7 +79,8 @@ namespace {
 auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep,
                          static_cast<int>(p.schedule), p.virtual_stages, p.microbatch,
-                         p.sequence_parallel, p.tp_comm_overlap, p.zero, static_cast<int>(p.recompute));
+                         p.sequence_parallel, p.tp_comm_overlap, p.zero, static_cast<int>(p.recompute),
+                         static_cast<int>(p.stack));
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }
@@ -117,6 +118,7 @@ struct Context {
   std::vector<Recompute> recompute;
   std::vector<bool> sp;
   std::vector<bool> tpo;  // tp_comm_overlap values
+  std::vector<Stack> stacks;
 };
 
 // Ascending.
@@ -266,7 +268,8 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const std::vector<bool> sps = sp_values(x, it.tp);
   std::size_t sp_tpo = 0;  // (sp, tp_comm_overlap) pairs
   for (bool sp : sps) sp_tpo += tpo_values(x, it.tp, sp).size();
-  const std::int64_t per_mb = static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size());
+  const std::int64_t per_mb =
+      static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() * x.stacks.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
   const std::int64_t per_ep = per_variant * static_cast<std::int64_t>(variants.size());
   const std::int64_t leaves = per_ep * static_cast<std::int64_t>(x.ep.size());
@@ -319,20 +322,23 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
             p.recompute = rc;
             for (int z : x.zero) {
               p.zero = z;
-              // The loader's rules stay the authority: anything they still find is counted.
-              const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
-              if (!errors.empty()) {
-                reject(classify(errors), 1);
-                continue;
+              for (Stack st : x.stacks) {
+                p.stack = st;
+                // The loader's rules stay the authority: anything they still find is counted.
+                const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
+                if (!errors.empty()) {
+                  reject(classify(errors), 1);
+                  continue;
+                }
+                const Estimate e = estimate(m, w.cluster, p, x.s.workload);
+                ++c.estimated;
+                if (!e.memory.fits) {
+                  reject(Reject::kMemory, 1);
+                  continue;
+                }
+                ++c.feasible;
+                out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
               }
-              const Estimate e = estimate(m, w.cluster, p, x.s.workload);
-              ++c.estimated;
-              if (!e.memory.fits) {
-                reject(Reject::kMemory, 1);
-                continue;
-              }
-              ++c.feasible;
-              out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
             }
           }
           }
@@ -397,7 +403,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -445,6 +451,7 @@ Result<Context> make_context(const Scenario& s) {
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
+  x.stacks = x.q.stack.empty() ? std::vector<Stack>{s.plan.stack} : x.q.stack;
   if (!x.q.ep.empty()) x.ep = x.q.ep;
   else if (s.model.moe) x.ep = divisors(s.model.moe->num_experts);
   else x.ep = {1};
@@ -792,6 +799,10 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   }
   if (p.tp > 1 && std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
     out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));
+  }
+  if (std::find(x.stacks.begin(), x.stacks.end(), p.stack) == x.stacks.end()) {
+    out.push_back(fmt::format("stack = {} is not searched (search.stack{})", to_string(p.stack),
+                              x.q.stack.empty() ? ", default: the plan's" : ""));
   }
   const std::vector<bool> tpos = tpo_values(x, p.tp, p.sequence_parallel);
   if (std::find(tpos.begin(), tpos.end(), p.tp_comm_overlap) == tpos.end()) {

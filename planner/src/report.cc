@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stepcast/models/band.h"
 #include "stepcast/models/names.h"
 #include "stepcast/planner/layout.h"
 
@@ -51,8 +52,28 @@ std::string money(double dollars) {
 
 bool has_train(const Scenario& s) { return s.workload.train_tokens > 0; }
 
+// The bands of one row's figures (docs/planner.md, "Bands"): tokens/s from the step band
+// (band.h rate_band); time to train and cost scale with the step time at the row's goodput.
+struct RowBands {
+  Band tokens_per_s, time_to_train_s, cost;
+};
+
+RowBands row_bands(const Candidate& x) {
+  const Figures& f = x.figures();
+  RowBands b;
+  if (!(f.step_time_s > 0)) return b;
+  b.tokens_per_s = rate_band(x.step_time_band, f.step_time_s, f.tokens_per_s);
+  const double lo = x.step_time_band.p10 / f.step_time_s, hi = x.step_time_band.p90 / f.step_time_s;
+  b.time_to_train_s = Band{f.time_to_train_s * lo, f.time_to_train_s * hi};
+  b.cost = Band{f.cost * lo, f.cost * hi};
+  return b;
+}
+
+ojson band_json(const Band& b, double unit = 1.0) { return {{"p10", b.p10 / unit}, {"p90", b.p90 / unit}}; }
+
 struct Columns {
   bool train = false, cost = false, failures = false;
+  bool stack = false;  // more than one stack searched
 };
 
 Columns columns_of(const Scenario& s, const PlanResult& r) {
@@ -60,6 +81,7 @@ Columns columns_of(const Scenario& s, const PlanResult& r) {
   c.train = has_train(s);
   c.cost = r.search.price_per_gpu_hour > 0 && c.train;
   c.failures = s.faults.failures.has_value();
+  c.stack = r.search.stack.size() > 1;
   return c;
 }
 
@@ -70,6 +92,7 @@ std::string table_header(const Columns& c) {
   if (c.failures) h += fmt::format("  {:>7} {:>6}", "goodput", "ckpt s");
   if (c.train) h += fmt::format("  {:>8}", "train d");
   if (c.cost) h += fmt::format("  {:>9}", "cost $");
+  if (c.stack) h += fmt::format("  {:<14}", "stack");
   return h + "\n";
 }
 
@@ -87,6 +110,7 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
   if (c.failures) row += fmt::format("  {:>6.2f}% {:>6.0f}", f.goodput * 100, f.checkpoint_interval_s);
   if (c.train) row += fmt::format("  {:>8.1f}", f.time_to_train_s / 86400.0);
   if (c.cost) row += fmt::format("  {:>9}", money(f.cost));
+  if (c.stack) row += fmt::format("  {:<14}", to_string(p.stack));
   return row + "\n";
 }
 
@@ -96,12 +120,15 @@ ojson row_json(std::size_t rank, const Candidate& x, const Columns& c) {
   j["rank"] = rank + 1;
   j["layout"] = layout_string(x.plan);
   j["gpus"] = x.gpus();
+  j["stack"] = to_string(x.plan.stack);
   j["simulated"] = x.simulated;
   j["step_time_s"] = f.step_time_s;
   j["closed_form_step_time_s"] = x.closed.step_time_s;
   j["step_time_band_s"] = {{"p10", x.step_time_band.p10}, {"p90", x.step_time_band.p90}};
   j["ties_best"] = x.ties_best;
+  const RowBands bands = row_bands(x);
   j["tokens_per_s"] = f.tokens_per_s;
+  j["tokens_per_s_band"] = band_json(bands.tokens_per_s);
   j["mfu"] = f.mfu;
   j["memory_bytes"] = x.peak_bytes();
   j["closed_form_memory_bytes"] = x.memory_bytes;
@@ -116,8 +143,14 @@ ojson row_json(std::size_t rank, const Candidate& x, const Columns& c) {
     j["checkpoint_bytes"] = x.checkpoint_bytes;
     j["restore_s"] = f.restore_s;
   }
-  if (c.train) j["time_to_train_h"] = f.time_to_train_s / 3600.0;
-  if (c.cost) j["cost"] = f.cost;
+  if (c.train) {
+    j["time_to_train_h"] = f.time_to_train_s / 3600.0;
+    j["time_to_train_band_h"] = band_json(bands.time_to_train_s, 3600.0);
+  }
+  if (c.cost) {
+    j["cost"] = f.cost;
+    j["cost_band"] = band_json(bands.cost);
+  }
   return j;
 }
 
@@ -149,6 +182,11 @@ std::string plan_report_text(const Scenario& s, const PlanResult& r, const Repor
                      list_of_ints(r.search.gpus), s.cluster.gpus_per_node, s.cluster.gpu.name, gbs,
                      grouped(s.workload.seq_len),
                      r.search.allow_tp_across_nodes ? "; TP may span nodes" : "; TP inside a node");
+  if (cols.stack) {
+    std::string names;
+    for (Stack st : r.search.stack) names += (names.empty() ? "" : ", ") + std::string(to_string(st));
+    out += fmt::format("Stacks     {} (each layout under each)\n", names);
+  }
   std::string objective = fmt::format("Objective  {}", objective_words(r.objective));
   if (cols.train) objective += fmt::format(" of {:.4g} tokens", s.workload.train_tokens);
   if (cols.failures) {
@@ -219,8 +257,16 @@ std::string plan_report_text(const Scenario& s, const PlanResult& r, const Repor
   if (rows < r.ranked.size()) out += fmt::format("  ... {} more (--top N, --csv FILE)\n", grouped(static_cast<std::int64_t>(r.ranked.size() - rows)));
   if (!r.ranked.empty()) {
     const Candidate& best = r.ranked.front();
-    out += fmt::format("#1's step: {:.3f} s, band p10-p90 {:.3f} - {:.3f} s. ", best.figures().step_time_s,
-                       best.step_time_band.p10, best.step_time_band.p90);
+    const RowBands bands = row_bands(best);
+    out += fmt::format("#1's step: {:.3f} s, band p10-p90 {:.3f} - {:.3f} s; tokens/s {} - {}", best.figures().step_time_s,
+                       best.step_time_band.p10, best.step_time_band.p90,
+                       grouped(std::llround(bands.tokens_per_s.p10)), grouped(std::llround(bands.tokens_per_s.p90)));
+    if (cols.train) {
+      out += fmt::format("; time to train {:.1f} - {:.1f} d", bands.time_to_train_s.p10 / 86400.0,
+                         bands.time_to_train_s.p90 / 86400.0);
+    }
+    if (cols.cost) out += fmt::format("; cost ${} - ${}", money(bands.cost.p10), money(bands.cost.p90));
+    out += ". ";
     out += r.ties_with_best == 0
                ? std::string("No other layout ties with #1.\n")
                : fmt::format("\"~\": {} layout{} tie{} with #1 (the difference is within what their step make-up "
@@ -285,6 +331,12 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
   search["gpus"] = r.search.gpus;
   search["global_batch"] = r.search.global_batch;
   search["allow_tp_across_nodes"] = r.search.allow_tp_across_nodes;
+  {
+    ojson stacks = ojson::array();
+    if (r.search.stack.empty()) stacks.push_back(to_string(s.plan.stack));
+    for (Stack st : r.search.stack) stacks.push_back(to_string(st));
+    search["stack"] = stacks;
+  }
   search["top_k"] = r.top_k;
   search["simulated"] = r.simulated;
   search["memory_headroom"] = s.plan.memory_headroom;
@@ -308,13 +360,21 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     j["best_layout"] = layout_string(best.plan);
     j["best_gpus"] = best.gpus();
     j["best_step_time_s"] = f.step_time_s;
-    j["best_step_time_band_s"] = {{"p10", best.step_time_band.p10}, {"p90", best.step_time_band.p90}};
+    const RowBands bands = row_bands(best);
+    j["best_step_time_band_s"] = band_json(best.step_time_band);
     j["ties_with_best"] = r.ties_with_best;
     j["best_tokens_per_s"] = f.tokens_per_s;
+    j["best_tokens_per_s_band"] = band_json(bands.tokens_per_s);
     j["best_mfu"] = f.mfu;
     j["best_goodput"] = f.goodput;
-    if (cols.train) j["best_time_to_train_h"] = f.time_to_train_s / 3600.0;
-    if (cols.cost) j["best_cost"] = f.cost;
+    if (cols.train) {
+      j["best_time_to_train_h"] = f.time_to_train_s / 3600.0;
+      j["best_time_to_train_band_h"] = band_json(bands.time_to_train_s, 3600.0);
+    }
+    if (cols.cost) {
+      j["best_cost"] = f.cost;
+      j["best_cost_band"] = band_json(bands.cost);
+    }
     j["best_layout_by_tokens_per_s"] = layout_string(r.ranked[r.best_by_tokens].plan);
   }
   if (r.scenario_layout) j["plan_layout_rank"] = *r.scenario_layout + 1;
@@ -333,7 +393,7 @@ std::string plan_report_csv(const PlanResult& r) {
   std::string out =
       "rank,layout,gpus,tp,pp,dp,cp,ep,sp,schedule,virtual_stages,microbatch,global_batch,zero,recompute,"
       "simulated,step_time_s,closed_form_step_time_s,tokens_per_s,mfu,memory_bytes,usable_bytes,goodput,"
-      "checkpoint_mode,checkpoint_interval_s,checkpoint_pause_s,restore_s,time_to_train_h,cost,pareto\n";
+      "checkpoint_mode,checkpoint_interval_s,checkpoint_pause_s,restore_s,time_to_train_h,cost,pareto,stack\n";
   std::vector<char> front(r.ranked.size(), 0);
   for (std::size_t i : r.pareto) front[i] = 1;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
@@ -342,14 +402,14 @@ std::string plan_report_csv(const PlanResult& r) {
     const Figures& f = c.figures();
     // The layout string holds commas: quoted (RFC 4180).
     out += fmt::format("{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.0f},{:.0f},"
-                       "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
+                       "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{}\n",
                        i + 1, layout_string(p), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep,
                        p.sequence_parallel ? "true" : "false", schedule_name(p.schedule), p.virtual_stages,
                        p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute),
                        c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu,
                        c.peak_bytes(), c.usable_bytes, f.goodput, to_string(f.checkpoint_mode),
                        f.checkpoint_interval_s, f.checkpoint_pause_s, f.restore_s, f.time_to_train_s / 3600.0,
-                       f.cost, front[i] ? "true" : "false");
+                       f.cost, front[i] ? "true" : "false", to_string(p.stack));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 
 #include "stepcast/models/band.h"
 #include "stepcast/models/json_reader.h"
+#include "stepcast/models/names.h"
 
 namespace {
 
@@ -323,25 +325,55 @@ TEST_F(ValidateTest, TextEntryPointMatchesTheFileOne) {
 
 // The validation residuals the prediction bands use (band.cc) are what `stepcast validate`
 // computes now: log(1 + throughput error) over the compared records, their mean and sample
-// standard deviation. When the model or the records change, this fails and prints the values
-// to put in band.cc (the band must follow the model it describes).
+// standard deviation, pooled and per stack. When the model or the records change, this fails
+// and prints the values to put in band.cc (the band must follow the model it describes).
+struct Residuals {
+  std::vector<double> logs;
+  int n() const { return static_cast<int>(logs.size()); }
+  double mean() const {
+    double m = 0;
+    for (double l : logs) m += l;
+    return logs.empty() ? 0.0 : m / static_cast<double>(logs.size());
+  }
+  double sd() const {
+    if (logs.size() < 2) return 0.0;
+    double ss = 0;
+    for (double l : logs) ss += (l - mean()) * (l - mean());
+    return std::sqrt(ss / static_cast<double>(logs.size() - 1));
+  }
+  std::string want() const { return fmt::format("{{{}, {:.17g}, {:.17g}}}", n(), mean(), sd()); }
+};
+
+void expect_residuals(const stepcast::ValidationResiduals& v, const Residuals& r, const std::string& what) {
+  EXPECT_EQ(v.records, r.n()) << what << ": " << r.want();
+  EXPECT_NEAR(v.mean_log, r.mean(), 1e-12) << what << ": " << r.want();
+  EXPECT_NEAR(v.sd_log, r.sd(), 1e-12) << what << ": " << r.want();
+}
+
 TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  std::vector<double> logs;
+  Residuals pooled;
+  std::array<Residuals, 4> per_stack;
   for (const ValidationRow& r : rep->rows) {
-    if (r.has_throughput_error()) logs.push_back(std::log1p(r.throughput_error()));
+    if (!r.has_throughput_error()) continue;
+    pooled.logs.push_back(std::log1p(r.throughput_error()));
+    per_stack.at(static_cast<std::size_t>(r.stack)).logs.push_back(std::log1p(r.throughput_error()));
   }
-  ASSERT_GE(logs.size(), 2u);
-  double mean = 0;
-  for (double l : logs) mean += l;
-  mean /= static_cast<double>(logs.size());
-  double ss = 0;
-  for (double l : logs) ss += (l - mean) * (l - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(logs.size() - 1));
-  const stepcast::ValidationResiduals& v = stepcast::validation_residuals();
-  const std::string want = fmt::format("ValidationResiduals r{{{}, {:.17g}, {:.17g}}}", logs.size(), mean, sd);
-  EXPECT_EQ(v.records, static_cast<int>(logs.size())) << want;
-  EXPECT_NEAR(v.mean_log, mean, 1e-12) << want;
-  EXPECT_NEAR(v.sd_log, sd, 1e-12) << want;
+  ASSERT_GE(pooled.n(), 2);
+  expect_residuals(stepcast::validation_residuals(), pooled, "pooled");
+  for (stepcast::Stack st : {stepcast::Stack::kMegatronCore, stepcast::Stack::kFsdp2Eager,
+                             stepcast::Stack::kFsdp2Compile, stepcast::Stack::kDeepspeedZero}) {
+    const Residuals& own = per_stack.at(static_cast<std::size_t>(st));
+    const std::string name(stepcast::to_string(st));
+    expect_residuals(stepcast::stack_validation_residuals(st), own, name);
+    // A stack's bands use its own residuals from kMinStackRecords records on, else the pooled.
+    const stepcast::ValidationResiduals& used = stepcast::validation_residuals(st);
+    if (own.n() >= stepcast::kMinStackRecords) {
+      EXPECT_EQ(&used, &stepcast::stack_validation_residuals(st)) << name;
+    } else {
+      EXPECT_EQ(&used, &stepcast::validation_residuals()) << name;
+    }
+  }
+  EXPECT_GE(per_stack[0].n(), stepcast::kMinStackRecords);  // megatron-core has its own
 }

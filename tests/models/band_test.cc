@@ -6,6 +6,7 @@
 
 #include "stepcast/models/band.h"
 #include "stepcast/models/estimate.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
@@ -24,15 +25,33 @@ TEST(Band, StepBandByHand) {
   ASSERT_EQ(u.bubble, 0.10);
   const ValidationResiduals& v = validation_residuals();
   const double sigma = std::sqrt(0.00783125 + v.sd_log * v.sd_log);
-  const Band b = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 0, 0});
+  const Band b = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 0, 0}, v);
   EXPECT_NEAR(b.p10, 10.0 * std::exp(v.mean_log - 1.2815516 * sigma), 1e-6);
   EXPECT_NEAR(b.p90, 10.0 * std::exp(v.mean_log + 1.2815516 * sigma), 1e-6);
   EXPECT_LT(b.p10, b.p90);
   // The input time is the scenario's: it adds to the step, not to the uncertainty.
-  const Band with_input = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 10.0, 0});
+  const Band with_input = step_time_band(StepParts{8.0, 1.5, 0.5, 0, 0, 10.0, 0}, v);
   const double sigma_in = std::sqrt(0.00783125 / 4 + v.sd_log * v.sd_log);  // shares halve
   EXPECT_NEAR(with_input.p90, 20.0 * std::exp(v.mean_log + 1.2815516 * sigma_in), 1e-6);
-  EXPECT_EQ(step_time_band(StepParts{}).p90, 0.0);
+  EXPECT_EQ(step_time_band(StepParts{}, v).p90, 0.0);
+}
+
+TEST(Band, AStackWithFewRecordsUsesThePooledResiduals) {
+  // Hand-made residuals: a stack with no bias and a small spread narrows the band around
+  // the point; the pooled (optimistic) ones move it up.
+  const ValidationResiduals own{12, 0.0, 0.05};
+  const Band b = step_time_band(StepParts{10.0, 0, 0, 0, 0, 0, 0}, own);
+  const double sigma = std::sqrt(0.10 * 0.10 + 0.05 * 0.05);  // compute share 1
+  EXPECT_NEAR(b.p10, 10.0 * std::exp(-1.2815516 * sigma), 1e-6);
+  EXPECT_NEAR(b.p90, 10.0 * std::exp(1.2815516 * sigma), 1e-6);
+  for (Stack st : {Stack::kMegatronCore, Stack::kFsdp2Eager, Stack::kFsdp2Compile, Stack::kDeepspeedZero}) {
+    const ValidationResiduals& used = validation_residuals(st);
+    if (stack_validation_residuals(st).records < kMinStackRecords) {
+      EXPECT_EQ(&used, &validation_residuals()) << to_string(st);
+    } else {
+      EXPECT_EQ(&used, &stack_validation_residuals(st)) << to_string(st);
+    }
+  }
 }
 
 TEST(Band, RateBandIsTheInverseOfTheTimeBand) {
@@ -63,7 +82,8 @@ TEST(Band, EstimateReportsCarryTheBand) {
   const Estimate e = estimate(*s);
   const StepBreakdown& k = e.breakdown;
   const Band b =
-      step_time_band(StepParts{k.compute, k.exposed_comm, k.bubble, k.optimizer, k.wait, k.input, k.host});
+      step_time_band(StepParts{k.compute, k.exposed_comm, k.bubble, k.optimizer, k.wait, k.input, k.host},
+                     validation_residuals(s->plan.stack));
   EXPECT_DOUBLE_EQ(e.step_time_band.p10, b.p10);
   EXPECT_DOUBLE_EQ(e.step_time_band.p90, b.p90);
   EXPECT_LT(e.tokens_per_s_band.p10, e.tokens_per_s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stepcast/models/result.h"
+#include "stepcast/models/specs.h"
 
 namespace stepcast::app {
 
@@ -22,6 +23,7 @@ struct ValidationRow {
   std::string id;
   int gpus = 0;
   std::string layout;                    // "tp8 pp4 dp32 mb1 gbs1792"
+  Stack stack = Stack::kMegatronCore;    // plan.stack, by the record's framework
   std::vector<std::string> assumptions;  // the record-specific rules applied
   std::string scenario_json;             // the scenario built for the record ("" if none)
   bool predicted = false;                // the scenario loaded and was estimated

@@ -4,7 +4,8 @@
 //     bubble, optimizer, straggler wait) has a relative uncertainty set by the status of the
 //     constants that price it (sourced [S]/[V] or not [U]; kPartUncertainty in band.cc);
 //   - the residuals of `stepcast validate` on published runs: their mean log error (how far
-//     measured runs landed from the prediction, on average) and its spread.
+//     measured runs landed from the prediction, on average) and its spread, per software
+//     stack where validate compares enough records of that stack, else over every record.
 // The log of the true step time is taken as normal with mean log(T) + mu (the validation
 // bias) and variance sigma_v^2 + sum_i (share_i * u_i)^2; p10 and p90 are its 10th and 90th
 // percentiles. A band says where published runs of this kind landed around the prediction
@@ -12,6 +13,8 @@
 #pragma once
 
 #include <string_view>
+
+#include "stepcast/models/specs.h"
 
 namespace stepcast {
 
@@ -45,10 +48,18 @@ struct ValidationResiduals {
   double mean_log = 0;  // > 0: measured runs took longer than predicted (optimistic model)
   double sd_log = 0;    // sample standard deviation
 };
+// Over every compared record, whatever its stack (the pooled residuals).
 const ValidationResiduals& validation_residuals();
 
+// A stack's own residuals (its records only) when validate compares at least
+// kMinStackRecords of them, else the pooled ones: with fewer, a mean and a spread say more
+// about the records than about the stack.
+inline constexpr int kMinStackRecords = 5;
+const ValidationResiduals& stack_validation_residuals(Stack stack);  // its records only
+const ValidationResiduals& validation_residuals(Stack stack);        // what its bands use
+
 // The band of a step with these parts: p10 <= p90, both finite and positive for total > 0.
-Band step_time_band(const StepParts& parts);
+Band step_time_band(const StepParts& parts, const ValidationResiduals& residuals);
 
 // The band of a rate inversely proportional to step time (tokens/s, samples/s): `rate` is
 // the point value at `step_time_s`; p10 of the rate comes from p90 of the time.

@@ -44,4 +44,14 @@ double gemm_time_s(const GpuSpec& gpu, Precision precision, double m, double n, 
 // Time to stream `bytes` through HBM (memory-bound kernels).
 double memory_time_s(const GpuSpec& gpu, double bytes);
 
+// E[max of n independent standard normals] (0 for n <= 1), by Blom's plotting position
+// Phi^-1((n - 0.375) / (n + 0.25)); within 0.6 % of the exact integral from n = 10 on
+// (tests/models/compute_test.cc integrates it).
+double expected_max_standard_normal(std::int64_t n);
+
+// The pace of a synchronous job on `cluster` relative to one GPU alone: it waits for its
+// slowest GPU, 1 + gpu_speed_sigma x E[max of world() normals] (docs/model-reference.md
+// section 4.5). Every GPU compute time of layer_cost.h is multiplied by it.
+double job_pace(const ClusterSpec& cluster);
+
 }  // namespace stepcast

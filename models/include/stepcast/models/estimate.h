@@ -84,6 +84,7 @@ struct Estimate {
   ExposedComm exposed;
   MemoryBreakdown memory;               // the worst stage
   int slowest_stage = 0;
+  double pace = 1.0;                    // job_pace(cluster): every GPU compute time x pace (compute.h)
   std::vector<std::string> notes;       // layout remarks (TP across nodes, ...)
 };
 

@@ -37,6 +37,9 @@ struct SearchSpec {
   // layouts with sequence parallelism and tp > 1 take true; the others are listed once,
   // without it.
   std::vector<bool> tp_comm_overlap;
+  // Software stacks (plan.stack, models/data/stacks.json), in enum order; empty: the plan's
+  // own only. Each layout is evaluated under each listed stack.
+  std::vector<Stack> stack;
   bool allow_tp_across_nodes = false;   // else a TP group must sit inside one node
   int top_k = 20;                       // closed-form best re-simulated by the engine (0: none)
   // nullopt: time_to_train when workload.train_tokens > 0, else tokens_per_s.

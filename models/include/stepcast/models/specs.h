@@ -116,6 +116,12 @@ struct ClusterSpec {
   double storage_write_GBps = 50;
   double storage_read_GBps = 100;
   double host_memory_GiB = 2048;
+  // GPU-to-GPU speed spread of a healthy cluster (relative 1-sigma of a GPU's sustained
+  // speed, same SKU): a synchronous job runs at the pace of its slowest GPU (compute.h
+  // job_pace). 0.0148 derives from Sinha et al., SC'22 (arXiv 2208.11035): 8 % average
+  // variation across a cluster's GPUs, outliers excluded, read as the Tukey whisker range
+  // of a normal spread, 2 x 2.698 sigma = 5.40 sigma [D]; docs/model-reference.md section 4.5.
+  double gpu_speed_sigma = 0.0148;
   std::vector<CollectiveFit> collective_fits;  // from a calibration; empty = priors
   std::string source;
 

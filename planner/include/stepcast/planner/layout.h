@@ -13,7 +13,8 @@
 namespace stepcast::planner {
 
 // The searched fields of `plan` in the order above (the world is tp x pp x dp x cp), with
-// ",tpo=true" after sp when plan.tp_comm_overlap is on (absent when off).
+// ",tpo=true" after sp when plan.tp_comm_overlap is on (absent when off), and
+// ",stack=NAME" at the end when plan.stack is not the default megatron-core.
 std::string layout_string(const Plan& plan);
 
 // "gpipe", "1f1b", "interleaved"; "none", "selective", "full".
@@ -30,7 +31,7 @@ struct ParsedLayout {
 
 // Parses "key=value" pairs separated by commas, on top of `base`. Keys: tp, pp, dp, cp, ep,
 // sp (true/false/1/0), tpo (or tp_comm_overlap; true/false/1/0), schedule, v (or virtual_stages), mb (or microbatch), gb (or
-// global_batch), zero, recompute, gpus. "v=N" with N >= 2 and no schedule named implies
+// global_batch), zero, recompute, stack, gpus. "v=N" with N >= 2 and no schedule named implies
 // "interleaved". Errors quote the whole string and name the key, e.g.
 // `"tp=8,pq=4": unknown key "pq"; did you mean "pp"?`.
 Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base);

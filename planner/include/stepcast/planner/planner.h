@@ -102,7 +102,7 @@ struct Candidate {
 double objective_value(Objective objective, const Figures& figures);
 
 // Total order of the ranking: the objective value, then (ascending) GPUs, global batch,
-// cp, tp, pp, ep, schedule, virtual stages, microbatch, sp, zero, recompute — equal values
+// cp, tp, pp, ep, schedule, virtual stages, microbatch, sp, tpo, zero, recompute, stack — equal values
 // go to the simpler layout, and two different layouts never tie.
 bool ranks_before(Objective objective, const Candidate& a, const Candidate& b);
 
