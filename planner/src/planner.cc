@@ -14,6 +14,7 @@
 
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/models/collectives.h"
+#include "stepcast/models/compute.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/program.h"
 #include "stepcast/planner/goodput.h"
@@ -836,8 +837,18 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   for (const auto& [t, name] : parts) {
     if (t > 0.005 * step) overheads += fmt::format("{}{} {}", overheads.empty() ? "" : ", ", name, pct(t, step));
   }
-  out.push_back(fmt::format("step {:.3f} s (closed form): compute {}{}{}", step, pct(b.compute, step),
-                            overheads.empty() ? "" : "; ", overheads));
+  std::string first = fmt::format("step {:.3f} s (closed form): compute {}{}{}", step, pct(b.compute, step),
+                                  overheads.empty() ? "" : "; ", overheads);
+  // What waiting for the slowest GPU costs (docs/model-reference.md section 4.5): this
+  // step against the same layout on GPUs that all run at one speed.
+  for (const World& w : x.worlds) {
+    if (w.gpus != c.gpus() || !(job_pace(w.cluster) > 1.0)) continue;
+    ClusterSpec even = w.cluster;
+    even.gpu_speed_sigma = 0;
+    const double t0 = estimate(x.s.model, even, c.plan, x.s.workload).step_time_s;
+    first += fmt::format("; {} of it waiting for the slowest of {} GPUs", pct(step - t0, step), c.gpus());
+  }
+  out.push_back(first);
   if (parts.front().first > 0.005 * step) {
     out.push_back(fmt::format("largest overhead: {} ({} of the step)", parts.front().second,
                               pct(parts.front().first, step)));

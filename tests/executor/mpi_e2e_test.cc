@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -126,10 +127,12 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   // better than the fitted plan itself is reproduced (CI saw -9% on a fitted run and
   // -14.6% held out on a loaded 2-core machine; an idle 4-core machine stays under 10%).
   double held_measured = 0, held_predicted = 0, fit_residual = 0;
+  std::vector<double> after_errors, before_errors;
   for (int i = 0; i < 4; ++i) {
     const auto& step = report.at("runs")[static_cast<std::size_t>(i)].at("step");
     const double after = std::abs(step.at("error_after").get<double>());
-    EXPECT_LT(after, std::abs(step.at("error_before").get<double>())) << i;
+    after_errors.push_back(after);
+    before_errors.push_back(std::abs(step.at("error_before").get<double>()));
     if (i < 2) {
       fit_residual = std::max(fit_residual, after);
     } else {
@@ -139,6 +142,12 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   }
   const double bound = std::min(0.25, std::max(0.10, 2 * fit_residual));
   EXPECT_LT(std::abs(held_predicted / held_measured - 1), bound) << "fit residual " << fit_residual << "\n" << out;
+  // Each run's error falls with the calibration, unless the prior already landed within
+  // the machine's floor (the same bound): a run the priors happened to predict within it
+  // cannot be required to improve on noise.
+  for (std::size_t i = 0; i < after_errors.size(); ++i) {
+    EXPECT_LT(after_errors[i], std::max(before_errors[i], bound)) << i << "\n" << out;
+  }
   // The calibration file is a stepcast calibration with a fitted GEMM efficiency.
   const auto cal = read_json(dir() + "/cal.json");
   EXPECT_EQ(cal.at("kind"), "stepcast-calibration");

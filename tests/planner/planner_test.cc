@@ -642,6 +642,14 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
   EXPECT_LT(*on->rank * 3, *off->rank);
   EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.9% of the step)");
   EXPECT_NE(on->limits[0].find("exposed TP communication 3.7%"), std::string::npos) << on->limits[0];
+  // The slowest of the 64 GPUs, as the step against the same layout at one speed.
+  ClusterSpec even = s.cluster;
+  even.gpu_speed_sigma = 0;
+  const double t0 = estimate(s.model, even, on->plan, s.workload).step_time_s;
+  const double t = estimate(s.model, s.cluster, on->plan, s.workload).step_time_s;
+  EXPECT_NE(on->limits[0].find(fmt::format("; {:.1f}% of it waiting for the slowest of 64 GPUs", 100 * (t - t0) / t)),
+            std::string::npos)
+      << on->limits[0];
   // Without sp there is nothing to overlap: the loader's rule, whole.
   auto bad = explain_layout(s, r, "tp=8,pp=4,sp=false,tpo=true,zero=1");
   ASSERT_TRUE(bad.ok());
