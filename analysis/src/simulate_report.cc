@@ -78,6 +78,8 @@ nlohmann::ordered_json simulate_report_value(const Scenario& s, const Program& p
                        {"usable", whole(mem.usable)}};
   j["memory_rank"] = pk.rank;
   j["fits"] = pk.peak_bytes <= mem.usable;
+  // Every GPU time runs at the pace of the job's slowest GPU (docs/model-reference.md 4.5).
+  if (const double pace = job_pace(s.cluster); pace > 1.0) j["gpu_pace"] = pace;
   j["seed"] = s.seed;
   j["network"] = s.network;
   if (full) {
@@ -117,6 +119,10 @@ std::string simulate_report_text(const Scenario& s, const Program& program, cons
     line(fmt::format("  {:<18}{:>12.4f} s  {:5.1f}%", name, t, 100 * t / sum.step_time_s));
   };
   part("compute", c.compute);
+  if (const double pace = job_pace(s.cluster); pace > 1.0) {
+    line(fmt::format("    (every GPU time x {:.4f}: the pace of the slowest of {} GPUs, docs/model-reference.md 4.5)",
+                     pace, s.cluster.world()));
+  }
   part("exposed comm", c.exposed_comm());
   if (c.tp > 0) part("  tp", c.tp);
   if (c.dp > 0) part("  dp", c.dp);

@@ -197,6 +197,17 @@ TEST_F(Cli, EstimatePrintsTheTextReport) {
   EXPECT_EQ(r.out.rfind("stepcast estimate: llama3-70b, 64 x H100\n", 0), 0u) << r.out;
 }
 
+// simulate names the pace of the job's slowest GPU (docs/model-reference.md 4.5): 64 GPUs
+// at the default spread, 1 + 0.0148 x E[max of 64 normals] (Blom: Phi^-1(63.625/64.25) = 2.3367).
+TEST_F(Cli, SimulateNamesThePaceOfTheSlowestGpu) {
+  const Outcome r = run({"simulate", kShipped, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j.at("gpu_pace").get<double>(), 1 + 0.0148 * 2.3367, 0.0148 * 0.0001);
+  const Outcome t = run({"simulate", kShipped});
+  EXPECT_NE(t.out.find("the pace of the slowest of 64 GPUs"), std::string::npos) << t.out;
+}
+
 TEST_F(Cli, EstimateJsonHasTheReportFieldsOfInterfacesMd) {
   const Outcome r = run({"estimate", kShipped, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
