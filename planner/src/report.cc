@@ -85,6 +85,18 @@ Columns columns_of(const Scenario& s, const PlanResult& r) {
   return c;
 }
 
+// The time to train and cost of one row with their bands, keys prefixed ("" or "best_").
+void train_cost_json(ojson& j, const std::string& prefix, const Figures& f, const RowBands& bands, const Columns& c) {
+  if (c.train) {
+    j[prefix + "time_to_train_h"] = f.time_to_train_s / 3600.0;
+    j[prefix + "time_to_train_band_h"] = band_json(bands.time_to_train_s, 3600.0);
+  }
+  if (c.cost) {
+    j[prefix + "cost"] = f.cost;
+    j[prefix + "cost_band"] = band_json(bands.cost);
+  }
+}
+
 std::string table_header(const Columns& c) {
   std::string h = fmt::format(" {:>5}  {:>6} {:>3} {:>3} {:>4} {:>3} {:>3} {:>3}  {:<14} {:>3} {:>6} {:>4}  {:<9}  {:>8} {:>8}  {:>10} {:>6}  {:>11} {:>6}",
                               "rank", "GPUs", "tp", "pp", "dp", "cp", "ep", "sp", "schedule", "mb", "gb", "zero",
@@ -143,14 +155,7 @@ ojson row_json(std::size_t rank, const Candidate& x, const Columns& c) {
     j["checkpoint_bytes"] = x.checkpoint_bytes;
     j["restore_s"] = f.restore_s;
   }
-  if (c.train) {
-    j["time_to_train_h"] = f.time_to_train_s / 3600.0;
-    j["time_to_train_band_h"] = band_json(bands.time_to_train_s, 3600.0);
-  }
-  if (c.cost) {
-    j["cost"] = f.cost;
-    j["cost_band"] = band_json(bands.cost);
-  }
+  train_cost_json(j, "", f, bands, c);
   return j;
 }
 
@@ -367,14 +372,7 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     j["best_tokens_per_s_band"] = band_json(bands.tokens_per_s);
     j["best_mfu"] = f.mfu;
     j["best_goodput"] = f.goodput;
-    if (cols.train) {
-      j["best_time_to_train_h"] = f.time_to_train_s / 3600.0;
-      j["best_time_to_train_band_h"] = band_json(bands.time_to_train_s, 3600.0);
-    }
-    if (cols.cost) {
-      j["best_cost"] = f.cost;
-      j["best_cost_band"] = band_json(bands.cost);
-    }
+    train_cost_json(j, "best_", f, bands, cols);
     j["best_layout_by_tokens_per_s"] = layout_string(r.ranked[r.best_by_tokens].plan);
   }
   if (r.scenario_layout) j["plan_layout_rank"] = *r.scenario_layout + 1;
