@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -155,7 +156,7 @@ void read_model(ObjectReader& f, Record& r) {
 }
 
 void read_hardware(ObjectReader& f, Record& r) {
-  f.ignore({"interconnect"});
+  if (auto text = f.string("interconnect")) r.interconnect = *text;
   auto gpu = f.required_string("gpu");
   r.gpu = gpu.value_or("");
   r.gpus = positive(f, "gpus_total", true).value_or(0);
@@ -298,6 +299,33 @@ void read_measured(ObjectReader& f, Record& r) {
                                         acc ? "not recognised" : "not stated"));
   }
   f.finish();
+}
+
+// The scale-out NICs of a record's nodes (docs/validation.md "How a record becomes a
+// scenario"), where its interconnect description states them: "8x 200 Gb/s HDR",
+// "4x Omni-Path 100 Gb/s links", "eight 200G NICs per server", "400 Gb/s per GPU".
+struct Nics {
+  int per_node = 0;
+  double gbps = 0;
+};
+
+std::optional<Nics> nics_of(const std::string& text, std::int64_t gpus_per_node) {
+  std::smatch m;
+  if (std::regex_search(text, m,
+                        std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2}(\d{1,6}(?:\.\d{1,3})?)\s*Gb/?s)", std::regex::icase))) {
+    return Nics{std::stoi(m[1].str()), std::stod(m[2].str())};
+  }
+  static const std::pair<const char*, int> kWords[] = {{"one", 1}, {"two", 2}, {"four", 4}, {"eight", 8}, {"sixteen", 16}};
+  if (std::regex_search(text, m, std::regex(R"(\b(one|two|four|eight|sixteen)\s+(\d{1,6})\s*G\b)", std::regex::icase))) {
+    const std::string word = lower(m[1].str());
+    for (const auto& [name, n] : kWords) {
+      if (word == name) return Nics{n, std::stod(m[2].str())};
+    }
+  }
+  if (std::regex_search(text, m, std::regex(R"(\b(\d{1,6}(?:\.\d{1,3})?)\s*Gb/?s\s+per\s+GPU)", std::regex::icase))) {
+    return Nics{static_cast<int>(gpus_per_node), std::stod(m[1].str())};
+  }
+  return std::nullopt;
 }
 
 // The software stack of a record (docs/validation.md "Software stack"): read from the
@@ -520,6 +548,16 @@ ScenarioBuild build_scenario(Record& r) {
   sc["model"] = std::move(model);
   sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
   if (gpu.size() > 1) sc["cluster"]["gpu"] = std::move(gpu);
+  // NICs per node and their speed, where the interconnect description states them.
+  if (const auto nics = nics_of(r.interconnect, r.gpus_per_node); nics && nics->per_node >= 1 && nics->per_node <= 1024 && nics->gbps >= 0.1) {
+    const ClusterSpec& pc = builtin_presets().clusters.at(preset.cluster);
+    if (nics->per_node != pc.nics_per_node || nics->gbps != pc.nic_Gbps) {
+      sc["cluster"]["inter_node"] = {{"nic_Gbps", nics->gbps}, {"nics_per_node", nics->per_node}};
+      r.assumptions.push_back(fmt::format("interconnect {}: {} x {} Gb/s NICs per node (preset {}: {} x {} Gb/s)",
+                                          quote(r.interconnect), nics->per_node, nics->gbps, preset.cluster,
+                                          pc.nics_per_node, pc.nic_Gbps));
+    }
+  }
   ordered_json plan = {{"tp", r.tp}, {"pp", r.pp}};
   if (r.dp) plan["dp"] = *r.dp;
   plan["cp"] = r.cp;
@@ -572,7 +610,9 @@ std::vector<std::string> common_assumptions() {
       "Mistral: Llama architecture",
       "cluster: DGX-class preset of the record's GPU (A100 -> dgx-a100: 8 x A100-SXM4-80GB, NVLink 3 at 300 GB/s "
       "per direction, 8 x 200 Gb/s NICs per node; H100 -> dgx-h100), nodes = GPUs / 8; HBM capacity and "
-      "bandwidth stated in the GPU description replace the preset's; the interconnect description is not read",
+      "bandwidth stated in the GPU description replace the preset's; so do the NICs per node and their speed where the "
+      "interconnect description states them (\"8x 200 Gb/s\", \"4x Omni-Path 100 Gb/s\", \"eight 200G NICs\", \"400 Gb/s "
+      "per GPU\"); the rest of it is not read",
       "plan fields the record does not state keep stepcast's defaults: fp32 gradients, overlapped gradient "
       "reduction (25 MiB buckets), 5% memory headroom",
       "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed) unless the record names "

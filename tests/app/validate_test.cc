@@ -155,6 +155,43 @@ TEST_F(ValidateTest, DescriptionsMapByDocumentedRules) {
   EXPECT_EQ(rep->memory_compared, 1);
 }
 
+// hardware.interconnect: NICs per node and their speed replace the preset's where the text
+// states them (docs/validation.md); anything else keeps the preset (dgx-a100: 8 x 200 Gb/s).
+TEST_F(ValidateTest, InterconnectDescriptionsSetTheNics) {
+  struct Case {
+    const char* text;
+    json inter_node;  // null: the preset's
+  };
+  const Case cases[] = {
+      {"Jean Zay: 8x A100-80GB per node, NVLink (4 inter-GPU links), 4x Omni-Path 100 Gb/s links per node",
+       {{"nic_Gbps", 100.0}, {"nics_per_node", 4}}},
+      {"DGX A100 nodes, 8x 200 Gb/s HDR InfiniBand HCAs per node (+2 for storage)", nullptr},
+      {"eight 200G NICs per server wired multi-rail", nullptr},
+      {"two 100G NICs per server", {{"nic_Gbps", 100.0}, {"nics_per_node", 2}}},
+      {"backend RDMA 400 Gb/s per GPU", {{"nic_Gbps", 400.0}, {"nics_per_node", 8}}},
+      {"DGX (NIC configuration not stated on page)", nullptr},
+      {"12345x 100 Gb/s", nullptr},  // no count of five digits: not read
+  };
+  for (const Case& c : cases) {
+    json patch = json::object();
+    patch["hardware"]["interconnect"] = c.text;
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    ASSERT_TRUE(rep.ok()) << rep.error().message;
+    const ValidationRow& row = rep->rows[0];
+    ASSERT_TRUE(row.predicted) << c.text << ": " << row.reason;
+    const json sc = json::parse(row.scenario_json);
+    if (c.inter_node.is_null()) {
+      EXPECT_FALSE(sc["cluster"].contains("inter_node")) << c.text;
+    } else {
+      EXPECT_EQ(sc["cluster"]["inter_node"], c.inter_node) << c.text;
+      const bool said = std::any_of(row.assumptions.begin(), row.assumptions.end(), [](const std::string& a) {
+        return a.rfind("interconnect ", 0) == 0 && a.find("NICs per node (preset dgx-a100: 8 x 200 Gb/s)") != std::string::npos;
+      });
+      EXPECT_TRUE(said) << c.text;
+    }
+  }
+}
+
 TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   const std::string moe = record(json::parse(R"j({"id": "moe", "model": {"moe": "128 experts, top-8"},
       "layout": {"ep": 2}})j"));
