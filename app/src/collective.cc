@@ -23,7 +23,7 @@ constexpr std::int64_t kSweepStartBytes = 8;  // nccl-tests' usual -b 8
 
 // The band's input ranges (docs/model-reference.md "5.6 Band"). The latencies of every
 // cluster preset are unverified priors ("source" of models/data/clusters.json): 0.5x to 2x.
-// intra_efficiency 0.82 is [S] (~370 of 450 GB/s busbw on 8xH100, docs/reference/cost-models.md section 5.4): +-0.05.
+// intra_efficiency 0.82 is [S] (~370 of 450 GB/s busbw on 8xH100, docs/cost-model-sources.md section 5.4): +-0.05.
 // inter_efficiency 0.9 has no source [U]: +-0.10. Efficiencies stay within (0, 1].
 constexpr double kAlphaLow = 0.5, kAlphaHigh = 2.0;
 constexpr double kIntraSpread = 0.05, kInterSpread = 0.10;
@@ -292,7 +292,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
   if (q.kind == CollKind::kAllReduce && !r.band.calibrated) {
     r.notes.push_back(
         "In-network reduction (NVLS, SHARP) is not modelled: NCCL may report a higher all_reduce busbw on NVSwitch "
-        "and SHARP fabrics (docs/reference/cost-models.md 5.4).");
+        "and SHARP fabrics (docs/cost-model-sources.md 5.4).");
   }
   if (r.band.calibrated) {
     r.notes.push_back("A calibration's fit (alpha + beta x bus bytes) priced this collective: no per-algorithm "

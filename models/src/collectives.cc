@@ -85,7 +85,7 @@ double ring_time(CollKind kind, const GroupShape& g, const Links& l, double S) {
 
 double tree_time(const GroupShape& g, const Links& l, double S) {
   // NCCL double binary tree all-reduce: latency grows with log2(nodes), intra-node chain;
-  // bandwidth term ~ 2S/B (docs/reference/cost-models.md section 5.1).
+  // bandwidth term ~ 2S/B (docs/cost-model-sources.md section 5.1).
   const double bw = g.nodes == 1 ? l.nv : std::min(l.nv, l.net * g.ranks_per_node);
   const double lat = 2.0 * (std::ceil(std::log2(std::max(g.nodes, 1))) * l.a_net +
                             (g.ranks_per_node - 1) * l.a_nv);

@@ -52,7 +52,7 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   if (p.recompute == Recompute::kFull) {
     return kActBytes * T * h / (sp ? t : 1.0);  // only the layer input is kept
   }
-  // Per token, bytes (docs/reference/cost-models.md section 2.2, generalised Korthikanti counting):
+  // Per token, bytes (docs/cost-model-sources.md section 2.2, generalised Korthikanti counting):
   // not split by TP without SP: two norm inputs 4h, QKV input 2h, FFN input 2h, two
   // dropout masks (1 byte) 2h.
   const double replicated = (4 + 2 + 2 + 2 * drop) * h;
@@ -249,6 +249,14 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
 }
 
 }  // namespace
+
+double slowest_gpu_cost_s(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
+                          double step_time_s) {
+  if (!(job_pace(c) > 1.0)) return 0.0;
+  ClusterSpec even = c;
+  even.gpu_speed_sigma = 0;
+  return step_time_s - estimate(m, even, p, w).step_time_s;
+}
 
 StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                        int stage) {

@@ -81,7 +81,7 @@ bool CheckpointSpec::saves(StatePart part) const {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kWeightBytes = 2;  // bf16 weights, as stage_memory (docs/reference/cost-models.md 2.1)
+constexpr double kWeightBytes = 2;  // bf16 weights, as stage_memory (docs/cost-model-sources.md 2.1)
 // The small parts, bytes [U] (orders of magnitude of what PyTorch / Megatron pickle; they
 // are < 1e-6 of a model checkpoint and only matter when the model is not saved):
 constexpr double kLrSchedulerBytes = 1024;       // a few scalars (step, base lrs), once
@@ -110,7 +110,7 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
   const double rng = spec.saves(StatePart::kRng) ? kRngBytesPerRank : 0.0;
   const double sampler = spec.saves(StatePart::kDataSampler) ? kSamplerBytesPerDpRank : 0.0;
   // fp32 master weights + Adam's two moments, 12 B/param (SGD: master + momentum, 8), as
-  // stage_memory counts them (docs/reference/cost-models.md 2.1).
+  // stage_memory counts them (docs/cost-model-sources.md 2.1).
   const double optimizer_bytes = p.optimizer == Optimizer::kAdam ? 12.0 : 8.0;
 
   for (int s = 0; s < p.pp; ++s) {

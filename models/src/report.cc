@@ -145,14 +145,11 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
   if (p.stack != Stack::kMegatronCore || e.breakdown.host > 0) j["breakdown_s"]["host"] = e.breakdown.host;
   if (e.pace > 1.0) {
-    // What waiting for the slowest GPU costs: this step against the same one at pace 1.
-    Scenario even = s;
-    even.cluster.gpu_speed_sigma = 0;
     j["slowest_gpu"] = {{"gpu_speed_sigma", s.cluster.gpu_speed_sigma},
                         {"gpus", e.world},
                         {"expected_max_z", expected_max_standard_normal(e.world)},
                         {"pace", e.pace},
-                        {"step_s", e.step_time_s - estimate(even).step_time_s}};
+                        {"step_s", slowest_gpu_cost_s(s.model, s.cluster, s.plan, s.workload, e.step_time_s)}};
   }
   j["seed"] = s.seed;
   j["network"] = s.network;
@@ -223,10 +220,8 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   if (e.breakdown.input > 0) part("input", e.breakdown.input);
   if (e.breakdown.host > 0) part("host (launch-bound)", e.breakdown.host);
   if (e.pace > 1.0) {
-    Scenario even = s;
-    even.cluster.gpu_speed_sigma = 0;
     line(fmt::format("  of which the slowest of {} GPUs {} (every GPU time x {:.4f}: spread {:.2f}% x E[max] {:.2f};",
-                     e.world, seconds(e.step_time_s - estimate(even).step_time_s), e.pace,
+                     e.world, seconds(slowest_gpu_cost_s(s.model, s.cluster, s.plan, s.workload, e.step_time_s)), e.pace,
                      100 * s.cluster.gpu_speed_sigma, expected_max_standard_normal(e.world)));
     line("   docs/model-reference.md section 4.5)");
   }

@@ -25,7 +25,7 @@ void set(T& field, const std::optional<U>& v) {
 // Each size is bounded on its own, but their products are not: 100000 layers of
 // h = 10^7 would be 10^20 parameters, past int64 in count_params. The loader rejects
 // models above kMaxParams (1000 x the largest model trained so far), checked in double
-// with every term of docs/reference/cost-models.md section 1.1 taken at its largest (dense and MoE FFN,
+// with every term of docs/cost-model-sources.md section 1.1 taken at its largest (dense and MoE FFN,
 // and MHA and MLA projections, all at once), so the bound is above the exact count.
 constexpr double kMaxParams = 1e15;
 double params_upper_bound(const ModelSpec& m) {

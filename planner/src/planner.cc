@@ -843,10 +843,8 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   // step against the same layout on GPUs that all run at one speed.
   for (const World& w : x.worlds) {
     if (w.gpus != c.gpus() || !(job_pace(w.cluster) > 1.0)) continue;
-    ClusterSpec even = w.cluster;
-    even.gpu_speed_sigma = 0;
-    const double t0 = estimate(x.s.model, even, c.plan, x.s.workload).step_time_s;
-    first += fmt::format("; {} of it waiting for the slowest of {} GPUs", pct(step - t0, step), c.gpus());
+    const double slowest = slowest_gpu_cost_s(x.s.model, w.cluster, c.plan, x.s.workload, step);
+    first += fmt::format("; {} of it waiting for the slowest of {} GPUs", pct(slowest, step), c.gpus());
   }
   out.push_back(first);
   if (parts.front().first > 0.005 * step) {

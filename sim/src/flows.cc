@@ -86,7 +86,7 @@ FlowPlan plan_flows(const ClusterSpec& c, CollKind kind, std::span<const int> ra
       break;
     }
     default: {  // ring (and tree, priced as the ring's bandwidth with the tree's latency)
-      // NCCL's double binary tree moves about 2S per rank (docs/reference/cost-models.md section 5.1):
+      // NCCL's double binary tree moves about 2S per rank (docs/cost-model-sources.md section 5.1):
       // the ring's flows carry that volume so the bandwidth terms agree.
       const double volume = kind == CollKind::kBroadcast      ? S
                             : plan.algo == CollAlgo::kTree     ? 2 * S

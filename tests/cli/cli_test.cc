@@ -159,7 +159,7 @@ TEST_F(Cli, PresetsJsonIsValidJsonWithTheModels) {
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_EQ(j.at("format"), 1);
   ASSERT_TRUE(j.at("models").contains("llama3-70b"));
-  // docs/reference/cost-models.md section 1.6: 70,553,706,496.
+  // docs/cost-model-sources.md section 1.6: 70,553,706,496.
   EXPECT_EQ(j["models"]["llama3-70b"]["params_total"], 70'553'706'496);
   EXPECT_EQ(j["clusters"]["dgx-h100"]["gpus_per_node"], 8);
 }
@@ -233,7 +233,7 @@ TEST_F(Cli, EstimateJsonHasTheReportFieldsOfInterfacesMd) {
   EXPECT_EQ(j["scenario"], "llama3-70b, 64 x H100");
   // 8 nodes x 8 GPUs; tp 8 x pp 4 x dp 2.
   EXPECT_EQ(j["world"], 64);
-  // docs/reference/cost-models.md section 1.6.
+  // docs/cost-model-sources.md section 1.6.
   EXPECT_EQ(j["params_total"], 70'553'706'496);
   // global_batch 64 x seq_len 8192.
   EXPECT_EQ(j["tokens_per_step"], 524'288);

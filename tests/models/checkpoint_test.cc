@@ -76,7 +76,7 @@ TEST(FailurePresets, OptCloudIsTwoNodeLossesPerDayOn124Nodes) {
 
 // ---------------------------------------------------------------------------------------
 // Interval formulas. Oracle: Daly (2006) section 5 examples (delta = 5 min; M = 24 h, 6 h,
-// 15 min -> 117, 57, 9.1 min; docs/reference/cost-models.md section 8) and hand arithmetic.
+// 15 min -> 117, 57, 9.1 min; docs/cost-model-sources.md section 8) and hand arithmetic.
 
 TEST(IntervalFormulas, DalyReproducesThePapersExamples) {
   EXPECT_NEAR(daly_interval_s(300, 24 * 3600) / 60, 117, 0.5);
@@ -87,7 +87,7 @@ TEST(IntervalFormulas, DalyReproducesThePapersExamples) {
 }
 
 TEST(IntervalFormulas, YoungIsSqrtTwoDeltaM) {
-  // docs/reference/cost-models.md worked example: M = 3.1 h, delta = 60 s -> 1156 s... sqrt(2 x 60 x 11160).
+  // docs/cost-model-sources.md worked example: M = 3.1 h, delta = 60 s -> 1156 s... sqrt(2 x 60 x 11160).
   EXPECT_NEAR(young_interval_s(60, 3.1 * 3600), std::sqrt(2.0 * 60 * 11160), 1e-9);
   EXPECT_NEAR(young_interval_s(60, 3.1 * 3600), 1157.2, 0.1);
 }

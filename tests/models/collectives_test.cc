@@ -1,4 +1,4 @@
-// Alpha-beta collective costs (docs/reference/cost-models.md section 5), computed by hand on a cluster
+// Alpha-beta collective costs (docs/cost-model-sources.md section 5), computed by hand on a cluster
 // object whose every figure the test sets.
 #include "stepcast/models/collectives.h"
 

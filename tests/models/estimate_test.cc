@@ -1,4 +1,4 @@
-// The closed-form step model: pipeline bubbles (docs/reference/cost-models.md section 3), the step-time
+// The closed-form step model: pipeline bubbles (docs/cost-model-sources.md section 3), the step-time
 // breakdown, MFU (section 7) and the shipped Llama-3-70B scenario as a sanity check.
 #include "stepcast/models/estimate.h"
 

@@ -1,4 +1,4 @@
-// Model FLOPs per token (docs/reference/cost-models.md sections 1.3, 1.4, 1.6) and the roofline
+// Model FLOPs per token (docs/cost-model-sources.md sections 1.3, 1.4, 1.6) and the roofline
 // compute-time model (section 6).
 #include "stepcast/models/compute.h"
 

@@ -1,4 +1,4 @@
-// Memory per rank: model states by ZeRO stage (docs/reference/cost-models.md section 2.1), activations
+// Memory per rank: model states by ZeRO stage (docs/cost-model-sources.md section 2.1), activations
 // per layer against Korthikanti et al. 2022 (section 2.2) and in-flight microbatches per
 // pipeline schedule (sections 2.2 and 3).
 #include <gtest/gtest.h>

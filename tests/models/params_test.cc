@@ -1,5 +1,5 @@
 // Parameter counts, pipeline layer split and per-rank parameters, against the hand
-// derivations of docs/reference/cost-models.md sections 1.1, 1.2, 1.6 and 2.1.
+// derivations of docs/cost-model-sources.md sections 1.1, 1.2, 1.6 and 2.1.
 #include "stepcast/models/params.h"
 
 #include <gtest/gtest.h>

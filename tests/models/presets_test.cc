@@ -1,6 +1,6 @@
 // The built-in presets (models/data/*.json, embedded at build time). Oracles: the
 // parameter totals recorded in reference/presets.json (`params_total`, derived with the
-// formulas of docs/reference/cost-models.md section 1), the reference's list of models and GPUs, and the
+// formulas of docs/cost-model-sources.md section 1), the reference's list of models and GPUs, and the
 // vendor datasheets quoted in clusters.json (8 GPUs per DGX node).
 #include "stepcast/models/presets.h"
 

@@ -1,6 +1,6 @@
 // The event engine (sim/engine.h) on Programs from lower() and on hand-built ones. Oracles:
 // hand sums of op durations (exact nanoseconds), the pipeline-bubble formulas of
-// docs/reference/cost-models.md section 3, collective_cost() for an exposed all-reduce, the static memory
+// docs/cost-model-sources.md section 3, collective_cost() for an exposed all-reduce, the static memory
 // model stage_memory(), the closed form estimate() (differential, within 5 %), and the
 // engine itself under the other mode (representative vs full) and a rerun (determinism).
 #include "stepcast/sim/engine.h"

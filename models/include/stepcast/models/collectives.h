@@ -1,4 +1,4 @@
-// Alpha-beta collective costs (docs/reference/cost-models.md section 5; docs/model-reference.md
+// Alpha-beta collective costs (docs/cost-model-sources.md section 5; docs/model-reference.md
 // "Collectives"). Sizes follow nccl-tests: `bytes` is the whole buffer of the
 // operation -- count*sizeof(type) for all-reduce, broadcast and send/recv, and
 // count*sizeof(type)*n (the gathered / scattered buffer) for all-gather,

@@ -1,4 +1,4 @@
-// FLOPs (docs/reference/cost-models.md sections 1.3-1.5) and the roofline compute-time model with
+// FLOPs (docs/cost-model-sources.md sections 1.3-1.5) and the roofline compute-time model with
 // achieved efficiency (section 6; docs/model-reference.md "FLOPs" and "Compute time").
 #pragma once
 

@@ -14,7 +14,7 @@
 
 namespace stepcast {
 
-// Peak memory of one rank, bytes (docs/reference/cost-models.md section 2).
+// Peak memory of one rank, bytes (docs/cost-model-sources.md section 2).
 struct MemoryBreakdown {
   double params = 0;
   double grads = 0;
@@ -94,5 +94,12 @@ Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Plan
 inline Estimate estimate(const Scenario& s) {
   return estimate(s.model, s.cluster, s.plan, s.workload);
 }
+
+// What waiting for the job's slowest GPU costs (docs/model-reference.md section 4.5):
+// `step_time_s` (the estimate on `cluster`) less the step on GPUs that all run at one
+// speed (gpu_speed_sigma 0). 0 when the cluster has no spread. For reports, not the
+// planner's search: it runs the closed form once more.
+double slowest_gpu_cost_s(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                          const Workload& workload, double step_time_s);
 
 }  // namespace stepcast

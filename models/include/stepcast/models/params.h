@@ -1,4 +1,4 @@
-// Parameter counts (docs/reference/cost-models.md section 1.1-1.2; docs/model-reference.md "Parameters").
+// Parameter counts (docs/cost-model-sources.md section 1.1-1.2; docs/model-reference.md "Parameters").
 #pragma once
 
 #include <cstdint>

@@ -163,7 +163,7 @@ CheckpointCost checkpoint_cost(const ModelSpec& model, const ClusterSpec& cluste
                                const Workload& workload, const CheckpointSpec& spec);
 
 // ---------------------------------------------------------------------------------------
-// Interval formulas (docs/reference/cost-models.md section 8). delta = checkpoint pause, M = job MTBF,
+// Interval formulas (docs/cost-model-sources.md section 8). delta = checkpoint pause, M = job MTBF,
 // R = restart time, tau = compute between checkpoints, T_s = failure-free compute; all in
 // seconds. REQUIRES: delta > 0, M > 0.
 

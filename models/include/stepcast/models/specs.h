@@ -23,7 +23,7 @@ struct MoeSpec {
   bool router_bias = false;            // per-expert score bias (DeepSeek-V3)
 };
 
-// Multi-head latent attention (DeepSeek-V2/V3), docs/reference/cost-models.md section 1.1.
+// Multi-head latent attention (DeepSeek-V2/V3), docs/cost-model-sources.md section 1.1.
 struct MlaSpec {
   std::int64_t q_lora_rank = 0;  // 0: the q path is one h x a(d_n+d_r) matrix
   std::int64_t kv_lora_rank = 0;
@@ -74,7 +74,7 @@ struct GpuSpec {
   double scaleup_bandwidth_per_direction_GBps = 0;
   int scaleup_domain_gpus = 0;
   double nic_Gbps_per_gpu = 0;
-  // Achieved-efficiency model (docs/reference/cost-models.md section 6); see compute.h.
+  // Achieved-efficiency model (docs/cost-model-sources.md section 6); see compute.h.
   double gemm_efficiency = 0;          // 0 = derive from mamf/peak
   double attention_efficiency = 0.6;   // FlashAttention-class kernels, fwd+bwd
   double hbm_efficiency = 0.8;         // memory-bound kernels

@@ -1,7 +1,7 @@
 // The planner's closed-form goodput of one layout (docs/planner.md "Goodput model"):
 // the job's failure rate on the layout's cluster, the layout's own checkpoint cost
 // (models/reliability.h: pause, background write, restore), Daly's interval for that cost
-// in whole steps, and Daly's expected wall time (Daly 2006, FGCS 22(3); docs/reference/cost-models.md
+// in whole steps, and Daly's expected wall time (Daly 2006, FGCS 22(3); docs/cost-model-sources.md
 // section 8). Microseconds per layout, so every candidate gets one; the campaign Monte
 // Carlo (sim/campaign.h, `stepcast checkpoint`) stays the reference for a chosen layout.
 #pragma once
