@@ -1,0 +1,49 @@
+// stepcast-gui [SCENARIO] [--screenshots DIR]: the what-if desktop tool (docs/gui.md).
+// --screenshots writes one PNG per view of SCENARIO into DIR and exits (scripts/gui-
+// screenshots.sh regenerates docs/gui/ with it).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+#include <cstdio>
+
+#include "main_window.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("stepcast-gui"));
+  QCommandLineParser cli;
+  cli.setApplicationDescription(QStringLiteral("stepcast: what-if planning for distributed training"));
+  cli.addHelpOption();
+  cli.addPositionalArgument(QStringLiteral("scenario"), QStringLiteral("A scenario file to open."), QStringLiteral("[SCENARIO]"));
+  const QCommandLineOption shots(QStringLiteral("screenshots"),
+                                 QStringLiteral("Write one PNG per view into DIR and exit."), QStringLiteral("DIR"));
+  cli.addOption(shots);
+  cli.process(app);
+
+  stepcast::gui::MainWindow window;
+  const QStringList args = cli.positionalArguments();
+  if (args.size() > 1) {
+    std::fprintf(stderr, "stepcast-gui: one scenario at most\n");
+    return 2;
+  }
+  if (!args.isEmpty() && !window.openFile(args.front(), cli.isSet(shots))) {
+    if (cli.isSet(shots)) {
+      std::fprintf(stderr, "stepcast-gui: cannot read %s\n", qPrintable(args.front()));
+      return 2;
+    }
+  }
+  window.show();
+  if (cli.isSet(shots)) {
+    int rc = 0;
+    QTimer::singleShot(0, &window, [&] {
+      if (!window.saveScreenshots(cli.value(shots))) {
+        std::fprintf(stderr, "stepcast-gui: could not write the screenshots into %s\n",
+                     qPrintable(cli.value(shots)));
+        rc = 1;
+      }
+      QApplication::exit(rc);
+    });
+    return QApplication::exec() == 0 ? rc : 1;
+  }
+  return QApplication::exec();
+}
