@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages stepcast needs (idempotent; as root, or through sudo),
 # then configures and builds. Usage:
-#   scripts/setup.sh [--build-dir DIR] [--sanitize] [--all-deps] [-- extra cmake args]
+#   scripts/setup.sh [--build-dir DIR] [--sanitize] [--no-gui] [-- extra cmake args]
 # The executor's cpu_mpi backend (Eigen, Open MPI) is always built; the cuda_nccl backend
-# when nvcc is found (/usr/local/cuda). --all-deps also installs Qt 6 for the GUI.
+# when nvcc is found (/usr/local/cuda). The Qt 6 GUI (stepcast-gui) and its tests are built
+# unless --no-gui; Xvfb runs its tests on a real X server as well as offscreen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build
 sanitize=OFF
-all_deps=0
+gui=ON
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
     --sanitize) sanitize=ON; shift ;;
-    --all-deps) all_deps=1; shift ;;
+    --no-gui) gui=OFF; shift ;;
+    --all-deps) shift ;;  # accepted for old command lines: everything is installed now
     --) shift; extra=("$@"); break ;;
     *) echo "setup.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -25,7 +27,9 @@ packages=(cmake ninja-build g++ pkg-config
           nlohmann-json3-dev libcli11-dev libfmt-dev libsimgrid-dev
           libgtest-dev libgmock-dev libbenchmark-dev
           libeigen3-dev libopenmpi-dev openmpi-bin)
-if [ "$all_deps" = 1 ]; then
+if [ "$gui" = ON ]; then
+  # libqt6opengl6-dev explicitly: qt6-charts-dev only recommends it and find_package(Qt6
+  # Charts) fails without it. xvfb + xauth: xvfb-run for the GUI tests on an X server.
   packages+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth)
 fi
 
@@ -61,6 +65,6 @@ if [ "$sanitize" = ON ]; then opt="-O1 -g1 -DNDEBUG"; fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" \
   -DSTEPCAST_SANITIZE="$sanitize" -DSTEPCAST_WITH_SIMGRID=ON \
-  -DSTEPCAST_WITH_MPI="$mpi" -DSTEPCAST_WITH_CUDA="$cuda" \
+  -DSTEPCAST_WITH_MPI="$mpi" -DSTEPCAST_WITH_CUDA="$cuda" -DSTEPCAST_BUILD_GUI="$gui" \
   -DSTEPCAST_BUILD_TESTS=ON -DSTEPCAST_BUILD_BENCH=ON "${extra[@]}"
 cmake --build "$build_dir"

@@ -72,8 +72,7 @@ void ScenarioDocument::setText(const std::string& text, const QString& what) {
   undo_.push(new TextCommand(this, text_, text, what));
 }
 
-bool ScenarioDocument::setValues(const std::vector<std::pair<std::vector<std::string>, nlohmann::json>>& edits,
-                                 const QString& what) {
+bool ScenarioDocument::setValues(const Edits& edits, const QString& what) {
   std::string t = text_;
   for (const auto& [path, value] : edits) {
     const std::optional<std::string> next =
@@ -85,7 +84,14 @@ bool ScenarioDocument::setValues(const std::vector<std::pair<std::vector<std::st
   return true;
 }
 
-bool ScenarioDocument::setValue(const std::vector<std::string>& path, const nlohmann::json& value,
+bool ScenarioDocument::setValues(const std::vector<std::pair<std::vector<std::string>, nlohmann::json>>& edits,
+                                 const QString& what) {
+  Edits ordered;
+  for (const auto& [path, value] : edits) ordered.emplace_back(path, nlohmann::ordered_json(value));
+  return setValues(ordered, what);
+}
+
+bool ScenarioDocument::setValue(const std::vector<std::string>& path, const nlohmann::ordered_json& value,
                                 const QString& what) {
   QString label = what;
   if (label.isEmpty()) {
@@ -93,12 +99,12 @@ bool ScenarioDocument::setValue(const std::vector<std::string>& path, const nloh
     for (const std::string& k : path) p += (p.empty() ? "" : ".") + k;
     label = QStringLiteral("set %1").arg(QString::fromStdString(p));
   }
-  return setValues({{path, value}}, label);
+  return setValues(Edits{{path, value}}, label);
 }
 
 bool ScenarioDocument::removeValue(const std::vector<std::string>& path, const QString& what) {
   if (!value(path)) return false;
-  return setValues({{path, nullptr}}, what.isEmpty() ? QStringLiteral("remove") : what);
+  return setValues(Edits{{path, nullptr}}, what.isEmpty() ? QStringLiteral("remove") : what);
 }
 
 const nlohmann::ordered_json* ScenarioDocument::value(const std::vector<std::string>& path) const {
@@ -135,8 +141,10 @@ void ScenarioDocument::apply(const std::string& text) {
   scenario_.reset();
   error_.clear();
   field_errors_.clear();
-  if (const Result<reader::json> j = reader::parse_document(text_)) {
-    json_ = nlohmann::ordered_json::parse(j->dump());
+  // The one reader decides whether the text is a document; the copy kept for the views
+  // is parsed again in key order (the reader's value sorts keys).
+  if (reader::parse_document(text_)) {
+    json_ = nlohmann::ordered_json::parse(text_, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
   }
   LoadOptions options;
   if (!path_.isEmpty()) options.base_dir = QFileInfo(path_).absolutePath().toStdString();

@@ -39,12 +39,13 @@ class ScenarioDocument : public QObject {
   // Sets the value at `path` (object keys from the root: {"plan", "tp"}) in the text,
   // keeping everything else; one undo step named `what`. False (nothing changed) when the
   // text is not a JSON object the editor can scan.
-  bool setValue(const std::vector<std::string>& path, const nlohmann::json& value, const QString& what = {});
+  bool setValue(const std::vector<std::string>& path, const nlohmann::ordered_json& value, const QString& what = {});
   // Removes the member at `path` (one undo step); false when it is absent.
   bool removeValue(const std::vector<std::string>& path, const QString& what = {});
   // Several edits as one undo step: (path, value) pairs; a null value removes the member.
-  bool setValues(const std::vector<std::pair<std::vector<std::string>, nlohmann::json>>& edits,
-                 const QString& what);
+  using Edits = std::vector<std::pair<std::vector<std::string>, nlohmann::ordered_json>>;
+  bool setValues(const Edits& edits, const QString& what);
+  bool setValues(const std::vector<std::pair<std::vector<std::string>, nlohmann::json>>& edits, const QString& what);
 
   // The document as JSON (comments dropped), or null when it does not parse.
   const nlohmann::ordered_json& json() const { return json_; }

@@ -1,8 +1,352 @@
 #include "editor_view.h"
 
-namespace stepcast::gui {
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleValidator>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
 
-EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, parent) {}
+#include "document.h"
+#include "stepcast/app/presets.h"
+#include "stepcast/models/names.h"
+
+namespace stepcast::gui {
+namespace {
+
+std::string dotted(const std::vector<std::string>& path) {
+  std::string s;
+  for (const std::string& k : path) s += (s.empty() ? "" : ".") + k;
+  return s;
+}
+
+QVariant from_json(const nlohmann::ordered_json& j) {
+  if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_integer()) return QVariant::fromValue<qlonglong>(j.get<long long>());
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) return QString::fromStdString(j.get<std::string>());
+  if (j.is_object() && j.contains("preset") && j["preset"].is_string()) {
+    return QString::fromStdString(j["preset"].get<std::string>());
+  }
+  return {};
+}
+
+template <typename Map>
+QStringList keys(const Map& m) {
+  QStringList out;
+  for (const auto& [k, v] : m) out << QString::fromStdString(k);
+  return out;
+}
+
+template <typename E>
+QStringList names() {
+  QStringList out;
+  for (const auto& e : Names<E>::kTable) out << QString::fromLatin1(e.name);
+  return out;
+}
+
+}  // namespace
+
+EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, parent) {
+  setObjectName(QStringLiteral("editor"));
+  const PresetCatalog& presets = builtin_presets();
+  auto* top = new QVBoxLayout(this);
+  banner_ = new QLabel(this);
+  banner_->setObjectName(QStringLiteral("banner"));
+  banner_->setWordWrap(true);
+  banner_->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  top->addWidget(banner_);
+
+  auto group = [&](const QString& title, const std::string& path) {
+    auto* box = new QGroupBox(title, this);
+    auto* form = new QFormLayout(box);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    auto* msg = new QLabel(box);
+    msg->setWordWrap(true);
+    msg->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+    msg->hide();
+    form->addRow(msg);
+    group_messages_.emplace_back(path, msg);
+    top->addWidget(box);
+    return form;
+  };
+  using S = const Scenario&;
+  auto i64 = [](std::int64_t v) { return QVariant::fromValue<qlonglong>(v); };
+
+  QFormLayout* model = group(tr("Model"), "model");
+  addField(model, tr("Preset"), {{"model"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                   return QVariant(QString::fromStdString(s.model.name));
+                                 }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(keys(presets.models));
+  addField(model, tr("Layers"), {{"model", "num_layers"}, Kind::kInt, nullptr, nullptr,
+                                 [](S s) { return QVariant(s.model.num_layers); }});
+  addField(model, tr("Hidden size"), {{"model", "hidden_size"}, Kind::kInt, nullptr, nullptr,
+                                      [i64](S s) { return i64(s.model.hidden_size); }});
+  addField(model, tr("Attention heads"), {{"model", "num_attention_heads"}, Kind::kInt, nullptr, nullptr,
+                                          [](S s) { return QVariant(s.model.num_attention_heads); }});
+  addField(model, tr("KV heads"), {{"model", "num_kv_heads"}, Kind::kInt, nullptr, nullptr,
+                                   [](S s) { return QVariant(s.model.num_kv_heads); }});
+  addField(model, tr("FFN hidden size"), {{"model", "ffn_hidden_size"}, Kind::kInt, nullptr, nullptr,
+                                          [i64](S s) { return i64(s.model.ffn_hidden_size); }});
+  addField(model, tr("Vocabulary"), {{"model", "vocab_size"}, Kind::kInt, nullptr, nullptr,
+                                     [i64](S s) { return i64(s.model.vocab_size); }});
+
+  QFormLayout* cluster = group(tr("Cluster"), "cluster");
+  addField(cluster, tr("Preset"), {{"cluster"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                     return QVariant(QString::fromStdString(s.cluster.name));
+                                   }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(keys(presets.clusters));
+  addField(cluster, tr("GPU"), {{"cluster", "gpu"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                  return QVariant(QString::fromStdString(s.cluster.gpu.name));
+                                }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(keys(presets.gpus));
+  addField(cluster, tr("Nodes"), {{"cluster", "nodes"}, Kind::kInt, nullptr, nullptr,
+                                  [](S s) { return QVariant(s.cluster.nodes); }});
+  addField(cluster, tr("GPUs per node"), {{"cluster", "gpus_per_node"}, Kind::kInt, nullptr, nullptr,
+                                          [](S s) { return QVariant(s.cluster.gpus_per_node); }});
+  addField(cluster, tr("Store write GB/s"), {{"cluster", "storage", "write_GBps"}, Kind::kNumber, nullptr, nullptr,
+                                             [](S s) { return QVariant(s.cluster.storage_write_GBps); }});
+
+  QFormLayout* plan = group(tr("Plan"), "plan");
+  const char* dims[] = {"tp", "pp", "dp", "cp", "ep"};
+  const char* dim_labels[] = {"Tensor parallel (tp)", "Pipeline parallel (pp)", "Data parallel (dp)",
+                              "Context parallel (cp)", "Expert parallel (ep)"};
+  for (int i = 0; i < 5; ++i) {
+    const std::string key = dims[i];
+    addField(plan, tr(dim_labels[i]), {{"plan", key}, Kind::kInt, nullptr, nullptr, [key](S s) {
+                                         const Plan& p = s.plan;
+                                         return QVariant(key == "tp" ? p.tp : key == "pp" ? p.pp
+                                                                        : key == "dp" ? p.dp
+                                                                        : key == "cp" ? p.cp
+                                                                                      : p.ep);
+                                       }});
+  }
+  addField(plan, tr("Sequence parallel"), {{"plan", "sequence_parallel"}, Kind::kBool, nullptr, nullptr,
+                                           [](S s) { return QVariant(s.plan.sequence_parallel); }});
+  addField(plan, tr("TP comm overlap"), {{"plan", "tp_comm_overlap"}, Kind::kBool, nullptr, nullptr,
+                                         [](S s) { return QVariant(s.plan.tp_comm_overlap); }});
+  addField(plan, tr("Schedule"), {{"plan", "schedule"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                    return QVariant(QString::fromStdString(std::string(to_string(s.plan.schedule))));
+                                  }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(names<Schedule>());
+  addField(plan, tr("Virtual stages"), {{"plan", "virtual_stages"}, Kind::kInt, nullptr, nullptr,
+                                        [](S s) { return QVariant(s.plan.virtual_stages); }});
+  addField(plan, tr("Microbatch"), {{"plan", "microbatch"}, Kind::kInt, nullptr, nullptr,
+                                    [](S s) { return QVariant(s.plan.microbatch); }});
+  addField(plan, tr("Global batch"), {{"plan", "global_batch"}, Kind::kInt, nullptr, nullptr,
+                                      [i64](S s) { return i64(s.plan.global_batch); }});
+  addField(plan, tr("ZeRO stage"), {{"plan", "zero"}, Kind::kInt, nullptr, nullptr,
+                                    [](S s) { return QVariant(s.plan.zero); }});
+  addField(plan, tr("Recompute"), {{"plan", "recompute"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                     return QVariant(QString::fromStdString(std::string(to_string(s.plan.recompute))));
+                                   }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(names<Recompute>());
+  addField(plan, tr("Precision"), {{"plan", "precision"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                     return QVariant(QString::fromStdString(std::string(to_string(s.plan.precision))));
+                                   }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(names<Precision>());
+  addField(plan, tr("Software stack"), {{"plan", "stack"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+                                          return QVariant(QString::fromStdString(std::string(to_string(s.plan.stack))));
+                                        }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(keys(presets.stacks));
+
+  QFormLayout* workload = group(tr("Workload"), "workload");
+  addField(workload, tr("Sequence length"), {{"workload", "seq_len"}, Kind::kInt, nullptr, nullptr,
+                                             [i64](S s) { return i64(s.workload.seq_len); }});
+  addField(workload, tr("Training tokens"), {{"workload", "train_tokens"}, Kind::kNumber, nullptr, nullptr,
+                                             [](S s) { return QVariant(s.workload.train_tokens); }});
+  top->addStretch(1);
+
+  connect(doc, &ScenarioDocument::changed, this, &EditorView::refresh);
+  refresh();
+}
+
 EditorView::~EditorView() = default;
+
+void EditorView::addField(QFormLayout* form, const QString& label, Field field) {
+  const std::vector<std::string> path = field.path;
+  const QString name = QString::fromStdString(dotted(path));
+  auto* row = new QWidget(this);
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  switch (field.kind) {
+    case Kind::kInt: {
+      auto* spin = new QSpinBox(row);
+      // Wide on purpose: a value the loader refuses (0, more GPUs than the cluster has) is
+      // typed, and its message appears beside it.
+      spin->setRange(-1, 1 << 30);
+      spin->setKeyboardTracking(false);
+      spin->setGroupSeparatorShown(true);
+      connect(spin, &QSpinBox::valueChanged, this, [this, path](int v) {
+        if (!updating_) writeField(path, v);
+      });
+      field.input = spin;
+      break;
+    }
+    case Kind::kNumber: {
+      auto* edit = new QLineEdit(row);
+      edit->setValidator(new QDoubleValidator(edit));
+      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit] {
+        bool ok = false;
+        const double v = edit->text().toDouble(&ok);
+        if (!updating_ && ok) writeField(path, v);
+      });
+      field.input = edit;
+      break;
+    }
+    case Kind::kBool: {
+      auto* check = new QCheckBox(row);
+      connect(check, &QCheckBox::toggled, this, [this, path](bool v) {
+        if (!updating_) writeField(path, v);
+      });
+      field.input = check;
+      break;
+    }
+    case Kind::kChoice: {
+      auto* combo = new QComboBox(row);
+      connect(combo, &QComboBox::activated, this, [this, path, combo](int) {
+        if (!updating_) writeField(path, combo->currentText());
+      });
+      field.input = combo;
+      break;
+    }
+  }
+  field.input->setObjectName(name);
+  field.message = new QLabel(row);
+  field.message->setObjectName(name + QStringLiteral(".message"));
+  field.message->setWordWrap(true);
+  field.message->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  h->addWidget(field.input, 1);
+  h->addWidget(field.message, 2);
+  form->addRow(label, row);
+  fields_.push_back(std::move(field));
+}
+
+void EditorView::writeField(const std::vector<std::string>& path, const QVariant& value) {
+  ScenarioDocument* doc = document();
+  nlohmann::ordered_json v;
+  switch (value.typeId()) {
+    case QMetaType::Bool: v = value.toBool(); break;
+    case QMetaType::Int:
+    case QMetaType::LongLong: v = value.toLongLong(); break;
+    case QMetaType::Double: {
+      const double d = value.toDouble();
+      v = d;
+      break;
+    }
+    default: v = value.toString().toStdString();
+  }
+  const QString what = QStringLiteral("%1 = %2").arg(QString::fromStdString(dotted(path)), value.toString());
+  // A preset chosen for an object that has one: keep the object's overrides.
+  if (path.size() == 1 || (path.size() == 2 && path[1] == "gpu")) {
+    const nlohmann::ordered_json* cur = doc->value(path);
+    if (cur && cur->is_object() && cur->contains("preset")) {
+      std::vector<std::string> p = path;
+      p.push_back("preset");
+      doc->setValue(p, v, what);
+      return;
+    }
+  }
+  // Inside a value given as a preset name: {"preset": name, <rest of path>: value}.
+  for (std::size_t i = 1; i < path.size(); ++i) {
+    const std::vector<std::string> prefix(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(i));
+    const nlohmann::ordered_json* cur = doc->value(prefix);
+    if (cur && cur->is_string()) {
+      nlohmann::ordered_json obj = {{"preset", *cur}};
+      nlohmann::ordered_json* at = &obj;
+      for (std::size_t k = i; k + 1 < path.size(); ++k) at = &((*at)[path[k]] = nlohmann::ordered_json::object());
+      (*at)[path.back()] = v;
+      doc->setValue(prefix, obj, what);
+      return;
+    }
+  }
+  doc->setValue(path, v, what);
+}
+
+QWidget* EditorView::fieldWidget(const std::string& path) const {
+  for (const Field& f : fields_) {
+    if (dotted(f.path) == path) return f.input;
+  }
+  return nullptr;
+}
+
+QString EditorView::fieldMessage(const std::string& path) const {
+  for (const Field& f : fields_) {
+    if (dotted(f.path) == path) return f.message->text();
+  }
+  for (const auto& [p, label] : group_messages_) {
+    if (p == path) return label->text();
+  }
+  return {};
+}
+
+void EditorView::refresh() {
+  const ScenarioDocument* doc = document();
+  updating_ = true;
+  for (Field& f : fields_) {
+    QVariant v;
+    const nlohmann::ordered_json* raw = doc->value(f.path);
+    if (raw) v = from_json(*raw);
+    if (!v.isValid() && doc->scenario()) v = f.resolved(*doc->scenario());
+    const QSignalBlocker block(f.input);
+    if (v.isValid()) {
+      switch (f.kind) {
+        case Kind::kInt: static_cast<QSpinBox*>(f.input)->setValue(v.toInt()); break;
+        case Kind::kNumber: static_cast<QLineEdit*>(f.input)->setText(QString::number(v.toDouble(), 'g', 12)); break;
+        case Kind::kBool: static_cast<QCheckBox*>(f.input)->setChecked(v.toBool()); break;
+        case Kind::kChoice: {
+          auto* combo = static_cast<QComboBox*>(f.input);
+          const QString s = v.toString();
+          if (combo->findText(s) < 0) combo->addItem(s);
+          combo->setCurrentText(s);
+          break;
+        }
+      }
+    }
+    const QString message = doc->fieldError(dotted(f.path));
+    // A message about a whole object (the model preset) shows at its group, not its
+    // preset field as well as every field under it.
+    const bool own = doc->fieldErrors().count(dotted(f.path)) > 0 ||
+                     (f.path.size() > 1 && !message.isEmpty());
+    f.message->setText(own ? message : QString());
+    f.message->setVisible(own && !message.isEmpty());
+  }
+  for (const auto& [path, label] : group_messages_) {
+    const auto it = doc->fieldErrors().find(path);
+    label->setText(it == doc->fieldErrors().end() ? QString() : it->second);
+    label->setVisible(it != doc->fieldErrors().end());
+  }
+  // Errors no field or group shows (another section, a parse error): the banner.
+  QStringList rest;
+  const std::string all = doc->error().toStdString();
+  std::size_t b = 0;
+  while (b < all.size()) {
+    std::size_t e = all.find('\n', b);
+    if (e == std::string::npos) e = all.size();
+    const std::string line = all.substr(b, e - b);
+    const std::string p = error_path(line);
+    bool shown = false;
+    if (!p.empty()) {
+      for (const Field& f : fields_) shown = shown || dotted(f.path) == p;
+      for (const auto& [gp, label] : group_messages_) shown = shown || gp == p;
+      if (!shown) {
+        for (const Field& f : fields_) {
+          const std::string fp = dotted(f.path);
+          shown = shown || (p.size() > fp.size() && p.compare(0, fp.size(), fp) == 0 && fp.find('.') != std::string::npos);
+        }
+      }
+    }
+    if (!shown) rest << QString::fromStdString(line);
+    b = e + 1;
+  }
+  banner_->setText(rest.join(QLatin1Char('\n')));
+  banner_->setVisible(!rest.isEmpty());
+  updating_ = false;
+}
 
 }  // namespace stepcast::gui

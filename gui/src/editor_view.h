@@ -1,9 +1,22 @@
 // Scenario editor: model, cluster, plan and workload as forms (presets in drop-downs, a
-// custom object's fields editable), each field with the loader's message beside it when
-// the scenario is invalid. Every edit goes through ScenarioDocument::setValue (undoable).
+// preset's fields editable as overrides), each field with the loader's message beside it
+// when the scenario is invalid. Every edit goes through ScenarioDocument (undoable).
 #pragma once
 
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <QVariant>
+
 #include "view.h"
+
+class QLabel;
+class QFormLayout;
+
+namespace stepcast {
+struct Scenario;
+}
 
 namespace stepcast::gui {
 
@@ -13,6 +26,35 @@ class EditorView : public View {
  public:
   EditorView(ScenarioDocument* doc, QWidget* parent = nullptr);
   ~EditorView() override;
+
+  // The input widget of a field by its JSON path ("plan.tp", "model", "cluster.nodes"), for
+  // tests and the screenshot script; nullptr when there is none.
+  QWidget* fieldWidget(const std::string& path) const;
+  // The message shown beside a field ("" when none).
+  QString fieldMessage(const std::string& path) const;
+
+  // Writes `value` at `path`, turning a preset name on the way into {"preset": name, ...}
+  // so the other fields of the preset stay (model and cluster overrides).
+  void writeField(const std::vector<std::string>& path, const QVariant& value);
+
+ private:
+  enum class Kind { kInt, kNumber, kBool, kChoice };
+  struct Field {
+    std::vector<std::string> path;
+    Kind kind = Kind::kInt;
+    QWidget* input = nullptr;
+    QLabel* message = nullptr;
+    // The value the loaded scenario resolved (defaults and presets), when the JSON lacks it.
+    std::function<QVariant(const Scenario&)> resolved;
+  };
+
+  void addField(QFormLayout* form, const QString& label, Field field);
+  void refresh();  // from the document
+
+  std::vector<Field> fields_;
+  std::vector<std::pair<std::string, QLabel*>> group_messages_;  // "model" -> its label
+  QLabel* banner_ = nullptr;
+  bool updating_ = false;
 };
 
 }  // namespace stepcast::gui

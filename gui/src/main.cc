@@ -1,6 +1,6 @@
-// stepcast-gui [SCENARIO] [--screenshots DIR]: the what-if desktop tool (docs/gui.md).
-// --screenshots writes one PNG per view of SCENARIO into DIR and exits (scripts/gui-
-// screenshots.sh regenerates docs/gui/ with it).
+// stepcast-gui [SCENARIO] [--screenshots DIR [--views a,b] [--prefix P]]: the what-if
+// desktop tool (docs/gui.md). --screenshots writes one PNG per view of SCENARIO into DIR
+// and exits (scripts/gui-screenshots.sh regenerates docs/gui/ with it).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -18,6 +18,14 @@ int main(int argc, char** argv) {
   const QCommandLineOption shots(QStringLiteral("screenshots"),
                                  QStringLiteral("Write one PNG per view into DIR and exit."), QStringLiteral("DIR"));
   cli.addOption(shots);
+  const QCommandLineOption views(QStringLiteral("views"),
+                                 QStringLiteral("With --screenshots: only these views (scenario, timeline, planner, "
+                                                "reliability, incidents), comma-separated."),
+                                 QStringLiteral("LIST"));
+  const QCommandLineOption prefix(QStringLiteral("prefix"), QStringLiteral("With --screenshots: file name prefix."),
+                                  QStringLiteral("P"));
+  cli.addOption(views);
+  cli.addOption(prefix);
   cli.process(app);
 
   stepcast::gui::MainWindow window;
@@ -36,7 +44,8 @@ int main(int argc, char** argv) {
   if (cli.isSet(shots)) {
     int rc = 0;
     QTimer::singleShot(0, &window, [&] {
-      if (!window.saveScreenshots(cli.value(shots))) {
+      const QStringList only = cli.value(views).split(QLatin1Char(','), Qt::SkipEmptyParts);
+      if (!window.saveScreenshots(cli.value(shots), only, cli.value(prefix))) {
         std::fprintf(stderr, "stepcast-gui: could not write the screenshots into %s\n",
                      qPrintable(cli.value(shots)));
         rc = 1;

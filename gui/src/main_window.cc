@@ -131,23 +131,31 @@ void MainWindow::updateTitle() {
   setWindowTitle(QStringLiteral("%1%2 - stepcast").arg(name, doc_->modified() ? QStringLiteral("*") : QString()));
 }
 
-bool MainWindow::saveScreenshots(const QString& dir, int timeout_ms) {
+bool MainWindow::saveScreenshots(const QString& dir, const QStringList& views, const QString& prefix,
+                                 int timeout_ms) {
   QDir().mkpath(dir);
   struct Shot {
     int tab;
     View* view;
-    const char* file;
+    const char* name;
   };
-  const Shot shots[] = {{0, estimate_, "scenario.png"},
-                        {1, timeline_, "timeline.png"},
-                        {2, planner_, "planner.png"},
-                        {3, reliability_, "reliability.png"},
-                        {4, incidents_, "incidents.png"}};
+  const Shot shots[] = {{0, estimate_, "scenario"},
+                        {1, timeline_, "timeline"},
+                        {2, planner_, "planner"},
+                        {3, reliability_, "reliability"},
+                        {4, incidents_, "incidents"}};
+  for (const QString& v : views) {
+    bool known = false;
+    for (const Shot& s : shots) known = known || v == QLatin1String(s.name);
+    if (!known) return false;
+  }
   for (const Shot& s : shots) {
+    const QString name = QString::fromLatin1(s.name);
+    if (!views.isEmpty() && !views.contains(name)) continue;
     tabs_->setCurrentIndex(s.tab);
     s.view->prepareScreenshot();
     if (!wait_idle(s.view, timeout_ms)) return false;
-    if (!grab().save(QDir(dir).filePath(QString::fromLatin1(s.file)))) return false;
+    if (!grab().save(QDir(dir).filePath(prefix + name + QStringLiteral(".png")))) return false;
   }
   tabs_->setCurrentIndex(0);
   return true;

@@ -5,6 +5,7 @@
 
 #include <QMainWindow>
 #include <QString>
+#include <QStringList>
 
 class QTabWidget;
 
@@ -29,9 +30,11 @@ class MainWindow : public QMainWindow {
   // Opens a scenario file; false with a message box (unless quiet) when it cannot be read.
   bool openFile(const QString& path, bool quiet = false);
   // Writes one PNG per view into `dir` (each view prepared and idle first): scenario.png,
-  // timeline.png, planner.png, reliability.png, incidents.png. False on a write error or
-  // a view that stays busy for `timeout_ms`.
-  bool saveScreenshots(const QString& dir, int timeout_ms = 120000);
+  // timeline.png, planner.png, reliability.png, incidents.png, each name after `prefix`;
+  // only the views named in `views` when it is not empty. False on a write error, an
+  // unknown view name, or a view that stays busy for `timeout_ms`.
+  bool saveScreenshots(const QString& dir, const QStringList& views = {}, const QString& prefix = {},
+                       int timeout_ms = 300000);
 
   ScenarioDocument* document() const { return doc_; }
   QTabWidget* tabs() const { return tabs_; }
