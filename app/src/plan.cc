@@ -22,6 +22,7 @@ Result<PlanReport> run_plan(const PlanRequest& request) {
   o.threads = request.threads;
   if (request.resimulate >= 0) o.top_k = request.resimulate;
   o.progress = request.progress;
+  o.cancel = request.cancel;
   auto r = planner::search_layouts(*s, o);
   if (!r.ok()) return r.error();
   PlanReport report{std::move(s).value(), std::move(r).value(), {}, std::nullopt};

@@ -350,9 +350,15 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   return out;
 }
 
+bool cancelled(const PlanOptions& o) { return o.cancel != nullptr && o.cancel->load(std::memory_order_relaxed); }
+
+Error cancelled_error() { return Error{"search cancelled"}; }
+
 // Runs f(i) for i in [0, n) on `threads` threads (work handed out in index order; each
 // result goes to its own slot, so the outcome does not depend on the thread count).
-// Calls progress(base + done, total) on this thread about ten times a second.
+// Calls progress(base + done, total) on this thread about ten times a second. Once
+// o.cancel is set no more work is handed out and it returns when the items in hand finish
+// (the caller checks cancelled() and discards the partial outcome).
 template <typename F>
 void parallel_for(std::size_t n, int threads, const F& f, const PlanOptions& o, std::int64_t base,
                   std::int64_t total) {
@@ -361,7 +367,7 @@ void parallel_for(std::size_t n, int threads, const F& f, const PlanOptions& o, 
   std::condition_variable cv;
   std::exception_ptr failure;
   auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
+    for (std::size_t i = next++; i < n && !cancelled(o); i = next++) {
       try {
         f(i);
       } catch (...) {
@@ -383,9 +389,11 @@ void parallel_for(std::size_t n, int threads, const F& f, const PlanOptions& o, 
       std::thread solo(work);
       pool.push_back(std::move(solo));
     }
+    // Cancelled, `done` never reaches n: stop reporting and join the workers, which stop
+    // after their current item.
     std::unique_lock<std::mutex> lock(mu);
-    while (done.load() < n) {
-      cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done.load() >= n; });
+    while (done.load() < n && !cancelled(o)) {
+      cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done.load() >= n || cancelled(o); });
       lock.unlock();
       o.progress(base + static_cast<std::int64_t>(done.load()), total);
       lock.lock();
@@ -591,6 +599,7 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
   const std::int64_t total = static_cast<std::int64_t>(items.size()) + top_k;
   parallel_for(items.size(), threads, [&](std::size_t i) { outs[i] = evaluate_item(x, items[i]); }, o, 0,
                total);
+  if (cancelled(o)) return cancelled_error();
 
   // Merge in item order: the same for any thread count.
   for (std::size_t wi = 0; wi < x.worlds.size(); ++wi) {
@@ -648,6 +657,7 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
           if (auto err = simulate_candidate(x, world_of(x, c.gpus()), c)) sim_notes[first + i] = *err;
         },
         o, static_cast<std::int64_t>(items.size() + std::min(sims, want)), total);
+    if (cancelled(o)) return cancelled_error();
     for (std::size_t i = first; i < first + batch; ++i) settle(i);
     next += batch;
     sims += batch;
@@ -659,6 +669,7 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
       if (!fastest || r.ranked[i].figures().tokens_per_s > r.ranked[*fastest].figures().tokens_per_s) fastest = i;
     }
     if (!fastest || state[*fastest] != kUntouched) break;
+    if (cancelled(o)) return cancelled_error();
     Candidate& c = r.ranked[*fastest];
     if (auto err = simulate_candidate(x, world_of(x, c.gpus()), c)) sim_notes[*fastest] = *err;
     settle(*fastest);
@@ -728,6 +739,7 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
       }
     }
   }
+  if (cancelled(o)) return cancelled_error();
   if (o.progress) o.progress(total, total);
   return r;
 }

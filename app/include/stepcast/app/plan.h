@@ -3,6 +3,7 @@
 // optionally explain one layout (docs/planner.md).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -23,6 +24,9 @@ struct PlanRequest {
   std::string explain;          // a layout ("tp=8,pp=4,...") to explain; "" = none
   // Progress of the search (done, total), on the calling thread; may be empty.
   std::function<void(std::int64_t, std::int64_t)> progress;
+  // When set and it becomes true (from any thread) the search stops as soon as it can and
+  // run_plan returns Error{"search cancelled"} (planner::PlanOptions::cancel).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct PlanReport {

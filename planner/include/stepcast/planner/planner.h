@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -130,6 +131,10 @@ struct PlanOptions {
   // Called on the calling thread, about ten times a second and once at the end, with the
   // work done and the total (search items, then engine runs). May be empty.
   std::function<void(std::int64_t done, std::int64_t total)> progress;
+  // Stop as soon as possible when it becomes true (a GUI's Cancel, set from any thread);
+  // search_layouts then returns Error{"search cancelled"}. Items already being evaluated
+  // finish first, so it returns within one item's (or one engine run's) time.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The search. Uses scenario.search when set (load with LoadOptions::plan_template), else
