@@ -140,6 +140,7 @@ void ScenarioDocument::apply(const std::string& text) {
   json_ = nullptr;
   scenario_.reset();
   error_.clear();
+  error_lines_.clear();
   field_errors_.clear();
   // The one reader decides whether the text is a document; the copy kept for the views
   // is parsed again in key order (the reader's value sorts keys).
@@ -167,10 +168,12 @@ void ScenarioDocument::apply(const std::string& text) {
     while (b < message.size()) {
       std::size_t e = message.find('\n', b);
       if (e == std::string::npos) e = message.size();
-      const std::string line = message.substr(b, e - b);
+      error_lines_.push_back(message.substr(b, e - b));
+      b = e + 1;
+    }
+    for (const std::string& line : error_lines_) {
       const std::string p = error_path(line);
       if (!p.empty() && !field_errors_.count(p)) field_errors_[p] = QString::fromStdString(line.substr(p.size() + 2));
-      b = e + 1;
     }
   }
   emit changed();

@@ -60,6 +60,8 @@ class ScenarioDocument : public QObject {
   // The loader's whole message ("" when valid) and, per JSON path it names ("plan.tp"),
   // that line's message.
   const QString& error() const { return error_; }
+  // The loader's message line by line.
+  const std::vector<std::string>& errorLines() const { return error_lines_; }
   const std::map<std::string, QString>& fieldErrors() const { return field_errors_; }
   // The message for a field: its own path's, else the first error under it ("" when none).
   QString fieldError(const std::string& path) const;
@@ -83,6 +85,7 @@ class ScenarioDocument : public QObject {
   nlohmann::ordered_json json_;
   std::optional<Scenario> scenario_, plan_scenario_;
   QString error_;
+  std::vector<std::string> error_lines_;
   std::map<std::string, QString> field_errors_;
   QUndoStack undo_;
 };

@@ -308,11 +308,10 @@ void EditorView::refresh() {
         }
       }
     }
-    const QString message = doc->fieldError(dotted(f.path));
-    // A message about a whole object (the model preset) shows at its group, not its
-    // preset field as well as every field under it.
-    const bool own = doc->fieldErrors().count(dotted(f.path)) > 0 ||
-                     (f.path.size() > 1 && !message.isEmpty());
+    // A field shows its own path's message or the first under it (model.moe.*); a message
+    // about a whole section (the model preset, the plan's product) shows at its group.
+    const QString message = f.path.size() > 1 ? doc->fieldError(dotted(f.path)) : QString();
+    const bool own = !message.isEmpty();
     f.message->setText(own ? message : QString());
     f.message->setVisible(own && !message.isEmpty());
   }
@@ -323,26 +322,16 @@ void EditorView::refresh() {
   }
   // Errors no field or group shows (another section, a parse error): the banner.
   QStringList rest;
-  const std::string all = doc->error().toStdString();
-  std::size_t b = 0;
-  while (b < all.size()) {
-    std::size_t e = all.find('\n', b);
-    if (e == std::string::npos) e = all.size();
-    const std::string line = all.substr(b, e - b);
+  for (const std::string& line : doc->errorLines()) {
     const std::string p = error_path(line);
     bool shown = false;
-    if (!p.empty()) {
-      for (const Field& f : fields_) shown = shown || dotted(f.path) == p;
-      for (const auto& [gp, label] : group_messages_) shown = shown || gp == p;
-      if (!shown) {
-        for (const Field& f : fields_) {
-          const std::string fp = dotted(f.path);
-          shown = shown || (p.size() > fp.size() && p.compare(0, fp.size(), fp) == 0 && fp.find('.') != std::string::npos);
-        }
-      }
+    for (const auto& [gp, label] : group_messages_) shown = shown || gp == p;
+    for (const Field& f : fields_) {
+      const std::string fp = dotted(f.path);
+      const bool under = p.size() > fp.size() && p.compare(0, fp.size(), fp) == 0 && (p[fp.size()] == '.' || p[fp.size()] == '[');
+      shown = shown || (f.path.size() > 1 && (p == fp || under));
     }
     if (!shown) rest << QString::fromStdString(line);
-    b = e + 1;
   }
   banner_->setText(rest.join(QLatin1Char('\n')));
   banner_->setVisible(!rest.isEmpty());

@@ -129,44 +129,56 @@ std::string member_text(const std::vector<std::string>& path, std::size_t from, 
   return nlohmann::json(path[from]).dump() + ": " + v;
 }
 
+// Where `path` leads from the root: the deepest object reached, the index of its key
+// there (`level`), and the member when the whole path exists.
+struct Walk {
+  Object object;
+  std::size_t level = 0;
+  const Member* member = nullptr;
+};
+
+// Throws when a parent on the path is not an object.
+Walk walk(const Scanner& s, std::string_view text, const std::vector<std::string>& path) {
+  if (path.empty()) throw std::runtime_error("empty path");
+  Walk w{s.root(), 0, nullptr};
+  for (;; ++w.level) {
+    const Member* m = find(w.object, path[w.level]);
+    if (!m) return w;
+    if (w.level + 1 == path.size()) {
+      w.member = m;
+      return w;
+    }
+    if (text[m->value_begin] != '{') throw std::runtime_error("\"" + path[w.level] + "\" is not an object");
+    w.object = s.object(m->value_begin);
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> set_json_value(std::string_view text, const std::vector<std::string>& path,
                                           std::string_view value_json, std::string* error) {
   try {
-    if (path.empty()) throw std::runtime_error("empty path");
     const Scanner s(text);
-    Object o = s.root();
-    for (std::size_t i = 0; i < path.size(); ++i) {
-      const Member* m = find(o, path[i]);
-      std::string out(text);
-      if (m && i + 1 == path.size()) {
-        return out.replace(m->value_begin, m->value_end - m->value_begin, value_json);
-      }
-      if (m) {
-        if (text[m->value_begin] != '{') {
-          throw std::runtime_error("\"" + path[i] + "\" is not an object");
-        }
-        o = s.object(m->value_begin);
-        continue;
-      }
-      const std::string member = member_text(path, i, value_json);
-      if (o.members.empty()) return out.insert(o.close, member);
-      const Member& last = o.members.back();
-      const bool multiline = text.substr(o.open, o.close - o.open).find('\n') != std::string_view::npos;
-      if (!multiline) return out.insert(last.value_end, ", " + member);
-      // After the last member's line (and any comment on it), indented as that member.
-      std::size_t p = last.value_end;
-      while (p < text.size() && (text[p] == ' ' || text[p] == '\t')) ++p;
-      if (text.substr(p, 2) == "//") {
-        while (p < text.size() && text[p] != '\n') ++p;
-      } else {
-        p = last.value_end;
-      }
-      if (p > o.close) p = last.value_end;
-      out.insert(p, "\n" + indent_at(text, last.key_begin) + member);
-      return out.insert(last.value_end, ",");
+    const Walk w = walk(s, text, path);
+    const Object& o = w.object;
+    std::string out(text);
+    if (w.member) return out.replace(w.member->value_begin, w.member->value_end - w.member->value_begin, value_json);
+    const std::string member = member_text(path, w.level, value_json);
+    if (o.members.empty()) return out.insert(o.close, member);
+    const Member& last = o.members.back();
+    const bool multiline = text.substr(o.open, o.close - o.open).find('\n') != std::string_view::npos;
+    if (!multiline) return out.insert(last.value_end, ", " + member);
+    // After the last member's line (and any comment on it), indented as that member.
+    std::size_t p = last.value_end;
+    while (p < text.size() && (text[p] == ' ' || text[p] == '\t')) ++p;
+    if (text.substr(p, 2) == "//") {
+      while (p < text.size() && text[p] != '\n') ++p;
+    } else {
+      p = last.value_end;
     }
+    if (p > o.close) p = last.value_end;
+    out.insert(p, "\n" + indent_at(text, last.key_begin) + member);
+    return out.insert(last.value_end, ",");
   } catch (const std::exception& e) {
     if (error) *error = e.what();
   }
@@ -176,23 +188,23 @@ std::optional<std::string> set_json_value(std::string_view text, const std::vect
 std::optional<std::string> remove_json_member(std::string_view text, const std::vector<std::string>& path,
                                               std::string* error) {
   try {
-    if (path.empty()) throw std::runtime_error("empty path");
+    if (path.empty()) throw std::invalid_argument("empty path");
     const Scanner s(text);
-    Object o = s.root();
-    for (std::size_t i = 0; i < path.size(); ++i) {
-      const Member* m = find(o, path[i]);
-      if (!m) return std::string(text);
-      if (i + 1 < path.size()) {
-        if (text[m->value_begin] != '{') return std::string(text);
-        o = s.object(m->value_begin);
-        continue;
-      }
-      const std::size_t k = static_cast<std::size_t>(m - o.members.data());
-      std::string out(text);
-      if (k + 1 < o.members.size()) return out.erase(m->key_begin, o.members[k + 1].key_begin - m->key_begin);
-      if (k > 0) return out.erase(o.members[k - 1].value_end, m->value_end - o.members[k - 1].value_end);
-      return out.erase(m->key_begin, m->value_end - m->key_begin);
+    Walk w;
+    try {
+      w = walk(s, text, path);
+    } catch (const std::runtime_error&) {
+      // A parent that is not an object holds no such member (a scan error is rethrown below).
+      s.root();
+      return std::string(text);
     }
+    if (!w.member) return std::string(text);
+    const std::vector<Member>& ms = w.object.members;
+    const std::size_t k = static_cast<std::size_t>(w.member - ms.data());
+    std::string out(text);
+    if (k + 1 < ms.size()) return out.erase(w.member->key_begin, ms[k + 1].key_begin - w.member->key_begin);
+    if (k > 0) return out.erase(ms[k - 1].value_end, w.member->value_end - ms[k - 1].value_end);
+    return out.erase(w.member->key_begin, w.member->value_end - w.member->key_begin);
   } catch (const std::exception& e) {
     if (error) *error = e.what();
   }
