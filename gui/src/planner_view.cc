@@ -494,6 +494,13 @@ void PlannerView::updateChart() {
   const double x_pad = std::max(1.0, 0.1 * (x_hi - x_lo)), y_pad = std::max(1e-9, 0.08 * (y_hi - y_lo)) +
                                                                        0.02 * std::abs(y_hi);
   x->setRange(std::max(0.0, x_lo - x_pad), x_hi + x_pad);
+  // GPU counts are integers: one tick per GPU count on a short axis, nice numbers otherwise
+  // (the default five ticks on 63..65 would print "63 63 64 64 65").
+  if (x->max() - x->min() <= 10) {
+    x->setTickCount(static_cast<int>(std::lround(x->max() - x->min())) + 1);
+  } else {
+    x->applyNiceNumbers();
+  }
   y->setRange(std::max(0.0, y_lo - y_pad), y_hi + y_pad);
   y->setTitleText(train ? tr("time to train (days)") : tr("step time (s)"));
   chart_->setTitle(tr("Pareto front: %1 layouts (fewer GPUs, %2, more spare memory)")
