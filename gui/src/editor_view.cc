@@ -190,7 +190,10 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
     }
     case Kind::kNumber: {
       auto* edit = new QLineEdit(row);
-      edit->setValidator(new QDoubleValidator(edit));
+      // The C locale, as QString::toDouble below and the JSON file: "1.5e12", never "1,5".
+      auto* validator = new QDoubleValidator(edit);
+      validator->setLocale(QLocale::c());
+      edit->setValidator(validator);
       connect(edit, &QLineEdit::editingFinished, this, [this, path, edit] {
         bool ok = false;
         const double v = edit->text().toDouble(&ok);

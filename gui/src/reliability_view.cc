@@ -38,7 +38,9 @@ constexpr int kDebounceMs = 150;
 
 // Values written into the scenario text keep 6 significant digits (a slider position is
 // not worth more, and the file stays readable).
-double round6(double v) { return std::stod(QString::number(v, 'g', 6).toStdString()); }
+// QString's conversions use the C locale both ways (std::stod would follow the locale
+// QApplication sets, and read "1,5" in a German one).
+double round6(double v) { return QString::number(v, 'g', 6).toDouble(); }
 
 bool same_value(double a, double b) { return std::abs(a - b) <= 1e-4 * std::max(std::abs(a), std::abs(b)); }
 
