@@ -1,6 +1,6 @@
-// The built `stepcast` binary, run as a user would (docs/reference/interfaces.md "Command
+// The built `stepcast` binary, run as a user would (docs/interfaces.md "Command
 // line"): exit code 0 success, 2 bad input or usage with "stepcast: error: " on stderr;
-// `--json` reports carry the fields of docs/reference/interfaces.md "Report" and are byte-identical
+// `--json` reports carry the fields of docs/interfaces.md "Report" and are byte-identical
 // across runs and across key orders of the scenario (STYLE.md habit 12).
 #include <gtest/gtest.h>
 
@@ -251,7 +251,7 @@ TEST_F(Cli, EstimateBreakdownAddsUpToTheStepTime) {
   }
   const double step = j.at("step_time_s").get<double>();
   ASSERT_GT(step, 0.0);
-  // docs/reference/interfaces.md: the parts add up to step_time_s; six doubles summed in another order
+  // docs/interfaces.md: the parts add up to step_time_s; six doubles summed in another order
   // differ by a few ulps at most.
   EXPECT_LE(std::abs(sum - step), 1e-9 * step) << "sum " << sum << " step " << step;
 }

@@ -49,7 +49,7 @@ TEST(Names, TablesCoverEveryEnumerator) {
   EXPECT_EQ(Names<Objective>::kTable.size(), static_cast<std::size_t>(Objective::kCost) + 1);
 }
 
-// The spellings of the scenario files and reports (docs/reference), pinned.
+// The spellings of the scenario files and reports (docs/interfaces.md), pinned.
 TEST(Names, SpellingsMatchTheFileFormat) {
   EXPECT_EQ(quoted_names<Schedule>(), "\"gpipe\", \"1f1b\", \"interleaved\"");
   EXPECT_EQ(quoted_names<Recompute>(), "\"none\", \"selective\", \"full\"");

@@ -1,5 +1,5 @@
 // The built-in presets (models/data/*.json, embedded at build time). Oracles: the
-// parameter totals recorded in reference/presets.json (`params_total`, derived with the
+// parameter totals recorded in models/data/models.json (`params_total`, derived with the
 // formulas of docs/cost-model-sources.md section 1), the reference's list of models and GPUs, and the
 // vendor datasheets quoted in clusters.json (8 GPUs per DGX node).
 #include "stepcast/models/presets.h"
@@ -17,7 +17,7 @@
 namespace stepcast {
 namespace {
 
-// params_total of every model in reference/presets.json.
+// params_total of every model in models/data/models.json.
 const std::vector<std::pair<std::string, std::int64_t>>& reference_totals() {
   static const std::vector<std::pair<std::string, std::int64_t>> kTotals = {
       {"gpt3-175b", 174'604'259'328},   {"llama3-8b", 8'030'261'248},
@@ -28,7 +28,7 @@ const std::vector<std::pair<std::string, std::int64_t>>& reference_totals() {
   return kTotals;
 }
 
-// The GPUs of reference/presets.json.
+// The GPUs of models/data/gpus.json.
 const std::vector<std::string> kReferenceGpus = {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200",
                                                  "mi300x"};
 

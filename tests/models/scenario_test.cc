@@ -1,4 +1,4 @@
-// The scenario loader (docs/reference/interfaces.md "Scenario"): what it accepts, and for
+// The scenario loader (docs/interfaces.md "Scenario"): what it accepts, and for
 // what it rejects, the whole message. The oracle of every message is the loader's
 // contract (scenario.h): one line per problem, each naming the JSON path and the reason
 // in the style `plan.tp: 3 does not divide num_attention_heads (64)`; the numbers in a

@@ -1,7 +1,7 @@
 // The names of the enums that reach files and reports: one table per enum (value <-> name),
 // from which printing, parsing and the "one of ..." lists of error messages all derive, so a
 // new value is named in exactly one place. Names are the spellings of the scenario files
-// (docs/reference) and of every report; changing one changes output.
+// (docs/interfaces.md) and of every report; changing one changes output.
 #pragma once
 
 #include <array>
@@ -23,7 +23,7 @@ struct NameEntry {
 };
 
 // FailureCause carries the unit its rate counts (failure_unit_name) and the rate's key in
-// the failures file (docs/reference/interfaces.md "Units") next to its name.
+// the failures file (docs/interfaces.md "Units") next to its name.
 struct FailureCauseEntry {
   FailureCause value;
   const char* name;

@@ -1,4 +1,4 @@
-// Reports of a prediction: the JSON report of docs/reference/interfaces.md and a readable
+// Reports of a prediction: the JSON report of docs/interfaces.md and a readable
 // text report. Both are pure functions of their inputs (byte-identical for equal input).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Scenario files (format 1, docs/reference/interfaces.md): loading and validation.
+// Scenario files (format 1, docs/interfaces.md): loading and validation.
 #pragma once
 
 #include <cstdint>
