@@ -1,4 +1,4 @@
-// stepcast checkpoint SCENARIO [--json] [--csv FILE] [--runs N]
+// stepcast checkpoint SCENARIO [--json] [--csv FILE] [--runs N] [--reshard-to LAYOUT]
 #include <fmt/format.h>
 
 #include "commands.h"
@@ -8,7 +8,7 @@ namespace stepcast::cli {
 
 Command add_checkpoint(CLI::App& app) {
   struct Args {
-    std::string scenario, csv;
+    std::string scenario, csv, reshard;
     bool json = false;
     int runs = 64;
   };
@@ -20,7 +20,14 @@ Command add_checkpoint(CLI::App& app) {
   sub->add_flag("--json", a->json, "Print the JSON report");
   sub->add_option("--csv", a->csv, "Write the interval sweep (goodput curve) as CSV to FILE");
   sub->add_option("--runs", a->runs, "Monte Carlo runs per interval (default 64)");
+  sub->add_option("--reshard-to", a->reshard,
+                  "Instead: what each rank of LAYOUT (tp=8,pp=2,dp=2 or gpus=32) reads from the checkpoint, and how long");
   return {sub, [a] {
+            if (!a->reshard.empty()) {
+              auto r = app::run_reshard(app::ReshardRequest{app::ScenarioInput::file(a->scenario), a->reshard});
+              if (!r.ok()) return input_error(r.error().message);
+              return print(a->json ? app::reshard_json(*r) : app::reshard_text(*r));
+            }
             if (a->runs < 1 || a->runs > 10000) {
               return input_error(fmt::format("--runs: {} is out of range (1 to 10000)", a->runs));
             }

@@ -94,6 +94,17 @@ constexpr double kConfigBytes = 64 * 1024;       // the run's arguments, once
 
 }  // namespace
 
+double checkpoint_rank_other_bytes(const CheckpointSpec& spec, bool first_rank) {
+  double b = (spec.saves(StatePart::kRng) ? kRngBytesPerRank : 0.0) +
+             (spec.saves(StatePart::kDataSampler) ? kSamplerBytesPerDpRank : 0.0);
+  if (first_rank) {
+    b += (spec.saves(StatePart::kLrScheduler) ? kLrSchedulerBytes : 0.0) +
+         (spec.saves(StatePart::kGradScaler) ? kGradScalerBytes : 0.0) +
+         (spec.saves(StatePart::kStep) ? kStepBytes : 0.0) + (spec.saves(StatePart::kConfig) ? kConfigBytes : 0.0);
+  }
+  return b;
+}
+
 CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
                                const Workload& w, const CheckpointSpec& spec) {
   CheckpointCost k;

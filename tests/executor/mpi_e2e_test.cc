@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -151,6 +152,87 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   const auto cal = read_json(dir() + "/cal.json");
   EXPECT_EQ(cal.at("kind"), "stepcast-calibration");
   EXPECT_GT(cal.at("compute").at("gemm").at("efficiency").get<double>(), 0.0);
+}
+
+
+// --- execute --train over MPI processes (docs/checkpoints.md) -------------------------
+
+std::string train_scenario() { return std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-tp2dp2.json"; }
+
+class MpiTrain : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    ::setenv("STEPCAST_MPIEXEC", STEPCAST_MPIEXEC, 1);
+  }
+};
+
+// The seed's resume test as a command: 2N straight vs N + save + restore in new processes
+// + N. Oracle: the straight run itself (bitwise, same layout); resharded to tp1 x dp2 with
+// ZeRO-1 the same global batch is summed in another order, so within the tolerance.
+TEST_F(MpiTrain, ResumeCheckIsBitwiseAndReshardedWithinTolerance) {
+  std::string out;
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " execute " + train_scenario() + " --scale-down 2 --resume-check 2 --json --out " +
+                   dir() + "/rc-same",
+               &out),
+            0);
+  nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_TRUE(j.at("bitwise").get<bool>());
+  EXPECT_EQ(j.at("straight_losses"), j.at("resumed_losses"));
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " execute " + train_scenario() +
+                   " --scale-down 2 --resume-check 2 --reshard-to tp=1,dp=2,zero=1 --json --out " + dir() + "/rc-reshard",
+               &out),
+            0);
+  j = nlohmann::json::parse(out);
+  EXPECT_TRUE(j.at("pass").get<bool>());
+  EXPECT_LE(j.at("max_loss_diff").get<double>(), 1e-4);
+  EXPECT_EQ(j.at("resumed_layout").at("tp"), 1);
+}
+
+// --omit rng: dropout masks repeat from the start after the restore, so the losses part at
+// the first resumed step (N + 1), and the resume audit (analysis/resume.h) lists rng as
+// mattering: they agree, which is the command's exit code 0.
+TEST_F(MpiTrain, OmittedRngDivergesAtTheFirstResumedStepAsTheAuditSays) {
+  std::string out;
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " execute " + train_scenario() +
+                   " --scale-down 2 --resume-check 2 --omit rng --json --out " + dir() + "/rc-rng",
+               &out),
+            0);
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_FALSE(j.at("bitwise").get<bool>());
+  EXPECT_EQ(j.at("first_diverging_step"), 3);
+  EXPECT_TRUE(j.at("audit_agrees").get<bool>());
+  EXPECT_NE(j.at("audit").get<std::string>().find("rng: dropout masks"), std::string::npos);
+}
+
+// kill -9 of ONE rank (a real process) in the middle of writing its shard of generation
+// 4: mpirun aborts the job; generation 2 is the newest that loads, and a new launch
+// resumes from it. Killed after the manifest's rename instead, generation 4 is committed
+// and the resume starts there. Oracle: the commit protocol (the manifest's rename is the
+// commit point).
+TEST_F(MpiTrain, KillOfOneRankDuringASaveLeavesTheLastCommittedGenerationLoadable) {
+  struct Case {
+    const char* crash;
+    int expect_generation;
+  };
+  for (const Case c : {Case{"shard-partial:1@4+1000", 2}, Case{"shard-before-rename:3@4", 2},
+                       Case{"manifest-partial:0@4+100", 2}, Case{"manifest-after-rename:0@4", 4}}) {
+    SCOPED_TRACE(c.crash);
+    const std::string d = dir() + "/crash-" + std::to_string(c.expect_generation) + "-" +
+                          std::to_string(std::hash<std::string>{}(c.crash) % 100000);
+    std::filesystem::remove_all(d);
+    EXPECT_NE(sh(mpirun("execute --train " + train_scenario() + " --scale-down 2 --steps 5 --checkpoint-every 2 --crash " +
+                        c.crash + " --out " + d + "/run")),
+              0);
+    ASSERT_EQ(sh(mpirun("execute --train " + train_scenario() + " --scale-down 2 --steps 1 --resume " + d +
+                        "/run/checkpoints --out " + d + "/resumed")),
+              0);
+    const nlohmann::json m = read_json(d + "/resumed/measured.json");
+    EXPECT_EQ(m.at("restore").at("generation"), c.expect_generation);
+    EXPECT_EQ(m.at("first_step"), c.expect_generation + 1);
+  }
 }
 
 }  // namespace

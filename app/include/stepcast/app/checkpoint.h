@@ -7,6 +7,7 @@
 
 #include "stepcast/app/fields.h"
 #include "stepcast/app/scenario_input.h"
+#include "stepcast/models/reshard.h"
 #include "stepcast/planner/checkpoint_advice.h"
 
 namespace stepcast::app {
@@ -37,5 +38,21 @@ std::string checkpoint_csv(const CheckpointReport& report);  // the goodput-vs-i
 // checkpoint_interval_s, ...), at `step_time_s`, for its own interval when it gives one,
 // else for the recommended one; 64 Monte Carlo runs, as `stepcast checkpoint` by default.
 Result<Fields> checkpoint_fields(const Scenario& scenario, double step_time_s);
+
+// `checkpoint --reshard-to LAYOUT`: what each rank of a new layout reads from the
+// scenario's checkpoint and how long the restore takes (models/reshard.h). Needs no
+// failure model. Errors (input): the scenario's, the layout string's, and the new layout's
+// own errors, each naming the plan field ("--reshard-to: plan.tp: ...").
+struct ReshardRequest {
+  ScenarioInput scenario;
+  std::string layout;   // "tp=8,pp=2,dp=2" or "gpus=32"
+};
+struct ReshardReport {
+  Scenario scenario;
+  ReshardPlan plan;
+};
+Result<ReshardReport> run_reshard(const ReshardRequest& request);
+std::string reshard_text(const ReshardReport& report);
+std::string reshard_json(const ReshardReport& report);
 
 }  // namespace stepcast::app

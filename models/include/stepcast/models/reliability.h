@@ -159,6 +159,11 @@ struct CheckpointCost {
 
 // REQUIRES: a validated layout. `spec.mode` async with a staging that does not fit in host
 // memory falls back to the synchronous write (async = false).
+// Bytes of the small parts (rng, data sampler, and on the first rank the scheduler, grad
+// scaler, step and config) one rank writes and reads back; the constants are [U]
+// (docs/reliability.md).
+double checkpoint_rank_other_bytes(const CheckpointSpec& spec, bool first_rank);
+
 CheckpointCost checkpoint_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                                const Workload& workload, const CheckpointSpec& spec);
 
