@@ -6,7 +6,7 @@
 // little-endian (IEEE-754 binary32 / binary64):
 //   offset  size  field
 //   0       8     magic "STEPCKPT"
-//   8       4     u32 shard format version (1)
+//   8       4     u32 shard format version (2; version 1 is read too)
 //   12      4     u32 rank of the writing layout
 //   16      4     u32 tp
 //   20      4     u32 dp
@@ -20,21 +20,31 @@
 //                   kStep         i64 step
 //                   kConfig       u64 n, then n bytes of config_json
 //           8     u64 number of pieces P
-//   H       ...   the P pieces' data back to back, each rows * cols f32, row-major
+//   H       ...   the P pieces' data back to back, each rows * cols elements, row-major,
+//                 of its dtype: f32, or bf16 (the upper half of the f32 rounded to
+//                 nearest even: 2 bytes an element)
 // Bytes [0, H) are the header. The shard does not describe its pieces: the manifest does
 // (a piece is read by its byte offset), so a loader reads only what it needs.
 //
+// Deduplicated save: a piece of TensorPiece::replicas > 1 (the same rectangle held by that
+// many ranks) is written as this rank's share only (share_of(): a block of its rows, else
+// of its columns, else the whole piece by replica 0), a rectangle of its own in the
+// manifest. Every element of a replicated tensor is thus in exactly one shard, and the
+// replicas' shards hold equal parts of it (models/src/reliability.cc checkpoint_cost).
+//
 // manifest.json (written by rank 0 after every shard is durable; its rename commits):
-//   {"format": 1, "kind": "stepcast-checkpoint", "generation": 20,
+//   {"format": 2, "kind": "stepcast-checkpoint", "generation": 20,
 //    "layout": {"tp": 2, "dp": 2, "zero1": false},
 //    "contents": ["model", "optimizer", ...],          // state_part_name(), StatePart order
 //    "shards": [{"rank": 0, "file": "shard-00000.bin", "bytes": 4096, "crc32": 1234,
 //                "header_bytes": 120, "header_crc32": 5678,
 //                "pieces": [{"name": "w.a", "global_shape": [4, 6], "row0": 0, "rows": 2,
-//                            "col0": 0, "cols": 3, "offset": 120, "crc32": 91011}, ...]},
+//                            "col0": 0, "cols": 3, "dtype": "bf16", "offset": 120,
+//                            "crc32": 91011}, ...]},
 //               ...]}                                 // one per rank, in rank order
 // crc32 is CRC-32/IEEE (zlib's) of the whole file, header_crc32 of bytes [0, H), a
-// piece's crc32 of its rows * cols * 4 bytes.
+// piece's crc32 of its bytes as stored (rows * cols * 4 for "f32", * 2 for "bf16"). A
+// format 1 manifest has no "dtype" (every piece f32).
 #include "stepcast/executor/checkpoint_store.h"
 
 #include <fcntl.h>
@@ -115,7 +125,7 @@ std::vector<StatePart> parts_of(std::uint32_t mask) {
 
 // A private copy of tensor_part() (train.cc): the store must not depend on the trainer.
 StatePart piece_part(const std::string& name) {
-  return name.rfind("adam_", 0) == 0 ? StatePart::kOptimizer : StatePart::kModel;
+  return name.rfind("adam_", 0) == 0 || name.rfind("master.", 0) == 0 ? StatePart::kOptimizer : StatePart::kModel;
 }
 
 bool same_layout(const TrainLayout& a, const TrainLayout& b) {
@@ -326,16 +336,72 @@ void check_piece(const TensorPiece& p) {
         "of its tensor",
         p.name, p.row0, p.rows, p.col0, p.cols, p.global_rows, p.global_cols, p.data.size()));
   }
+  if (p.replicas < 1 || p.replica < 0 || p.replica >= p.replicas) {
+    throw std::invalid_argument(fmt::format("checkpoint: piece {}: replica {} of {} replicas", p.name, p.replica,
+                                            p.replicas));
+  }
 }
 
-std::vector<const TensorPiece*> saved_pieces(const RankState& s, std::uint32_t mask) {
-  std::vector<const TensorPiece*> out;
+// The part of a piece this rank writes: rows [r0, r0 + rows) x cols [c0, c0 + cols) of the
+// piece (offsets inside it, not global).
+struct Share {
+  const TensorPiece* piece = nullptr;
+  std::int64_t r0 = 0, rows = 0, c0 = 0, cols = 0;
+};
+
+// Block `i` of `n` near-equal consecutive blocks of `len` (the first len % n one longer).
+std::pair<std::int64_t, std::int64_t> even_block(std::int64_t len, int n, int i) {
+  const std::int64_t base = len / n, extra = len % n;
+  return {i * base + std::min<std::int64_t>(i, extra), base + (i < extra ? 1 : 0)};
+}
+
+// TensorPiece::replicas' rule: this rank's share of `p`, or none.
+std::optional<Share> share_of(const TensorPiece& p) {
+  if (p.replicas <= 1) return Share{&p, 0, p.rows, 0, p.cols};
+  if (p.rows >= p.replicas) {
+    const auto [r0, n] = even_block(p.rows, p.replicas, p.replica);
+    return Share{&p, r0, n, 0, p.cols};
+  }
+  if (p.cols >= p.replicas) {
+    const auto [c0, n] = even_block(p.cols, p.replicas, p.replica);
+    return Share{&p, 0, p.rows, c0, n};
+  }
+  if (p.replica == 0) return Share{&p, 0, p.rows, 0, p.cols};
+  return std::nullopt;
+}
+
+// The shares this rank writes of the pieces of the saved parts, checked.
+std::vector<Share> saved_shares(const RankState& s, std::uint32_t mask) {
+  std::vector<Share> out;
   for (const TensorPiece& p : s.pieces) {
     if (!has_part(mask, piece_part(p.name))) continue;
     check_piece(p);
-    out.push_back(&p);
+    if (const std::optional<Share> sh = share_of(p)) out.push_back(*sh);
   }
   return out;
+}
+
+std::uint64_t stored_bytes(const Share& sh) {
+  return static_cast<std::uint64_t>(sh.rows * sh.cols) * (sh.piece->bf16 ? 2U : 4U);
+}
+
+// A share's bytes as stored: its rows of the piece, f32 as in memory or rounded to bf16.
+void encode(const Share& sh, std::string& out) {
+  const TensorPiece& p = *sh.piece;
+  out.resize(stored_bytes(sh));
+  char* dst = out.data();
+  for (std::int64_t r = sh.r0; r < sh.r0 + sh.rows; ++r) {
+    const float* src = p.data.data() + r * p.cols + sh.c0;
+    if (!p.bf16) {
+      std::memcpy(dst, src, static_cast<std::size_t>(sh.cols) * sizeof(float));
+      dst += sh.cols * static_cast<std::int64_t>(sizeof(float));
+      continue;
+    }
+    for (std::int64_t c = 0; c < sh.cols; ++c, dst += 2) {
+      const std::uint16_t h = to_bf16(src[c]);
+      std::memcpy(dst, &h, 2);
+    }
+  }
 }
 
 // Writes shard-R.bin.tmp, fsyncs it, renames it to shard-R.bin and fsyncs the directory.
@@ -346,10 +412,10 @@ ShardEntry write_shard(const RankState& s, const WriteJob& job) {
         s.layout.tp, s.layout.dp, job.rank, job.world));
   }
   const Site site{&job.crash, job.rank, job.generation};
-  const std::vector<const TensorPiece*> pieces = saved_pieces(s, job.mask);
-  const std::string header = shard_header(s, job.mask, pieces.size());
+  const std::vector<Share> shares = saved_shares(s, job.mask);
+  const std::string header = shard_header(s, job.mask, shares.size());
   std::uint64_t total = header.size();
-  for (const TensorPiece* p : pieces) total += p->data.size() * sizeof(float);
+  for (const Share& sh : shares) total += stored_bytes(sh);
 
   const std::string gen_dir = path_join(job.dir, gen_name(job.generation));
   make_dirs(gen_dir);
@@ -367,11 +433,13 @@ ShardEntry write_shard(const RankState& s, const WriteJob& job) {
   w.write(header.data(), header.size());
   e.header_bytes = header.size();
   e.header_crc = crc32(0, header.data(), header.size());
-  for (const TensorPiece* p : pieces) {
-    const std::size_t n = p->data.size() * sizeof(float);
-    e.pieces.push_back(PieceEntry{p->name, p->global_rows, p->global_cols, p->row0, p->rows, p->col0, p->cols,
-                                  w.offset(), crc32(0, p->data.data(), n)});
-    w.write(p->data.data(), n);
+  std::string bytes;
+  for (const Share& sh : shares) {
+    const TensorPiece& p = *sh.piece;
+    encode(sh, bytes);
+    e.pieces.push_back(PieceEntry{p.name, p.global_rows, p.global_cols, p.row0 + sh.r0, sh.rows, p.col0 + sh.c0,
+                                  sh.cols, p.bf16, w.offset(), crc32(0, bytes.data(), bytes.size())});
+    w.write(bytes.data(), bytes.size());
   }
   e.bytes = w.offset();
   e.crc = w.crc();
@@ -414,7 +482,10 @@ std::string what(const std::exception_ptr& e) {
   }
 }
 
-// The async snapshot: only what will be written, so the host copy is no larger than needed.
+// The async snapshot: only what will be written (this rank's shares, each a piece of one
+// replica), so the host copy is no larger than needed. A malformed piece is copied whole:
+// the background write rejects it, and the commit reports it on every rank (throwing here
+// would leave the other ranks waiting in the commit).
 RankState snapshot_of(const RankState& s, std::uint32_t mask) {
   RankState c;
   c.rank = s.rank;
@@ -422,7 +493,31 @@ RankState snapshot_of(const RankState& s, std::uint32_t mask) {
   c.scalars = s.scalars;
   if (has_part(mask, StatePart::kConfig)) c.config_json = s.config_json;
   for (const TensorPiece& p : s.pieces) {
-    if (has_part(mask, piece_part(p.name))) c.pieces.push_back(p);
+    if (!has_part(mask, piece_part(p.name))) continue;
+    try {
+      check_piece(p);
+    } catch (const std::invalid_argument&) {
+      c.pieces.push_back(p);
+      continue;
+    }
+    const std::optional<Share> share = share_of(p);
+    if (!share) continue;
+    const Share& sh = *share;
+    TensorPiece q;
+    q.name = p.name;
+    q.global_rows = p.global_rows;
+    q.global_cols = p.global_cols;
+    q.row0 = p.row0 + sh.r0;
+    q.rows = sh.rows;
+    q.col0 = p.col0 + sh.c0;
+    q.cols = sh.cols;
+    q.bf16 = p.bf16;
+    q.data.reserve(static_cast<std::size_t>(sh.rows * sh.cols));
+    for (std::int64_t r = sh.r0; r < sh.r0 + sh.rows; ++r) {
+      const auto* row = p.data.data() + r * p.cols + sh.c0;
+      q.data.insert(q.data.end(), row, row + sh.cols);
+    }
+    c.pieces.push_back(std::move(q));
   }
   return c;
 }

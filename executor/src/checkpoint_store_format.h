@@ -17,12 +17,14 @@
 
 namespace stepcast::exec::checkpoint_detail {
 
-// Piece data is written and read as the floats lie in memory.
+// Piece data is written and read as the floats (and bf16 halves) lie in memory.
 static_assert(std::endian::native == std::endian::little, "the checkpoint format is little-endian");
 
 inline constexpr std::array<char, 8> kShardMagic = {'S', 'T', 'E', 'P', 'C', 'K', 'P', 'T'};
-inline constexpr std::uint32_t kShardFormat = 1;
-inline constexpr int kManifestFormat = 1;
+// Version 2: pieces may be bf16 (the manifest's "dtype") and deduplicated shares.
+// Version 1 (all f32, no "dtype") is still read.
+inline constexpr std::uint32_t kShardFormat = 2;
+inline constexpr int kManifestFormat = 2;
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr std::int64_t kMaxGeneration = 9'999'999'999;   // gen-<10 digits>
 // Bounds that keep every size computed from a (possibly corrupted) manifest in range.
@@ -40,7 +42,7 @@ std::string path_join(const std::string& dir, const std::string& name);
 std::uint32_t parts_mask(const std::vector<StatePart>& parts);   // bit i: StatePart i
 bool has_part(std::uint32_t mask, StatePart p);
 std::vector<StatePart> parts_of(std::uint32_t mask);             // StatePart order
-StatePart piece_part(const std::string& name);                  // kOptimizer for "adam_*"
+StatePart piece_part(const std::string& name);   // kOptimizer for "adam_*" and "master.*"
 bool same_layout(const TrainLayout& a, const TrainLayout& b);
 
 // Throws std::runtime_error "PATH: WHAT: <errno's message>".
@@ -91,6 +93,17 @@ struct ByteReader {
   double f64() { return std::bit_cast<double>(u64()); }
 };
 
+// bf16 <-> f32. to_bf16 rounds to nearest, ties to even (a NaN stays a quiet NaN; a value
+// beyond bf16's largest finite rounds to infinity, as IEEE rounding does); from_bf16 is
+// exact.
+inline std::uint16_t to_bf16(float f) {
+  const auto bits = std::bit_cast<std::uint32_t>(f);
+  if ((bits & 0x7FFFFFFFU) > 0x7F800000U) return static_cast<std::uint16_t>((bits >> 16) | 0x0040U);
+  const std::uint32_t bias = 0x7FFFU + ((bits >> 16) & 1U);
+  return static_cast<std::uint16_t>((bits + bias) >> 16);
+}
+inline float from_bf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
 // The header of `s`'s shard: everything before the pieces' data.
 std::string shard_header(const RankState& s, std::uint32_t mask, std::uint64_t pieces);
 
@@ -99,9 +112,11 @@ struct PieceEntry {
   std::string name;
   std::int64_t global_rows = 0, global_cols = 0;
   std::int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+  bool bf16 = false;          // dtype "bf16" (2 bytes an element), else "f32" (4)
   std::uint64_t offset = 0;   // in the shard file
-  std::uint32_t crc = 0;      // of its rows * cols * 4 bytes
-  std::uint64_t bytes() const { return static_cast<std::uint64_t>(rows * cols) * sizeof(float); }
+  std::uint32_t crc = 0;      // of its stored bytes
+  std::uint64_t element_bytes() const { return bf16 ? 2 : 4; }
+  std::uint64_t bytes() const { return static_cast<std::uint64_t>(rows * cols) * element_bytes(); }
 };
 struct ShardEntry {
   int rank = 0;

@@ -105,6 +105,11 @@ PieceEntry parse_piece(const json& j, const std::string& where) {
   p.col0 = integer(j, where, "col0", 0, p.global_cols);
   p.cols = integer(j, where, "cols", 0, p.global_cols - p.col0);
   if (p.rows != 0 && p.cols > kMaxElements / p.rows) throw Failure{where + ": too many elements"};
+  if (j.contains("dtype")) {   // absent in format 1: f32
+    const std::string dtype = text(j, where, "dtype");
+    if (dtype != "f32" && dtype != "bf16") throw Failure{fmt::format("{}.dtype: '{}' (expected f32 or bf16)", where, dtype)};
+    p.bf16 = dtype == "bf16";
+  }
   p.offset = static_cast<std::uint64_t>(integer(j, where, "offset", 0, kMaxBytes));
   p.crc = static_cast<std::uint32_t>(integer(j, where, "crc32", 0, kMaxCrc));
   return p;
@@ -184,7 +189,9 @@ Manifest parse_manifest(const std::string& bytes, std::int64_t generation, const
   Manifest m;
   m.file_bytes = bytes.size();
   const std::int64_t format = integer(j, where, "format", 0, kMaxBytes);
-  if (format != kManifestFormat) throw Failure{fmt::format("{}: format {} (this stepcast reads {})", where, format, kManifestFormat)};
+  if (format != 1 && format != kManifestFormat) {
+    throw Failure{fmt::format("{}: format {} (this stepcast reads 1 to {})", where, format, kManifestFormat)};
+  }
   m.generation = integer(j, where, "generation", 0, kMaxGeneration);
   if (m.generation != generation) {
     throw Failure{fmt::format("{}: says generation {}, its directory is generation {}", where, m.generation, generation)};
@@ -305,17 +312,22 @@ std::string contents_list(std::uint32_t mask) {
   return s;
 }
 
+// The wanted rectangles of the parts the generation holds: the others are skipped (the
+// caller learns from LoadedState::contents what came back).
+std::vector<PieceRequest> present(const Manifest& m, const std::vector<PieceRequest>& wants) {
+  std::vector<PieceRequest> out;
+  for (const PieceRequest& w : wants) {
+    if (has_part(m.mask, piece_part(w.name))) out.push_back(w);
+  }
+  return out;
+}
+
 // A wanted rectangle's tensor exists, and the rectangle fits its global shape.
 void check_want(const Manifest& m, const PieceRequest& w) {
   const std::string gen = gen_name(m.generation);
   const auto it = m.shapes.find(w.name);
   if (it == m.shapes.end()) {
-    const StatePart part = piece_part(w.name);
-    if (!has_part(m.mask, part)) {
-      throw Failure{fmt::format("{}: {}: the generation holds no {} state (contents: {})", gen, w.name,
-                                state_part_name(part), contents_list(m.mask))};
-    }
-    throw Failure{fmt::format("{}: no tensor {} in the checkpoint", gen, w.name)};
+    throw Failure{fmt::format("{}: no tensor {} in the checkpoint (contents: {})", gen, w.name, contents_list(m.mask))};
   }
   const auto [rows, cols] = it->second;
   const bool fits = w.row0 >= 0 && w.rows >= 0 && w.col0 >= 0 && w.cols >= 0 && w.rows <= rows &&
@@ -422,7 +434,7 @@ void read_scalars(ShardFiles& files, const Manifest& m, int shard, RankState& ou
   l.dp = static_cast<int>(r.u32());
   l.zero1 = r.u32() != 0;
   const std::uint32_t mask = r.u32();
-  const bool consistent = r.ok && magic == kShardMagic && version == kShardFormat &&
+  const bool consistent = r.ok && magic == kShardMagic && (version == 1 || version == kShardFormat) &&
                           rank == static_cast<std::uint32_t>(shard) && same_layout(l, m.layout) && mask == m.mask;
   if (!consistent) throw Failure{label + ": header disagrees with the manifest (magic, version, rank, layout or contents)"};
   TrainScalars& c = out.scalars;
@@ -462,30 +474,46 @@ void copy_overlap(const PieceEntry& p, const std::vector<float>& data, TensorPie
   }
 }
 
-// Reads each planned piece once (checking its CRC-32) and copies it into every wanted
-// rectangle it overlaps.
+// Reads each planned piece once (checking its CRC-32 over the stored bytes), widens bf16
+// to f32, and copies it into every wanted rectangle it overlaps.
 std::vector<TensorPiece> assemble(ShardFiles& files, const Manifest& m, const std::vector<PieceRequest>& wants,
                                   std::vector<Use> uses) {
   std::vector<TensorPiece> out;
   for (const PieceRequest& w : wants) {
     const auto [rows, cols] = m.shapes.at(w.name);
-    out.push_back(TensorPiece{w.name, rows, cols, w.row0, w.rows, w.col0, w.cols,
-                              std::vector<float>(static_cast<std::size_t>(w.rows * w.cols))});
+    TensorPiece t;
+    t.name = w.name;
+    t.global_rows = rows;
+    t.global_cols = cols;
+    t.row0 = w.row0;
+    t.rows = w.rows;
+    t.col0 = w.col0;
+    t.cols = w.cols;
+    t.data.assign(static_cast<std::size_t>(w.rows * w.cols), 0.0f);
+    out.push_back(std::move(t));
   }
   std::sort(uses.begin(), uses.end(), [](const Use& a, const Use& b) {
     return std::tie(a.shard, a.piece, a.want) < std::tie(b.shard, b.piece, b.want);
   });
   std::vector<float> data;
+  std::vector<std::uint16_t> halves;
   for (std::size_t i = 0; i < uses.size(); ++i) {
     const PieceEntry& p = m.shards[static_cast<std::size_t>(uses[i].shard)].pieces[uses[i].piece];
     if (i == 0 || uses[i].shard != uses[i - 1].shard || uses[i].piece != uses[i - 1].piece) {
-      data.assign(static_cast<std::size_t>(p.rows * p.cols), 0.0f);
-      files.read(uses[i].shard, data.data(), p.bytes(), p.offset);
-      const std::uint32_t crc = crc32(0, data.data(), p.bytes());
+      const auto n = static_cast<std::size_t>(p.rows * p.cols);
+      data.assign(n, 0.0f);
+      void* stored = data.data();
+      if (p.bf16) {
+        halves.assign(n, 0);
+        stored = halves.data();
+      }
+      files.read(uses[i].shard, stored, p.bytes(), p.offset);
+      const std::uint32_t crc = crc32(0, stored, p.bytes());
       if (crc != p.crc) {
         throw Failure{fmt::format("{}: piece {} rows [{}, {}) x cols [{}, {}): {}", shard_label(m.generation, uses[i].shard),
                                   p.name, p.row0, p.row0 + p.rows, p.col0, p.col0 + p.cols, crc_mismatch(crc, p.crc))};
       }
+      if (p.bf16) std::transform(halves.begin(), halves.end(), data.begin(), from_bf16);
     }
     copy_overlap(p, data, out[uses[i].want]);
   }
@@ -511,6 +539,7 @@ ojson shard_entry_json(const ShardEntry& e) {
     j["rows"] = p.rows;
     j["col0"] = p.col0;
     j["cols"] = p.cols;
+    j["dtype"] = p.bf16 ? "bf16" : "f32";
     j["offset"] = p.offset;
     j["crc32"] = p.crc;
     pieces.push_back(std::move(j));
@@ -605,7 +634,8 @@ Result<LoadedState> load_generation(const std::string& dir, std::int64_t generat
                                 layout.tp, layout.dp)};
     }
     const bool same = same_layout(layout, m.layout);
-    std::vector<Use> uses = plan(m, wants, same ? rank : -1);
+    const std::vector<PieceRequest> kept = present(m, wants);
+    std::vector<Use> uses = plan(m, kept, same ? rank : -1);
     ShardFiles files(dir, m);
     LoadedState out;
     out.contents = parts_of(m.mask);
@@ -613,7 +643,7 @@ Result<LoadedState> load_generation(const std::string& dir, std::int64_t generat
     out.state.rank = rank;
     out.state.layout = layout;
     read_scalars(files, m, same ? rank : 0, out.state);
-    out.state.pieces = assemble(files, m, wants, std::move(uses));
+    out.state.pieces = assemble(files, m, kept, std::move(uses));
     out.stats.generation = generation;
     out.stats.bytes = static_cast<double>(m.file_bytes) + files.bytes();
     out.stats.shards_read = files.opened();
@@ -629,7 +659,7 @@ Result<std::vector<ShardRead>> plan_reads(const std::string& dir, std::int64_t g
   try {
     const Manifest m = read_manifest(dir, generation);
     std::set<std::pair<int, std::size_t>> pieces;
-    for (const Use& u : plan(m, wants, -1)) pieces.emplace(u.shard, u.piece);
+    for (const Use& u : plan(m, present(m, wants), -1)) pieces.emplace(u.shard, u.piece);
     std::vector<ShardRead> out;
     for (const auto& [shard, k] : pieces) {
       if (out.empty() || out.back().shard != shard) out.push_back({shard, 0});

@@ -1,5 +1,7 @@
 #include "stepcast/executor/launch.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdlib>
 #include <stdexcept>
@@ -55,6 +57,12 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv) 
 
 LaunchInfo detect_launch() {
   return detect_launch([](const char* n) { return std::getenv(n); });
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
 }
 
 }  // namespace stepcast::exec

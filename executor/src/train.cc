@@ -10,6 +10,7 @@
 #include <map>
 #include <numbers>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,9 +23,10 @@ namespace stepcast::exec {
 using train::Mat;
 using train::Param;
 
-// "adam_m.*" / "adam_v.*" are optimizer moments; everything else ("w.*") is the model.
+// "adam_m.*" / "adam_v.*" (moments) and "master.*" (fp32 master weights) are the
+// optimizer; everything else ("w.*", the bf16 weights) is the model.
 StatePart tensor_part(const std::string& name) {
-  return name.starts_with("adam_") ? StatePart::kOptimizer : StatePart::kModel;
+  return name.starts_with("adam_") || name.starts_with("master.") ? StatePart::kOptimizer : StatePart::kModel;
 }
 
 // The trainer implements a plain GELU MLP with multi-head attention: the scenario's
@@ -128,8 +130,9 @@ std::int64_t block_size(std::int64_t rows, int dp, int d) {
   return std::min(rows, block_start(rows, dp, d) + block_rows(rows, dp)) - block_start(rows, dp, d);
 }
 
-// Tensor kinds a rank exports per parameter.
-enum class Kind { kWeight, kAdamM, kAdamV };
+// Tensor kinds a rank exports per parameter: "w." (bf16 weights), "master." (fp32 master
+// weights), "adam_m.", "adam_v.".
+enum class Kind { kWeight, kMaster, kAdamM, kAdamV };
 
 // Host-side serialisation of pieces for Communicator::gather (binary in a std::string).
 void put_i64(std::string& out, std::int64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
@@ -213,13 +216,20 @@ struct Trainer::Impl {
   void adamw(double lr, float coef);
   void gather_zero1();
 
-  PieceRequest rect(std::size_t i, Kind k) const;
-  std::vector<std::pair<std::size_t, Kind>> held() const;
-  const Mat& data(std::size_t i, Kind k) const {
-    return k == Kind::kWeight ? model.params()[i].w : k == Kind::kAdamM ? moments[i].m : moments[i].v;
-  }
-  Mat& data(std::size_t i, Kind k) { return const_cast<Mat&>(std::as_const(*this).data(i, k)); }
-  // Checks (apply = false) or copies the pieces of the weights and / or the moments.
+  bool zero1_sharded() const { return cfg.layout.zero1 && comms.dp() > 1; }
+  // The rectangle of kind k of parameter i: exported (load = false) or wanted (load =
+  // true; they differ for kMaster only: exported over the moments' rows, wanted whole).
+  PieceRequest rect(std::size_t i, Kind k, bool load) const;
+  // TensorPiece::replicas and replica of an exported piece.
+  std::pair<int, int> replication(std::size_t i, Kind k) const;
+  // What export_state writes and what wanted_pieces asks for, in order.
+  std::vector<std::pair<std::size_t, Kind>> exported() const;
+  std::vector<std::pair<std::size_t, Kind>> wanted() const;
+  // The exported rectangle's data (contiguous: row-major rows of a slice).
+  const float* exported_data(std::size_t i, Kind k) const;
+  // Checks (apply = false) the wanted pieces of the parts in `contents`, or copies them
+  // (apply = true): parameters from the master pieces when `optimizer`, else from the
+  // weights when `weights`; moments when `optimizer`.
   void import_tensors(const RankState& state, bool weights, bool optimizer, bool apply);
   void check_config_json(const std::string& text) const;
 
@@ -349,27 +359,57 @@ StepResult Trainer::Impl::step() {
   return r;
 }
 
-PieceRequest Trainer::Impl::rect(std::size_t i, Kind k) const {
+PieceRequest Trainer::Impl::rect(std::size_t i, Kind k, bool load) const {
   const Param& p = model.params()[i];
   PieceRequest r;
   r.col0 = p.col0;
   r.cols = p.w.cols();
-  if (k == Kind::kWeight) {
-    r.name = p.name;
+  const std::string base = p.name.substr(2);  // without "w."
+  if (k == Kind::kWeight || (k == Kind::kMaster && load)) {
+    r.name = k == Kind::kWeight ? p.name : "master." + base;
     r.row0 = p.row0;
     r.rows = p.w.rows();
   } else {
-    r.name = (k == Kind::kAdamM ? "adam_m." : "adam_v.") + p.name.substr(2);
+    r.name = (k == Kind::kMaster ? "master." : k == Kind::kAdamM ? "adam_m." : "adam_v.") + base;
     r.row0 = p.row0 + moments[i].r0;
     r.rows = moments[i].rows;
   }
   return r;
 }
 
-// Every weight slice, then the moments of every non-empty ZeRO-1 block.
-std::vector<std::pair<std::size_t, Kind>> Trainer::Impl::held() const {
+// Who else holds the same rectangle with the same values (TensorPiece::replicas):
+//   weights: a tp slice is held by the dp ranks of its tp index; a tensor replicated over
+//     tp (embedding, head, norm gains) by all tp x dp ranks.
+//   master, moments: without ZeRO-1 as the weights; with it, a tp slice's row block is
+//     this rank's alone, and a replicated tensor's block is held by the tp ranks of this
+//     dp index.
+std::pair<int, int> Trainer::Impl::replication(std::size_t i, Kind k) const {
+  const bool sharded = model.params()[i].sharded;
+  const int tp = comms.tp(), dp = comms.dp(), t = comms.tp_index(), d = comms.dp_index();
+  if (k != Kind::kWeight && zero1_sharded()) return sharded ? std::pair(1, 0) : std::pair(tp, t);
+  return sharded ? std::pair(dp, d) : std::pair(tp * dp, d * tp + t);
+}
+
+// Every weight slice, then master weights and moments of every non-empty ZeRO-1 block.
+std::vector<std::pair<std::size_t, Kind>> Trainer::Impl::exported() const {
   std::vector<std::pair<std::size_t, Kind>> out;
   for (std::size_t i = 0; i < moments.size(); ++i) out.emplace_back(i, Kind::kWeight);
+  for (std::size_t i = 0; i < moments.size(); ++i) {
+    if (moments[i].rows == 0) continue;
+    out.emplace_back(i, Kind::kMaster);
+    out.emplace_back(i, Kind::kAdamM);
+    out.emplace_back(i, Kind::kAdamV);
+  }
+  return out;
+}
+
+// Every weight slice, every master slice whole (ZeRO-1 or not: the loader assembles it
+// from whichever shards hold it, so import_state needs no all-gather), then the moments
+// of every non-empty ZeRO-1 block.
+std::vector<std::pair<std::size_t, Kind>> Trainer::Impl::wanted() const {
+  std::vector<std::pair<std::size_t, Kind>> out;
+  for (std::size_t i = 0; i < moments.size(); ++i) out.emplace_back(i, Kind::kWeight);
+  for (std::size_t i = 0; i < moments.size(); ++i) out.emplace_back(i, Kind::kMaster);
   for (std::size_t i = 0; i < moments.size(); ++i) {
     if (moments[i].rows == 0) continue;
     out.emplace_back(i, Kind::kAdamM);
@@ -378,12 +418,25 @@ std::vector<std::pair<std::size_t, Kind>> Trainer::Impl::held() const {
   return out;
 }
 
+const float* Trainer::Impl::exported_data(std::size_t i, Kind k) const {
+  const Mat& w = model.params()[i].w;
+  switch (k) {
+    case Kind::kWeight: return w.data();
+    case Kind::kMaster: return w.data() + moments[i].r0 * w.cols();
+    case Kind::kAdamM: return moments[i].m.data();
+    case Kind::kAdamV: return moments[i].v.data();
+  }
+  return nullptr;
+}
+
 void Trainer::Impl::import_tensors(const RankState& state, bool weights, bool optimizer, bool apply) {
   std::map<std::string, const TensorPiece*> by_name;
   for (const TensorPiece& p : state.pieces) by_name[p.name] = &p;
-  for (const auto& [i, kind] : held()) {
+  for (const auto& [i, kind] : wanted()) {
     if (kind == Kind::kWeight ? !weights : !optimizer) continue;
-    const PieceRequest want = rect(i, kind);
+    // With the optimizer part the parameters come from the exact master weights.
+    if (apply && kind == Kind::kWeight && optimizer) continue;
+    const PieceRequest want = rect(i, kind, true);
     const Param& p = model.params()[i];
     const auto it = by_name.find(want.name);
     if (it == by_name.end()) throw std::invalid_argument("import_state: missing piece " + want.name);
@@ -397,7 +450,15 @@ void Trainer::Impl::import_tensors(const RankState& state, bool weights, bool op
                       want.name, got.global_rows, got.global_cols, got.row0, got.rows, got.col0, got.cols,
                       got.data.size(), p.global_rows, p.global_cols, want.row0, want.rows, want.col0, want.cols));
     }
-    if (apply) data(i, kind) = Eigen::Map<const Mat>(got.data.data(), want.rows, want.cols);
+    if (!apply) continue;
+    const Eigen::Map<const Mat> in(got.data.data(), want.rows, want.cols);
+    if (kind == Kind::kAdamM) {
+      moments[i].m = in;
+    } else if (kind == Kind::kAdamV) {
+      moments[i].v = in;
+    } else {
+      model.params()[i].w = in;
+    }
   }
 }
 
@@ -428,9 +489,9 @@ RankState Trainer::export_state() const {
   st.rank = im.comms.dp_index() * im.comms.tp() + im.comms.tp_index();
   st.layout = im.cfg.layout;
   st.scalars = im.scalars;
-  for (const auto& [i, kind] : im.held()) {
-    const PieceRequest r = im.rect(i, kind);
-    const Mat& m = im.data(i, kind);
+  for (const auto& [i, kind] : im.exported()) {
+    const PieceRequest r = im.rect(i, kind, false);
+    const float* data = im.exported_data(i, kind);
     TensorPiece p;
     p.name = r.name;
     p.global_rows = im.model.params()[i].global_rows;
@@ -439,7 +500,9 @@ RankState Trainer::export_state() const {
     p.rows = r.rows;
     p.col0 = r.col0;
     p.cols = r.cols;
-    p.data.assign(m.data(), m.data() + m.size());
+    p.data.assign(data, data + r.rows * r.cols);
+    p.bf16 = kind == Kind::kWeight;
+    std::tie(p.replicas, p.replica) = im.replication(i, kind);
     st.pieces.push_back(std::move(p));
   }
   st.config_json =
@@ -452,7 +515,7 @@ RankState Trainer::export_state() const {
 
 std::vector<PieceRequest> Trainer::wanted_pieces() const {
   std::vector<PieceRequest> out;
-  for (const auto& [i, kind] : impl_->held()) out.push_back(impl_->rect(i, kind));
+  for (const auto& [i, kind] : impl_->wanted()) out.push_back(impl_->rect(i, kind, true));
   return out;
 }
 
@@ -462,7 +525,11 @@ void Trainer::import_state(const RankState& state, const std::vector<StatePart>&
   if (has(StatePart::kConfig)) im.check_config_json(state.config_json);
   const bool weights = has(StatePart::kModel), optimizer = has(StatePart::kOptimizer);
   im.import_tensors(state, weights, optimizer, false);  // every wanted piece, before any change
-  if (!weights) im.model.init_weights();
+  // Parameters: from the fp32 master pieces when the optimizer part is there (exact, with
+  // or without the model part); else from the "w." pieces, which the store keeps as bf16:
+  // a model-only resume continues from bf16-rounded parameters (as a real bf16 checkpoint
+  // without its optimizer state would), with zero moments; else the initial weights.
+  if (!weights && !optimizer) im.model.init_weights();
   if (!optimizer) im.reset_optimizer();
   im.import_tensors(state, weights, optimizer, true);
   const TrainScalars fresh = im.fresh_scalars();

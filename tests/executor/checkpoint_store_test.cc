@@ -15,6 +15,8 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <algorithm>
+#include <bit>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -23,7 +25,11 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "stepcast/executor/checkpoint_store.h"
+
+#include "fake_ranks.h"
 #include "stepcast/executor/fake_comm.h"
 
 // Defined in executor/src/checkpoint_store.cc; not part of the public header.
@@ -116,24 +122,7 @@ constexpr TrainLayout kTp2{2, 1, false};
 // Runs fn(comm, rank) on `n` threads of one FakeWorld; rethrows the first rank's error.
 template <typename F>
 void run_ranks(int n, F fn) {
-  FakeWorld world(n);
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (int r = 0; r < n; ++r) comms.push_back(world.communicator(r));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(*comms[static_cast<std::size_t>(r)], r);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  on_ranks(n, [&](int r, Communicator& comm, Device&) { fn(comm, r); });
 }
 
 CheckpointOptions options(const std::string& dir, int keep = 2) {
@@ -249,7 +238,7 @@ TEST_F(CheckpointStoreTest, RoundTripSameLayout) {
     std::memcpy(&v, shard.data() + at, 4);
     return v;
   };
-  EXPECT_EQ(u32_at(8), 1U);    // format version
+  EXPECT_EQ(u32_at(8), 2U);    // format version
   EXPECT_EQ(u32_at(12), 2U);   // rank
   EXPECT_EQ(u32_at(16), 2U);   // tp
   EXPECT_EQ(u32_at(20), 2U);   // dp
@@ -314,7 +303,9 @@ TEST_F(CheckpointStoreTest, ReshardIntoOtherLayouts) {
 
 // Oracle: a generation saved without kOptimizer and kRng has no adam_ piece and neither
 // part in its manifest; loading reports the saved parts, leaves the RNG scalars at their
-// defaults, and a request for an optimizer piece is an error naming the missing part.
+// defaults, and skips a request for an optimizer piece (adam_* or master.*: contents
+// tells the caller it did not come back); a tensor of a held part that is not there is
+// still an error.
 TEST_F(CheckpointStoreTest, ContentsLeaveOutParts) {
   CheckpointOptions o = options(dir_);
   o.contents = {StatePart::kModel, StatePart::kLrScheduler, StatePart::kGradScaler, StatePart::kDataSampler,
@@ -342,13 +333,156 @@ TEST_F(CheckpointStoreTest, ContentsLeaveOutParts) {
   scalars.rng_counter = 0;
   expect_scalars_eq(got->state.scalars, scalars);
 
-  Result<LoadedState> adam = load_generation(dir_, 5, 1, kTp2, {{"adam_m.a", 0, 4, 3, 3}});
-  ASSERT_FALSE(adam.ok());
-  EXPECT_NE(adam.error().message.find("no optimizer state"), std::string::npos) << adam.error().message;
-  EXPECT_FALSE(plan_reads(dir_, 5, {{"adam_v.a", 0, 1, 0, 1}}).ok());
+  std::vector<PieceRequest> with_optimizer = {{"adam_m.a", 0, 4, 3, 3}, model[0], {"master.a", 0, 4, 0, 6}, model[1]};
+  Result<LoadedState> adam = load_generation(dir_, 5, 1, kTp2, with_optimizer);
+  ASSERT_TRUE(adam.ok()) << adam.error().message;
+  EXPECT_EQ(std::count(adam->contents.begin(), adam->contents.end(), StatePart::kOptimizer), 0);
+  ASSERT_EQ(adam->state.pieces.size(), 2U);
+  expect_piece_eq(adam->state.pieces[0], want.pieces[0]);   // w.a
+  expect_piece_eq(adam->state.pieces[1], want.pieces[3]);   // w.b
+  EXPECT_EQ(adam->stats.bytes, got->stats.bytes);           // nothing more was read
+  Result<std::vector<ShardRead>> plan = plan_reads(dir_, 5, {{"adam_v.a", 0, 1, 0, 1}});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_TRUE(plan->empty());
   Result<LoadedState> nope = load_generation(dir_, 5, 1, kTp2, {{"w.nope", 0, 1, 0, 1}});
   ASSERT_FALSE(nope.ok());
   EXPECT_NE(nope.error().message.find("no tensor w.nope"), std::string::npos) << nope.error().message;
+}
+
+// ---------------------------------------------------------------------------------------
+// bf16 and deduplicated shares
+
+std::uint16_t u16_at(const std::string& bytes, std::uint64_t at) {
+  std::uint16_t v = 0;
+  std::memcpy(&v, bytes.data() + at, 2);
+  return v;
+}
+
+// The manifest's piece entries of shard `rank`, in order.
+nlohmann::json manifest_pieces(const std::string& dir, std::int64_t g, int rank) {
+  return nlohmann::json::parse(slurp(manifest_path(dir, g))).at("shards").at(static_cast<std::size_t>(rank)).at("pieces");
+}
+
+// Oracle: bf16 keeps 8 significant bits. Values with at most 8 (0.5, -3, 1 + 2^-7,
+// 65280 = 255 * 2^8, 2^-130, +-0) come back exactly; others round to nearest, ties to even,
+// by hand: 1 + 2^-8 is half-way between 1 and 1 + 2^-7 -> the even one, 1;
+// 1 + 3 * 2^-8 = 1.01171875 half-way between 1 + 2^-7 (odd mantissa 1) and 1 + 2^-6
+// (even 2) -> 1.015625; 1.005 (above the half-way 1.00390625) -> 1.0078125; -1.01171875 ->
+// -1.015625; 0x3FFFFFFF (just below 2) carries into the exponent -> 2; 1 + 2^-8 + 2^-20
+// (just above half-way) -> 1.0078125. Stored: 2 bytes an element, the f32's top half
+// (1.0 -> 0x3F80, 2.0 -> 0x4000), and the manifest says "bf16"; the CRC covers those bytes
+// (a load checks it). An f32 piece beside it keeps every bit.
+TEST_F(CheckpointStoreTest, Bf16RoundTrip) {
+  const std::vector<float> exact = {0.5f, -3.0f, 1.0078125f, 65280.0f, 0x1p-130f, 0.0f, -0.0f};
+  const std::vector<std::pair<float, float>> rounded = {
+      {1.00390625f, 1.0f},         {1.01171875f, 1.015625f},  {1.005f, 1.0078125f},
+      {-1.01171875f, -1.015625f},  {std::bit_cast<float>(0x3FFFFFFFU), 2.0f},
+      {1.0f + 0x1p-8f + 0x1p-20f, 1.0078125f}};
+  TensorPiece b{"w.h", 2, 7, 0, 2, 0, 7, {}};
+  b.bf16 = true;
+  b.data = exact;
+  for (const auto& [in, out] : rounded) b.data.push_back(in);
+  b.data.push_back(1.0f);   // 2 x 7
+  TensorPiece f{"master.h", 1, 3, 0, 1, 0, 3, {1.005f, 1.00390625f, 0x1p-130f}};
+  run_ranks(1, [&](Communicator& comm, int) {
+    RankState s;
+    s.pieces = {b, f};
+    CheckpointStore(comm, options(dir_)).save(s, 1);
+  });
+  ASSERT_TRUE(verify_generation(dir_, 1).ok());
+  const nlohmann::json pieces = manifest_pieces(dir_, 1, 0);
+  ASSERT_EQ(pieces.size(), 2U);
+  EXPECT_EQ(pieces[0].at("dtype"), "bf16");
+  EXPECT_EQ(pieces[1].at("dtype"), "f32");
+  const std::uint64_t off = pieces[0].at("offset").get<std::uint64_t>();
+  EXPECT_EQ(pieces[1].at("offset").get<std::uint64_t>(), off + 14 * 2);
+  EXPECT_EQ(fs::file_size(shard_path(dir_, 1, 0)), off + 14 * 2 + 3 * 4);
+  const std::string shard = slurp(shard_path(dir_, 1, 0));
+  EXPECT_EQ(u16_at(shard, off + 2 * 7), 0x3F80U);    // 1 + 2^-8 -> 1.0
+  EXPECT_EQ(u16_at(shard, off + 2 * 11), 0x4000U);   // just below 2 -> 2.0
+  EXPECT_EQ(pieces[0].at("crc32").get<std::uint32_t>(), checkpoint_detail::crc32(0, shard.data() + off, 14 * 2));
+
+  Result<LoadedState> got = load_generation(dir_, 1, 0, TrainLayout{}, {{"w.h", 0, 2, 0, 7}, {"master.h", 0, 1, 0, 3}});
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  const std::vector<float>& h = got->state.pieces[0].data;
+  ASSERT_EQ(h.size(), 14U);
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(h[i]), std::bit_cast<std::uint32_t>(exact[i])) << i;
+  }
+  for (std::size_t i = 0; i < rounded.size(); ++i) EXPECT_EQ(h[exact.size() + i], rounded[i].second) << i;
+  EXPECT_EQ(h[13], 1.0f);
+  EXPECT_EQ(got->state.pieces[1].data, f.data);
+  EXPECT_EQ(got->stats.bytes, static_cast<double>(fs::file_size(manifest_path(dir_, 1)) + off + 14 * 2 + 3 * 4));
+}
+
+// Oracle: four ranks hold the same rectangles (replicas = 4, replica = rank); each writes
+// its share only, and any rank loads the whole from the four shards. By hand, with the
+// 120-byte header (the scalars of every part, an empty config):
+//   adam_m.r  6 x 5 f32: rows 6 >= 4, blocks of 2, 2, 1, 1 rows: 40, 40, 20, 20 bytes
+//   w.s       1 x 8 bf16: 1 row < 4, 8 cols: 2 cols each: 4 bytes each
+//   w.t       1 x 2 f32: neither splits 4 ways: replica 0 writes it whole: 8 bytes
+// shards 120 + {52, 44, 24, 24} = 172, 164, 144, 144 bytes: 144 bytes of pieces in all,
+// each tensor once (30 * 4 + 8 * 2 + 2 * 4). plan_reads of the whole wants those 52, 44,
+// 24, 24 bytes; rank 1's own rectangles of the same layout, the same (its share from its
+// own shard, the rest from the others).
+TEST_F(CheckpointStoreTest, ReplicatedPiecesAreWrittenOnce) {
+  const TrainLayout dp4{1, 4, false};
+  auto state = [&](int r) {
+    RankState s;
+    s.rank = r;
+    s.layout = dp4;
+    s.pieces.push_back(piece(3, "adam_m.r", 6, 5, 0, 6, 0, 5));
+    TensorPiece w{"w.s", 1, 8, 0, 1, 0, 8, {}};
+    for (int c = 0; c < 8; ++c) w.data.push_back(0.25f * static_cast<float>(c) - 1.0f);   // bf16-exact
+    w.bf16 = true;
+    s.pieces.push_back(w);
+    s.pieces.push_back(piece(3, "w.t", 1, 2, 0, 1, 0, 2));
+    for (TensorPiece& p : s.pieces) {
+      p.replicas = 4;
+      p.replica = r;
+    }
+    return s;
+  };
+  run_ranks(4, [&](Communicator& comm, int r) { CheckpointStore(comm, options(dir_)).save(state(r), 3); });
+  ASSERT_TRUE(verify_generation(dir_, 3).ok());
+  const std::uintmax_t sizes[] = {172, 164, 144, 144};
+  const std::int64_t first_row[] = {0, 2, 4, 5}, rows[] = {2, 2, 1, 1};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE(r);
+    EXPECT_EQ(fs::file_size(shard_path(dir_, 3, r)), sizes[r]);
+    const nlohmann::json p = manifest_pieces(dir_, 3, r);
+    ASSERT_EQ(p.size(), r == 0 ? 3U : 2U);
+    EXPECT_EQ(p[0].at("name"), "adam_m.r");
+    EXPECT_EQ(p[0].at("row0"), first_row[r]);
+    EXPECT_EQ(p[0].at("rows"), rows[r]);
+    EXPECT_EQ(p[0].at("cols"), 5);
+    EXPECT_EQ(p[1].at("name"), "w.s");
+    EXPECT_EQ(p[1].at("col0"), 2 * r);
+    EXPECT_EQ(p[1].at("cols"), 2);
+  }
+  const std::vector<PieceRequest> whole = requests_of(state(0));
+  Result<std::vector<ShardRead>> plan = plan_reads(dir_, 3, whole);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  ASSERT_EQ(plan->size(), 4U);
+  const double want_bytes[] = {52, 44, 24, 24};
+  for (int s = 0; s < 4; ++s) EXPECT_EQ((*plan)[static_cast<std::size_t>(s)].bytes, want_bytes[s]) << s;
+  for (const TrainLayout& l : {TrainLayout{}, dp4}) {
+    Result<LoadedState> got = load_generation(dir_, 3, l.world() == 4 ? 1 : 0, l, whole);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    const RankState want = state(0);
+    ASSERT_EQ(got->state.pieces.size(), 3U);
+    for (std::size_t i = 0; i < 3; ++i) {
+      expect_piece_eq(got->state.pieces[i], want.pieces[i]);
+      EXPECT_FALSE(got->state.pieces[i].bf16);   // widened
+    }
+    EXPECT_EQ(got->stats.shards_read, 4);
+  }
+  // The async snapshot copies the same shares: the same shard sizes.
+  CheckpointOptions o = options(root_ + "/async");
+  o.async = true;
+  run_ranks(4, [&](Communicator& comm, int r) { CheckpointStore(comm, o).save(state(r), 3); });
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(fs::file_size(shard_path(o.dir, 3, r)), sizes[r]) << r;
+  ASSERT_TRUE(verify_generation(o.dir, 3).ok());
 }
 
 // Oracle (the header's GC rule): after saves 1..4 with keep = 2 only generations 3 and 4

@@ -1,50 +1,37 @@
 // The trainer (train.h): hand-written gradients against finite differences, bitwise
 // determinism, the same training in every tp x dp (x ZeRO-1) layout, a loss that starts at
-// ln(vocab) and falls, exact resumption from exported state, and the scenario's checks.
+// ln(vocab) and falls, exact resumption from exported state and from a checkpoint
+// generation (whose bytes match the checkpoint cost model), and the scenario's checks.
 // Ranks are threads on the in-memory fake communicator with cpu devices.
 #include <gtest/gtest.h>
+
+#include <stdlib.h>   // mkdtemp
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
+#include "stepcast/executor/checkpoint_store.h"
 #include "stepcast/executor/cpu_device.h"
 #include "stepcast/executor/fake_comm.h"
 #include "stepcast/executor/train.h"
 #include "stepcast/models/scenario.h"
+#include "fake_ranks.h"
 #include "train_internal.h"
 
 namespace stepcast::exec {
 namespace {
-
-// Runs body(rank, comm, device) on `n` threads of one fake world; rethrows a rank's error.
-void on_ranks(int n, const std::function<void(int, Communicator&, Device&)>& body) {
-  FakeWorld world(n);
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (int r = 0; r < n; ++r) comms.push_back(world.communicator(r));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        auto dev = make_cpu_device();
-        body(r, *comms[static_cast<std::size_t>(r)], *dev);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
 
 // A tiny model: global batch 4 sequences of 8 tokens.
 TrainConfig tiny(int tp = 1, int dp = 1, bool zero1 = false) {
@@ -221,64 +208,6 @@ TEST(TrainerTest, LossStartsAtLogVocabAndFalls) {
   EXPECT_LT(last, t.losses[0] - 1.0) << "first " << t.losses[0] << ", mean of the last five " << last;
 }
 
-// Oracle: a straight 6-step run. Exporting after 3 steps and importing every part into
-// fresh trainers must continue bit for bit; leaving out the RNG (dropout masks restart
-// from counter 0), the data sampler (the batches restart) or the model must change the
-// continued losses.
-TEST(TrainerTest, ExportImportResumesExactly) {
-  const TrainConfig cfg = tiny(2, 2, true);
-  const Trace straight = train(cfg, 6);
-  const Trace first = train(cfg, 3);
-  // wanted_pieces() names exactly the rectangles export_state() writes.
-  on_ranks(cfg.layout.world(), [&](int rank, Communicator& comm, Device& dev) {
-    Trainer t(cfg, comm, dev);
-    const std::vector<PieceRequest> wants = t.wanted_pieces();
-    const RankState& st = first.states[static_cast<std::size_t>(rank)];
-    ASSERT_EQ(wants.size(), st.pieces.size());
-    for (std::size_t i = 0; i < wants.size(); ++i) {
-      EXPECT_EQ(wants[i].name, st.pieces[i].name);
-      EXPECT_EQ(tensor_part(wants[i].name),
-                wants[i].name.starts_with("w.") ? StatePart::kModel : StatePart::kOptimizer);
-      EXPECT_EQ(std::tie(wants[i].row0, wants[i].rows, wants[i].col0, wants[i].cols),
-                std::tie(st.pieces[i].row0, st.pieces[i].rows, st.pieces[i].col0, st.pieces[i].cols));
-    }
-  });
-  // ZeRO-1: the moments' pieces of all ranks cover every element of every tensor equally
-  // often (once, or once per tp rank for a replicated tensor): the row blocks neither
-  // overlap nor leave gaps.
-  std::map<std::string, std::vector<int>> cover;
-  for (const RankState& st : first.states) {
-    for (const TensorPiece& p : st.pieces) {
-      if (!p.name.starts_with("adam_m.")) continue;
-      std::vector<int>& c = cover[p.name];
-      c.resize(static_cast<std::size_t>(p.global_rows * p.global_cols));
-      for (std::int64_t r = p.row0; r < p.row0 + p.rows; ++r) {
-        for (std::int64_t k = p.col0; k < p.col0 + p.cols; ++k) ++c[static_cast<std::size_t>(r * p.global_cols + k)];
-      }
-    }
-  }
-  EXPECT_EQ(cover.size(), first.params.size());
-  for (const auto& [name, c] : cover) {
-    EXPECT_GE(c.front(), 1) << name;
-    EXPECT_TRUE(std::all_of(c.begin(), c.end(), [&](int n) { return n == c.front(); })) << name;
-  }
-  auto resume = [&](const std::vector<StatePart>& contents) {
-    return train(cfg, 3,
-                 [&](Trainer& t, int rank) { t.import_state(first.states[static_cast<std::size_t>(rank)], contents); });
-  };
-  const std::vector<StatePart> all(kAllStateParts.begin(), kAllStateParts.end());
-  const Trace resumed = resume(all);
-  EXPECT_EQ(first.states[0].scalars.step, 3);
-  EXPECT_EQ(resumed.losses, std::vector<double>(straight.losses.begin() + 3, straight.losses.end()));
-  EXPECT_EQ(max_abs_diff(resumed.params, straight.params), 0.0f);
-  for (StatePart omitted : {StatePart::kRng, StatePart::kDataSampler, StatePart::kModel}) {
-    std::vector<StatePart> some = all;
-    some.erase(std::find(some.begin(), some.end(), omitted));
-    const Trace t = resume(some);
-    EXPECT_NE(t.losses, resumed.losses) << state_part_name(omitted);
-  }
-}
-
 // The rectangles `wants` cut from the union of `states`' pieces (what the checkpoint
 // loader does), with rank 0's scalars.
 RankState assemble(const std::vector<RankState>& states, const std::vector<PieceRequest>& wants) {
@@ -308,6 +237,84 @@ RankState assemble(const std::vector<RankState>& states, const std::vector<Piece
     out.pieces.push_back(std::move(t));
   }
   return out;
+}
+
+// Oracle: a straight 6-step run. Exporting after 3 steps and importing every part into
+// fresh trainers (each rank's wanted rectangles cut from all ranks' exports, as the loader
+// assembles them) must continue bit for bit; so must leaving out the model part (the
+// optimizer's fp32 master pieces carry the exact parameters). Leaving out the RNG
+// (dropout masks restart from counter 0), the data sampler (the batches restart) or the
+// optimizer (zero moments) must change the continued losses.
+TEST(TrainerTest, ExportImportResumesExactly) {
+  const TrainConfig cfg = tiny(2, 2, true);
+  const Trace straight = train(cfg, 6);
+  const Trace first = train(cfg, 3);
+  // wanted_pieces() names the rectangles export_state() writes ("w.*" and the moments),
+  // and every master slice whole: the union of the exported master pieces of the slice.
+  on_ranks(cfg.layout.world(), [&](int rank, Communicator& comm, Device& dev) {
+    Trainer t(cfg, comm, dev);
+    const std::vector<PieceRequest> wants = t.wanted_pieces();
+    const RankState& st = first.states[static_cast<std::size_t>(rank)];
+    std::map<std::string, const PieceRequest*> wanted;
+    for (const PieceRequest& w : wants) {
+      EXPECT_TRUE(wanted.emplace(w.name, &w).second) << w.name;
+      EXPECT_EQ(tensor_part(w.name), w.name.starts_with("w.") ? StatePart::kModel : StatePart::kOptimizer);
+    }
+    const auto moments = std::count_if(st.pieces.begin(), st.pieces.end(),
+                                       [](const TensorPiece& p) { return p.name.starts_with("adam_"); });
+    EXPECT_EQ(wants.size(), first.params.size() * 2 + static_cast<std::size_t>(moments));
+    for (const TensorPiece& p : st.pieces) {
+      const auto it = wanted.find(p.name);
+      ASSERT_NE(it, wanted.end()) << p.name;
+      const PieceRequest& w = *it->second;
+      EXPECT_EQ(p.bf16, p.name.starts_with("w.")) << p.name;
+      if (p.name.starts_with("master.")) {
+        const PieceRequest& slice = *wanted.at("w." + p.name.substr(7));
+        EXPECT_EQ(std::tie(w.row0, w.rows, w.col0, w.cols), std::tie(slice.row0, slice.rows, slice.col0, slice.cols));
+        EXPECT_TRUE(p.row0 >= w.row0 && p.row0 + p.rows <= w.row0 + w.rows && p.col0 == w.col0 && p.cols == w.cols)
+            << p.name;
+      } else {
+        EXPECT_EQ(std::tie(w.row0, w.rows, w.col0, w.cols), std::tie(p.row0, p.rows, p.col0, p.cols)) << p.name;
+      }
+    }
+  });
+  // ZeRO-1: the moments' and master weights' pieces of all ranks cover every element of
+  // every tensor equally often (once, or once per tp rank for a replicated tensor): the
+  // row blocks neither overlap nor leave gaps.
+  std::map<std::string, std::vector<int>> cover;
+  for (const RankState& st : first.states) {
+    for (const TensorPiece& p : st.pieces) {
+      if (!p.name.starts_with("adam_m.") && !p.name.starts_with("master.")) continue;
+      std::vector<int>& c = cover[p.name];
+      c.resize(static_cast<std::size_t>(p.global_rows * p.global_cols));
+      for (std::int64_t r = p.row0; r < p.row0 + p.rows; ++r) {
+        for (std::int64_t k = p.col0; k < p.col0 + p.cols; ++k) ++c[static_cast<std::size_t>(r * p.global_cols + k)];
+      }
+    }
+  }
+  EXPECT_EQ(cover.size(), first.params.size() * 2);
+  for (const auto& [name, c] : cover) {
+    EXPECT_GE(c.front(), 1) << name;
+    EXPECT_TRUE(std::all_of(c.begin(), c.end(), [&](int n) { return n == c.front(); })) << name;
+  }
+  auto resume = [&](const std::vector<StatePart>& contents) {
+    return train(cfg, 3, [&](Trainer& t, int) { t.import_state(assemble(first.states, t.wanted_pieces()), contents); });
+  };
+  const std::vector<StatePart> all(kAllStateParts.begin(), kAllStateParts.end());
+  const Trace resumed = resume(all);
+  EXPECT_EQ(first.states[0].scalars.step, 3);
+  EXPECT_EQ(resumed.losses, std::vector<double>(straight.losses.begin() + 3, straight.losses.end()));
+  EXPECT_EQ(max_abs_diff(resumed.params, straight.params), 0.0f);
+  for (StatePart omitted : {StatePart::kRng, StatePart::kDataSampler, StatePart::kOptimizer, StatePart::kModel}) {
+    std::vector<StatePart> some = all;
+    some.erase(std::find(some.begin(), some.end(), omitted));
+    const Trace t = resume(some);
+    if (omitted == StatePart::kModel) {
+      EXPECT_EQ(t.losses, resumed.losses) << "the master weights carry the parameters";
+    } else {
+      EXPECT_NE(t.losses, resumed.losses) << state_part_name(omitted);
+    }
+  }
 }
 
 // Oracle: a straight 6-step run in the new layout. State exported by tp 2 x dp 2 with
@@ -355,6 +362,170 @@ TEST(TrainerTest, ImportRejectsMissingOrMisshapenPieces) {
     EXPECT_NO_THROW(t.import_state(missing, {StatePart::kStep}));
     EXPECT_EQ(t.steps_done(), 1);
   });
+}
+
+// ---------------------------------------------------------------------------------------
+// Through the checkpoint store (checkpoint_store.h): a real generation in a temp directory
+
+// A fresh directory, removed afterwards.
+struct TempDir {
+  TempDir() {
+    std::string t = (std::filesystem::path(::testing::TempDir()) / "stepcast-train-XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp " + t);
+    path = t;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string path;
+};
+
+// `steps` steps of `cfg`, then a save of generation `steps` with `contents` into `dir`.
+void train_and_save(const TrainConfig& cfg, int steps, const std::string& dir, const std::vector<StatePart>& contents) {
+  on_ranks(cfg.layout.world(), [&](int, Communicator& comm, Device& dev) {
+    Trainer t(cfg, comm, dev);
+    for (int i = 0; i < steps; ++i) t.step();
+    CheckpointOptions o;
+    o.dir = dir;
+    o.contents = contents;
+    CheckpointStore store(comm, o);
+    store.save(t.export_state(), t.steps_done());
+  });
+}
+
+// `steps` steps after resuming from generation `gen` of `dir` as app/src/train.cc does
+// (load_generation of wanted_pieces(), then import_state with the loaded contents).
+Trace resume_from(const TrainConfig& cfg, const std::string& dir, std::int64_t gen, int steps,
+                  std::vector<std::vector<StatePart>>* contents = nullptr) {
+  if (contents) contents->assign(static_cast<std::size_t>(cfg.layout.world()), {});
+  return train(cfg, steps, [&](Trainer& t, int rank) {
+    Result<LoadedState> loaded = load_generation(dir, gen, rank, cfg.layout, t.wanted_pieces());
+    if (!loaded.ok()) throw std::runtime_error(loaded.error().message);
+    if (contents) (*contents)[static_cast<std::size_t>(rank)] = loaded->contents;
+    t.import_state(loaded->state, loaded->contents);
+  });
+}
+
+// The stored bytes of a generation's pieces per shard (the manifest's rectangles at 2
+// bytes an element for "bf16", 4 for "f32"), checked against the shard files' sizes less
+// their headers.
+std::vector<double> piece_bytes_per_shard(const std::string& dir, std::int64_t gen) {
+  char name[32];
+  std::snprintf(name, sizeof name, "gen-%010lld", static_cast<long long>(gen));
+  const std::filesystem::path gdir = std::filesystem::path(dir) / name;
+  std::ifstream in(gdir / "manifest.json");
+  const nlohmann::json m = nlohmann::json::parse(in);
+  std::vector<double> out;
+  for (const nlohmann::json& shard : m.at("shards")) {
+    double bytes = 0;
+    for (const nlohmann::json& p : shard.at("pieces")) {
+      bytes += static_cast<double>(p.at("rows").get<std::int64_t>() * p.at("cols").get<std::int64_t>()) *
+               (p.at("dtype") == "bf16" ? 2.0 : 4.0);
+    }
+    const auto file = std::filesystem::file_size(gdir / shard.at("file").get<std::string>());
+    EXPECT_EQ(bytes, static_cast<double>(file - shard.at("header_bytes").get<std::uintmax_t>()));
+    out.push_back(bytes);
+  }
+  return out;
+}
+
+// Oracle (a): a straight 6-step run; 3 steps, a save, a load of each rank's wanted pieces
+// from the generation's files and 3 more steps continue it bit for bit (losses and every
+// parameter), with and without ZeRO-1: the master weights and moments are f32, the
+// deduplicated shares reassemble every rectangle.
+// Oracle (b): the checkpoint cost model's bytes (models/src/reliability.cc checkpoint_cost):
+// bf16 weights 2 B/param + fp32 master and Adam m, v 12 B/param, every element written
+// once: the pieces of the generation hold exactly 14 x P bytes. The tiny model (hidden 16,
+// ffn 32, vocab 32, 2 layers) has P = 32*16 + 2 (16 + 16*48 + 16*16 + 16 + 16*32 + 32*16)
+// + 16 + 16*32 = 512 + 2 * 2080 + 528 = 5200 parameters: 72,800 bytes.
+// Oracle (c): balance. Without ZeRO-1 every share splits evenly by hand (tp slices over
+// dp = 2: qkv 16 x 24 -> 8 rows, out 8 x 16 -> 4, w1 16 x 16 -> 8, w2 16 x 16 -> 8;
+// replicated over 4 ranks: embed 32 x 16 -> 8 rows, head 16 x 32 -> 4, gains 1 x 16 -> 4
+// cols): 1300 elements x 14 B = 18,200 bytes on every rank, the mean. With ZeRO-1 the gains'
+// optimizer state lives in the dp 0 row block (a 1-row tensor), split over its 2 tp ranks
+// (8 cols): dp 0 ranks write 5 gains x 8 x 12 B = 480 B of it instead of 5 x 4 x 12 =
+// 240, dp 1 ranks none: 18,440 and 17,960 bytes. Stated bound: the busiest rank writes at
+// most 2% above the mean (writing its whole slices, without deduplication, a rank would
+// write (512 + 512 + 5 x 16 + 2 x 1024) x 14 = 44,128 bytes, 2.4x the mean).
+TEST(TrainerCheckpointTest, ResumeThroughTheStoreIsBitwiseAndBytesMatchTheCostModel) {
+  for (const bool zero1 : {false, true}) {
+    SCOPED_TRACE(zero1 ? "zero1" : "no zero1");
+    const TrainConfig cfg = tiny(2, 2, zero1);
+    const TempDir dir;
+    const std::vector<StatePart> all(kAllStateParts.begin(), kAllStateParts.end());
+    const Trace straight = train(cfg, 6);
+    train_and_save(cfg, 3, dir.path, all);
+    const Trace resumed = resume_from(cfg, dir.path, 3, 3);
+    EXPECT_EQ(resumed.losses, std::vector<double>(straight.losses.begin() + 3, straight.losses.end()));
+    EXPECT_EQ(max_abs_diff(resumed.params, straight.params), 0.0f);
+
+    std::int64_t params = 0;
+    on_ranks(1, [&](int, Communicator& comm, Device& dev) { params = Trainer(tiny(), comm, dev).parameter_count(); });
+    ASSERT_EQ(params, 5200);
+    const std::vector<double> per_shard = piece_bytes_per_shard(dir.path, 3);
+    ASSERT_EQ(per_shard.size(), 4U);
+    double total = 0;
+    for (double b : per_shard) total += b;
+    EXPECT_EQ(total, 2.0 * static_cast<double>(params) + 12.0 * static_cast<double>(params));
+    EXPECT_EQ(total, 72800.0);
+    const std::vector<double> want =
+        zero1 ? std::vector<double>{18440, 18440, 17960, 17960} : std::vector<double>{18200, 18200, 18200, 18200};
+    EXPECT_EQ(per_shard, want);
+    const double busiest = *std::max_element(per_shard.begin(), per_shard.end());
+    EXPECT_LE(busiest, 1.02 * total / 4);
+  }
+}
+
+// bf16 rounding by hand: 8 significant bits, to nearest, ties to even (nearbyint in the
+// default rounding mode), for the normal floats a model holds.
+float bf16_rounded(float x) {
+  if (x == 0) return x;
+  int e = 0;
+  const double m = std::frexp(static_cast<double>(x), &e);   // [0.5, 1) x 2^e
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8));
+}
+
+// Oracle (d): a generation saved without the optimizer part resumes without an error; the
+// loader skips the master and moment rectangles (contents lacks kOptimizer), so the
+// parameters are the bf16 "w." pieces widened: exactly the straight run's parameters after
+// 3 steps rounded to bf16 by hand; with zero moments as well, the continued losses differ
+// from the straight run's. Without the model part instead, the fp32 master pieces give the
+// exact parameters: bit for bit again.
+TEST(TrainerCheckpointTest, ResumeWithoutAPart) {
+  const TrainConfig cfg = tiny(2, 2, true);
+  const std::vector<StatePart> all(kAllStateParts.begin(), kAllStateParts.end());
+  const Trace straight = train(cfg, 6);
+  const Trace first = train(cfg, 3);
+
+  std::vector<StatePart> no_optimizer = all;
+  no_optimizer.erase(std::find(no_optimizer.begin(), no_optimizer.end(), StatePart::kOptimizer));
+  const TempDir dir;
+  train_and_save(cfg, 3, dir.path, no_optimizer);
+  std::vector<std::vector<StatePart>> contents;
+  const Trace imported = resume_from(cfg, dir.path, 3, 0, &contents);
+  for (const std::vector<StatePart>& c : contents) EXPECT_EQ(c, no_optimizer);
+  ASSERT_EQ(imported.params.size(), first.params.size());
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < first.params.size(); ++i) {
+    ASSERT_EQ(imported.params[i].data.size(), first.params[i].data.size());
+    for (std::size_t k = 0; k < first.params[i].data.size(); ++k) {
+      const float want = bf16_rounded(first.params[i].data[k]);
+      EXPECT_EQ(imported.params[i].data[k], want) << first.params[i].name << " element " << k;
+      changed += want != first.params[i].data[k] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(changed, 0U);   // the rounding is not vacuous
+  const Trace resumed = resume_from(cfg, dir.path, 3, 3);
+  ASSERT_EQ(resumed.losses.size(), 3U);
+  EXPECT_NE(resumed.losses, std::vector<double>(straight.losses.begin() + 3, straight.losses.end()));
+
+  std::vector<StatePart> no_model = all;
+  no_model.erase(std::find(no_model.begin(), no_model.end(), StatePart::kModel));
+  const TempDir dir2;
+  train_and_save(cfg, 3, dir2.path, no_model);
+  const Trace exact = resume_from(cfg, dir2.path, 3, 3);
+  EXPECT_EQ(exact.losses, std::vector<double>(straight.losses.begin() + 3, straight.losses.end()));
+  EXPECT_EQ(max_abs_diff(exact.params, straight.params), 0.0f);
 }
 
 Scenario cpu_scenario() {

@@ -12,6 +12,12 @@
 // fsyncs the directory. Only then are generations older than the newest `keep` deleted
 // (newest first is never touched). A generation without manifest.json is incomplete and
 // ignored by the loader (and deleted by the next commit).
+//
+// What a generation holds is what the checkpoint cost model counts (models/src/
+// reliability.cc checkpoint_cost): pieces marked TensorPiece::bf16 are stored at 2 bytes an
+// element, and a piece held by several ranks (TensorPiece::replicas) is written once in
+// total, each replica writing an even share of it (deduplicated save). With the trainer's
+// pieces (train.h) a generation's piece data is 2 + 12 bytes a parameter.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +64,7 @@ struct CheckpointOptions {
 // What one rank measured for one save (seconds on the steady clock).
 struct SaveStats {
   std::int64_t generation = -1;
-  double bytes = 0;          // this rank's shard file, bytes
+  double bytes = 0;          // this rank's shard file, bytes (its header and its shares, as stored)
   double snapshot_s = 0;     // async: copying the state into the host buffer (the pause)
   double write_s = 0;        // writing + fsync + rename of the shard
   double commit_s = 0;       // the collective commit (gather, manifest, rename, gc)
@@ -67,14 +73,16 @@ struct SaveStats {
 
 struct LoadStats {
   std::int64_t generation = -1;
-  double bytes = 0;          // bytes this rank read (pieces it needed, plus the manifest)
+  double bytes = 0;          // bytes this rank read: the manifest, a shard header, and the
+                             // stored bytes (bf16: 2 an element) of the pieces it needed
   int shards_read = 0;       // distinct shard files this rank opened
   double read_s = 0;
 };
 
 // A loaded state: the scalars of the rank that held them (same rank index when the layout
 // is unchanged, else rank 0's; the RNG counter is the same on every rank by design), the
-// pieces that were asked for, and which parts the generation holds.
+// pieces that were asked for (f32, bf16 pieces widened; in the order asked, less those of
+// parts the generation does not hold), and which parts the generation holds.
 struct LoadedState {
   RankState state;
   std::vector<StatePart> contents;   // the parts saved in this generation
@@ -125,15 +133,19 @@ Result<std::monostate> verify_generation(const std::string& dir, std::int64_t ge
 Result<std::int64_t> latest_loadable_generation(const std::string& dir);
 
 // Non-collective: reads, for `rank` of `layout`, the rectangles in `wants` (assembled from
-// every shard that overlaps them) and the scalars. Each piece read is checked against its
+// every shard piece that overlaps them: other layouts' pieces, deduplicated shares) and the
+// scalars. A wanted rectangle of a part the generation does not hold (state_part of its
+// name: "adam_*" and "master.*" are kOptimizer, "w.*" kModel) is skipped, not an error:
+// LoadedState::contents says what came back. Each piece read is checked against its
 // CRC-32 in the manifest. Errors name the shard and what is wrong (missing, truncated,
-// corrupted: checksum mismatch, a wanted rectangle no shard covers, a tensor whose global
-// shape differs).
+// corrupted: checksum mismatch, a wanted rectangle no shard covers, a tensor of a held part
+// that is not in the checkpoint, a tensor whose global shape differs).
 Result<LoadedState> load_generation(const std::string& dir, std::int64_t generation, int rank,
                                     const TrainLayout& layout, const std::vector<PieceRequest>& wants);
 
 // For docs and `--explain`: which shard files of a generation cover `wants`, and how many
-// bytes of each (the reshard plan of one new rank).
+// bytes of each (the reshard plan of one new rank). Stored bytes (bf16: 2 an element);
+// wanted rectangles of parts the generation does not hold are skipped, as in a load.
 struct ShardRead {
   int shard = 0;         // rank that wrote it
   double bytes = 0;

@@ -19,4 +19,8 @@ struct LaunchInfo {
 LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv);
 LaunchInfo detect_launch();
 
+// This machine's host name (gethostname), "unknown" when it cannot be read: recorded in
+// measurements and calibrations.
+std::string host_name();
+
 }  // namespace stepcast::exec

@@ -81,16 +81,34 @@ class Trainer {
   StepResult step();
   std::int64_t steps_done() const;
 
-  // This rank's state: its parameter pieces ("w.*"), its optimizer pieces ("adam_m.*",
-  // "adam_v.*": the ZeRO-1 row block when zero1), and the scalars.
+  // This rank's state, as the checkpoint cost model counts it (2 + 12 bytes a parameter,
+  // each replicated tensor written once: TensorPiece::replicas):
+  //   "w.*"       StatePart::kModel: this rank's tp slice of every parameter, bf16 on disk;
+  //               replicas: a tp slice's dp ranks (replica = dp index), a tensor
+  //               replicated over tp (embedding, head, norm gains) all tp x dp ranks
+  //               (replica = world rank).
+  //   "master.*"  StatePart::kOptimizer: the fp32 parameters over the rectangles of this
+  //               rank's moments; "adam_m.*", "adam_v.*": Adam's moments (the ZeRO-1 row
+  //               block of the slice when zero1, else the whole slice). Replicas as the
+  //               weights' without ZeRO-1; with it, 1 for a tp slice's block and the tp
+  //               ranks of this dp index (replica = tp index) for a replicated tensor's.
+  // and the scalars. The pieces' data is f32 (the store rounds "w.*" to bf16).
   RankState export_state() const;
-  // The rectangles this rank needs to resume (the same names and shapes export_state
-  // writes for this layout), for load_generation.
+  // The rectangles this rank needs to resume, for load_generation: "w.*" its tp slices,
+  // "master.*" its WHOLE tp slices (even with ZeRO-1: the loader assembles them from the
+  // shards that hold them, so import_state needs no collective), "adam_m.*" / "adam_v.*"
+  // the rectangles export_state writes for this layout.
   std::vector<PieceRequest> wanted_pieces() const;
-  // Restores from a loaded state. Parts not in `contents` are re-initialised as a fresh run
-  // would have them (model: initial weights; optimizer: zero moments; lr_scheduler: step
-  // 0; data_sampler: epoch 0, position 0; rng: counter 0; grad_scaler: 1.0; step: 0).
-  // Throws std::invalid_argument when a wanted piece is missing or its shape differs.
+  // Restores from a loaded state (the wanted_pieces() of the parts in `contents`; others
+  // are ignored). With kOptimizer the parameters come from the exact fp32 "master.*"
+  // pieces (kModel present or not) and the moments from "adam_*"; without it, from the
+  // "w.*" pieces, which a checkpoint holds as bf16, so a model-only resume continues from
+  // bf16-rounded parameters with zero moments. Parts not in `contents` are re-initialised
+  // as a fresh run would have them (model and optimizer both absent: initial weights;
+  // optimizer absent: zero moments; lr_scheduler: step 0; data_sampler: epoch 0, position
+  // 0; rng: counter 0; grad_scaler: 1.0; step: 0). Throws std::invalid_argument when a
+  // wanted piece of a part in `contents` is missing or its shape differs (nothing is
+  // changed then).
   void import_state(const RankState& state, const std::vector<StatePart>& contents);
 
   // Collective: every parameter assembled into global tensors on rank 0 (name order),

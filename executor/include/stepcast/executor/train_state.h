@@ -22,6 +22,22 @@ struct TensorPiece {
   std::int64_t row0 = 0, rows = 0;   // [row0, row0 + rows)
   std::int64_t col0 = 0, cols = 0;   // [col0, col0 + cols)
   std::vector<float> data;           // rows * cols, row-major
+  // Stored as bf16 (2 bytes an element): the store writes the round-to-nearest-even bf16
+  // of each f32 value and a load widens it back to f32 (exact for values bf16 represents,
+  // a relative error up to 2^-9 otherwise). false: stored as the f32 values themselves.
+  bool bf16 = false;
+  // Deduplicated save (PyTorch DCP's dedup_save_plans, Megatron's fully parallel save):
+  // the same rectangle with the same values is held by `replicas` ranks, of which this
+  // rank is number `replica` (0-based), and the store writes only this rank's share of it,
+  // so that the rectangle is written once in total, its bytes split evenly. The share:
+  // when rows >= replicas, the rows cut into `replicas` consecutive blocks (the first
+  // rows % replicas blocks one row longer), block `replica`; else, when cols >= replicas,
+  // the columns cut the same way; else the whole rectangle, written by replica 0 alone.
+  // Each written share is its own rectangle in the manifest; a load assembles any
+  // rectangle from the shares. The replicas must agree on rectangle, values and these
+  // two fields (nothing checks it: a share no one writes is a gap the load reports).
+  int replicas = 1;
+  int replica = 0;
 };
 
 // A rectangle a rank wants to read (the same addressing, without data).
@@ -56,8 +72,10 @@ struct TrainScalars {
   std::int64_t loss_scale_growth = 0;
 };
 
-// One rank's whole state. Tensor names: "w.<param>" (StatePart::kModel), "adam_m.<param>"
-// and "adam_v.<param>" (StatePart::kOptimizer).
+// One rank's whole state. Tensor names: "w.<param>" (StatePart::kModel: the weights, bf16
+// on disk), "master.<param>" (the fp32 master weights), "adam_m.<param>" and
+// "adam_v.<param>" (Adam's moments), the last three StatePart::kOptimizer: 2 + 12 bytes a
+// parameter, as the checkpoint cost model counts them (models/src/reliability.cc).
 struct RankState {
   int rank = 0;
   TrainLayout layout;
@@ -68,7 +86,8 @@ struct RankState {
   std::string config_json;
 };
 
-// Which StatePart a tensor name belongs to (kModel for "w.", kOptimizer for "adam_").
+// Which StatePart a tensor name belongs to (kOptimizer for "adam_*" and "master.*",
+// kModel for everything else: "w.*").
 StatePart tensor_part(const std::string& name);
 
 }  // namespace stepcast::exec
