@@ -10,9 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "stepcast/app/measurement.h"
+#include "stepcast/app/train.h"
 #include "stepcast/executor/bench_file.h"
 #include "stepcast/executor/calibration_fit.h"
 #include "stepcast/models/collectives.h"
+#include "stepcast/models/json_reader.h"
+#include "stepcast/models/reliability.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/sim/run.h"
 
@@ -83,17 +86,138 @@ std::string scope_text(const CollectiveCalibration& c) {
   return c.fit.scope == CollScope::kIntraNode ? "intra-node" : "inter-node";
 }
 
+// A training run's checkpoint measurements (measured.json of `execute --train`).
+struct CheckpointRun {
+  std::string path;
+  Scenario scenario;        // as the run ran it (scaled down, its layout)
+  CheckpointSpec spec;      // contents and mode as saved
+  std::vector<double> pause_s, bytes, snapshot_s, rank_bytes;   // per save
+  double restore_bytes = 0, restore_s = 0;
+};
+
+bool is_train_run(const std::string& path) {
+  auto text = reader::read_input_file(path);
+  return text.ok() && text->find("\"kind\": \"stepcast-train\"") != std::string::npos;
+}
+
+Result<CheckpointRun> load_checkpoint_run(const std::string& path) {
+  auto text = reader::read_input_file(path);
+  if (!text.ok()) return text.error();
+  auto doc = reader::parse_document(*text);
+  if (!doc.ok()) return Error{reader::prefix_lines(path, doc.error().message)};
+  CheckpointRun run;
+  run.path = path;
+  try {
+    const auto& l = doc->at("layout");
+    const std::string layout = fmt::format("tp={},dp={},zero={}", l.at("tp").get<int>(), l.at("dp").get<int>(),
+                                           l.at("zero1").get<bool>() ? 1 : 0);
+    auto sc = train_scenario(doc->at("scenario").get<std::string>(), doc->at("scale_down").get<int>(), layout);
+    if (!sc.ok()) return Error{path + ": scenario: " + sc.error().message};
+    run.scenario = std::move(sc).value();
+    const auto& ck = doc->at("checkpoint");
+    run.spec = run.scenario.checkpoint.value_or(CheckpointSpec{});
+    auto parts = parse_state_parts(ck.at("contents").get<std::string>(), path + ": checkpoint.contents");
+    if (!parts.ok()) return parts.error();
+    run.spec.contents = *parts;
+    run.spec.mode = ck.at("async").get<bool>() ? CheckpointMode::kAsync : CheckpointMode::kSync;
+    for (const auto& sv : ck.at("saves")) {
+      run.pause_s.push_back(sv.at("pause_s").get<double>());
+      run.bytes.push_back(sv.at("bytes").get<double>());
+      run.snapshot_s.push_back(sv.at("snapshot_s").get<double>());
+      run.rank_bytes.push_back(sv.at("rank_bytes").get<double>());
+    }
+    if (doc->contains("restore")) {
+      run.restore_bytes = doc->at("restore").at("bytes").get<double>();
+      run.restore_s = doc->at("restore").at("read_s").get<double>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Error{fmt::format("{}: not a complete `execute --train` measurement: {}", path, e.what())};
+  }
+  return run;
+}
+
+// Pools the runs' saves (sync: bytes / pause), restores and async snapshots into rates.
+CheckpointCalibration fit_checkpoint(const std::vector<CheckpointRun>& runs) {
+  CheckpointCalibration c;
+  double wb = 0, ws = 0, rb = 0, rs = 0, sb = 0, ss = 0;
+  for (const CheckpointRun& r : runs) {
+    for (std::size_t i = 0; i < r.pause_s.size(); ++i) {
+      if (r.spec.mode == CheckpointMode::kSync) {
+        wb += r.bytes[i];
+        ws += r.pause_s[i];
+        ++c.saves;
+      } else {
+        sb += r.rank_bytes[i];
+        ss += r.snapshot_s[i];
+        ++c.snapshots;
+      }
+    }
+    if (r.restore_s > 0) {
+      rb += r.restore_bytes;
+      rs += r.restore_s;
+      ++c.restores;
+    }
+  }
+  if (ws > 0) c.write_GBps = wb / ws / 1e9;
+  if (rs > 0) c.read_GBps = rb / rs / 1e9;
+  if (ss > 0) c.snapshot_GBps = sb / ss / 1e9;
+  return c;
+}
+
+// The cost model's save pause for the run's checkpoint, on `cluster` (priors or calibrated).
+CheckpointCost predicted_checkpoint(const CheckpointRun& r, const ClusterSpec& cluster) {
+  return checkpoint_cost(r.scenario.model, cluster, r.scenario.plan, r.scenario.workload, r.spec);
+}
+
+CheckpointRunReport checkpoint_report(const CheckpointRun& r, const Calibration& cal, const char* role) {
+  CheckpointRunReport out;
+  out.file = r.path;
+  out.role = role;
+  out.scenario_name = r.scenario.name;
+  out.saves = static_cast<int>(r.pause_s.size());
+  out.async = r.spec.mode == CheckpointMode::kAsync;
+  ClusterSpec after = r.scenario.cluster;
+  apply_calibration(cal, after);
+  CheckpointSpec spec_after = r.spec;
+  if (cal.checkpoint.snapshot_GBps > 0) spec_after.d2h_GBps = cal.checkpoint.snapshot_GBps;
+  const CheckpointCost before = predicted_checkpoint(r, r.scenario.cluster);
+  CheckpointRun with_after = r;
+  with_after.spec = spec_after;
+  const CheckpointCost calibrated = predicted_checkpoint(with_after, after);
+  for (std::size_t i = 0; i < r.pause_s.size(); ++i) {
+    out.measured_s += r.pause_s[i] / static_cast<double>(r.pause_s.size());
+    out.measured_bytes += r.bytes[i] / static_cast<double>(r.pause_s.size());
+  }
+  out.predicted_bytes = before.total_bytes;
+  out.before_s = before.pause_s;
+  out.after_s = calibrated.pause_s;
+  return out;
+}
+
 }  // namespace
 
 Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
   if (a.measured.empty() && a.bench.empty()) return Error{"calibrate: give measured runs (MEASURED.json) or --bench files"};
   std::vector<MeasuredRun> fit_runs, holdout_runs;
+  std::vector<CheckpointRun> fit_ckpt, holdout_ckpt;
   for (const std::string& p : a.measured) {
+    if (is_train_run(p)) {
+      auto c = load_checkpoint_run(p);
+      if (!c.ok()) return c.error();
+      fit_ckpt.push_back(std::move(c).value());
+      continue;
+    }
     auto l = load_measured_run(p);
     if (!l.ok()) return l.error();
     fit_runs.push_back(std::move(l).value());
   }
   for (const std::string& p : a.holdout) {
+    if (is_train_run(p)) {
+      auto c = load_checkpoint_run(p);
+      if (!c.ok()) return c.error();
+      holdout_ckpt.push_back(std::move(c).value());
+      continue;
+    }
     auto l = load_measured_run(p);
     if (!l.ok()) return l.error();
     holdout_runs.push_back(std::move(l).value());
@@ -142,7 +266,9 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
     cal.communicator = benches[0].communicator;
     cal.ranks = benches[0].ranks;
   }
+  cal.checkpoint = fit_checkpoint(fit_ckpt);
   for (const MeasuredRun& l : fit_runs) cal.sources.push_back(std::filesystem::absolute(l.path).string());
+  for (const CheckpointRun& c : fit_ckpt) cal.sources.push_back(std::filesystem::absolute(c.path).string());
   for (const std::string& p : a.bench) cal.sources.push_back(std::filesystem::absolute(p).string());
   rep.calibration_json = calibration_json(cal);
 
@@ -156,6 +282,9 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
     if (!predict_run(l, cal, "Held out", r)) return Error{l.path + ": cannot simulate its scenario"};
     rep.runs.push_back(std::move(r));
   }
+
+  for (const CheckpointRun& c : fit_ckpt) rep.checkpoint_runs.push_back(checkpoint_report(c, cal, "Fitted on"));
+  for (const CheckpointRun& c : holdout_ckpt) rep.checkpoint_runs.push_back(checkpoint_report(c, cal, "Held out"));
 
   // Warnings: fits that do not explain single samples.
   auto warn = [&](const std::string& part, const FitQuality& q) {
@@ -193,7 +322,7 @@ std::string calibrate_text(const CalibrateReport& r) {
   const Calibration& cal = r.calibration;
   std::string text = fmt::format("stepcast calibrate: {} compute samples, {} collective samples -> {}\n", r.compute_samples,
                                  r.comm_samples, r.out);
-  text += fmt::format("Fit        GEMM efficiency {:.3f} of {:.3g} TFLOP/s + {:.3g} s/byte ({}); attention {:.3f} ({}); "
+  if (r.compute_samples + r.comm_samples > 0) text += fmt::format("Fit        GEMM efficiency {:.3f} of {:.3g} TFLOP/s + {:.3g} s/byte ({}); attention {:.3f} ({}); "
                       "memory-bound {:.3f} of {:.3g} GB/s ({})\n",
                       cal.gemm_efficiency, cal.peak_flops / 1e12, cal.gemm_s_per_byte, rms_text(cal.gemm),
                       cal.attention_efficiency, rms_text(cal.attention), cal.memory_efficiency, r.hbm_bandwidth_GBps,
@@ -203,6 +332,21 @@ std::string calibrate_text(const CalibrateReport& r) {
                         to_string(static_cast<CollKind>(c.fit.kind)), scope_text(c), c.fit.alpha_s * 1e6,
                         c.fit.beta_s_per_byte > 0 ? 1e-9 / c.fit.beta_s_per_byte : 0.0, 100 * c.quality.rms_relative,
                         c.quality.points);
+  }
+  if (cal.checkpoint.saves + cal.checkpoint.restores + cal.checkpoint.snapshots > 0) {
+    text += fmt::format("Checkpoint storage write {:.3f} GB/s ({} saves), read {:.3f} GB/s ({} restores), snapshot {:.3f} "
+                        "GB/s per rank ({} async saves)\n",
+                        cal.checkpoint.write_GBps, cal.checkpoint.saves, cal.checkpoint.read_GBps, cal.checkpoint.restores,
+                        cal.checkpoint.snapshot_GBps, cal.checkpoint.snapshots);
+  }
+  for (const CheckpointRunReport& c : r.checkpoint_runs) {
+    text += fmt::format("\n{} {} ({}): {} {} save(s) of {:.2f} MB (the model counts {:.2f} MB)\n", c.role, c.file,
+                        c.scenario_name, c.saves, c.async ? "async" : "sync", c.measured_bytes / 1e6,
+                        c.predicted_bytes / 1e6);
+    text += fmt::format("  {:<16}{:>12}{:>12}{:>9}{:>12}{:>9}\n", "save pause, s", "measured", "before", "error", "after",
+                        "error");
+    text += fmt::format("  {:<16}{:>12.4f}{:>12.4f}{:>8.1f}%{:>12.4f}{:>8.1f}%\n", "checkpoint", c.measured_s, c.before_s,
+                        100 * c.error_before(), c.after_s, 100 * c.error_after());
   }
   for (const CalibrateRun& run : r.runs) {
     text += fmt::format("\n{} {} ({})\n", run.role, run.file, run.scenario_name);
@@ -234,6 +378,13 @@ std::string calibrate_json(const CalibrateReport& r) {
     jr["step"] = {{"measured_s", run.measured_s}, {"before_s", run.before_s}, {"after_s", run.after_s},
                   {"error_before", run.error_before()}, {"error_after", run.error_after()}};
     report["runs"].push_back(jr);
+  }
+  report["checkpoint_runs"] = nlohmann::json::array();
+  for (const CheckpointRunReport& c : r.checkpoint_runs) {
+    report["checkpoint_runs"].push_back({{"file", c.file}, {"role", c.role}, {"saves", c.saves}, {"async", c.async},
+                                         {"measured_bytes", c.measured_bytes}, {"predicted_bytes", c.predicted_bytes},
+                                         {"measured_s", c.measured_s}, {"before_s", c.before_s}, {"after_s", c.after_s},
+                                         {"error_before", c.error_before()}, {"error_after", c.error_after()}});
   }
   if (!r.refused.empty()) report["refused"] = r.refused;
   return report.dump(2) + "\n";

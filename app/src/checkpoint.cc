@@ -92,7 +92,7 @@ std::string layout_text(const Plan& p) {
   return t + fmt::format(" zero={}", p.zero);
 }
 
-std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
+std::string gigabytes(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 }  // namespace
 
@@ -111,12 +111,12 @@ std::string reshard_text(const ReshardReport& r) {
     if (ranks.size() > 18) ranks = fmt::format("{} ranks", rd.ranks.size());
     const std::string from = analysis::join_ints(rd.old_stages, ",") + " / " + analysis::join_ints(rd.old_tp, ",");
     out += fmt::format("  {:<18} {:>5} {:>4} {:>11} {:>11} {:>9} {:>6}  {:<20} {:>9}\n", ranks, rd.stage, rd.tp_index,
-                       gb(rd.model_bytes), gb(rd.optimizer_bytes), fmt::format("{:.0f} KB", rd.other_bytes / 1e3),
+                       gigabytes(rd.model_bytes), gigabytes(rd.optimizer_bytes), fmt::format("{:.0f} KB", rd.other_bytes / 1e3),
                        rd.files, from, analysis::human_duration(rd.read_s));
   }
   out += fmt::format("\nRestore    {} read in total (replicated weights are read by every replica): storage {}, "
                      "busiest node over its NICs {} -> {} ({}-bound)\n",
-                     gb(p.total_read_bytes), analysis::human_duration(p.storage_s), analysis::human_duration(p.node_s),
+                     gigabytes(p.total_read_bytes), analysis::human_duration(p.storage_s), analysis::human_duration(p.node_s),
                      analysis::human_duration(p.restore_s), p.bound);
   return out;
 }

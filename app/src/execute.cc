@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/executor/launch.h"
 #include "stepcast/executor/machine.h"
 #include "stepcast/executor/runner.h"
 #include "stepcast/executor/scale_down.h"
@@ -21,12 +22,6 @@
 namespace stepcast::app {
 
 namespace {
-
-std::string hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 std::string gib(double b) { return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024)); }
 
@@ -78,7 +73,7 @@ Result<ExecuteReport> run_execute(const ExecuteRequest& a) {
   m.backend = a.backend;
   m.device = device.describe();
   m.communicator = comm.describe();
-  m.host = hostname();
+  m.host = exec::host_name();
   m.ranks = comm.world();
   m.warmup = a.warmup;
   m.steps = a.steps;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepcast/analysis/resume.h"
+#include "stepcast/executor/launch.h"
 #include "stepcast/executor/machine.h"
 #include "stepcast/executor/scale_down.h"
 #include "stepcast/models/json_reader.h"
@@ -28,12 +29,6 @@ namespace stepcast::app {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-std::string hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 // Little-endian fixed-width fields of the wire strings gathered to rank 0.
 template <typename T>
@@ -153,11 +148,23 @@ std::string part_list(const std::vector<StatePart>& parts) {
   return s;
 }
 
-std::string layout_text(const exec::TrainLayout& l) {
+std::string train_layout_text(const exec::TrainLayout& l) {
   return fmt::format("tp={},dp={},zero={}", l.tp, l.dp, l.zero1 ? 1 : 0);
 }
 
-// The scenario as --train runs it: loaded, scaled down, its layout overridden.
+Result<exec::TrainConfig> request_config(const TrainRequest& a, const Scenario& sc) {
+  auto cfg = exec::train_config(sc);
+  if (!cfg.ok()) return cfg.error();
+  exec::TrainConfig& c = cfg.value();
+  if (a.lr > 0) c.lr = a.lr;
+  if (a.dropout >= 0) c.dropout = a.dropout;
+  if (a.warmup_steps >= 0) c.warmup_steps = a.warmup_steps;
+  if (a.total_steps >= 0) c.total_steps = a.total_steps;
+  return cfg;
+}
+
+}  // namespace
+
 Result<Scenario> train_scenario(const std::string& path, int scale_down, const std::string& layout) {
   auto loaded = load_scenario_file(path);
   if (!loaded.ok()) return loaded.error();
@@ -177,19 +184,6 @@ Result<Scenario> train_scenario(const std::string& path, int scale_down, const s
   }
   return sc;
 }
-
-Result<exec::TrainConfig> request_config(const TrainRequest& a, const Scenario& sc) {
-  auto cfg = exec::train_config(sc);
-  if (!cfg.ok()) return cfg.error();
-  exec::TrainConfig& c = cfg.value();
-  if (a.lr > 0) c.lr = a.lr;
-  if (a.dropout >= 0) c.dropout = a.dropout;
-  if (a.warmup_steps >= 0) c.warmup_steps = a.warmup_steps;
-  if (a.total_steps >= 0) c.total_steps = a.total_steps;
-  return cfg;
-}
-
-}  // namespace
 
 Result<std::vector<StatePart>> parse_state_parts(const std::string& list, const std::string& option) {
   std::vector<StatePart> parts;
@@ -244,7 +238,7 @@ Result<TrainReport> run_train(const TrainRequest& a) {
   if (comm.world() != cfg->layout.world()) {
     if (!rep.root) return Error{""};
     return Error{fmt::format("{}: --train with {} needs {} ranks but {} were launched (mpirun -np {} ...)", a.scenario,
-                             layout_text(cfg->layout), cfg->layout.world(), comm.world(), cfg->layout.world())};
+                             train_layout_text(cfg->layout), cfg->layout.world(), comm.world(), cfg->layout.world())};
   }
   rep.scenario_name = sc->name;
   rep.config = *cfg;
@@ -360,7 +354,7 @@ Result<TrainReport> run_train(const TrainRequest& a) {
              {"kind", "stepcast-train"},
              {"scenario", std::filesystem::absolute(a.scenario).string()},
              {"name", rep.scenario_name},
-             {"host", hostname()},
+             {"host", exec::host_name()},
              {"backend", a.backend},
              {"device", device.describe()},
              {"ranks", comm.world()},
@@ -395,11 +389,11 @@ std::string train_text(const TrainReport& r) {
   std::string out = fmt::format("stepcast execute --train: {} ({} parameters; {} layers, hidden {}, {} heads, ffn {}, "
                                 "vocab {}, seq {}) on {}\n",
                                 r.scenario_name, r.parameters, k.layers, k.hidden, k.heads, k.ffn, k.vocab, k.seq,
-                                layout_text(k.layout));
+                                train_layout_text(k.layout));
   if (r.resumed_from >= 0) {
     out += fmt::format("Resumed    generation {} (written by {}; contents {}): {:.2f} MB read in {:.3f} s, up to {} "
                        "shard file(s) per rank\n",
-                       r.resumed_from, layout_text(r.resumed_layout), part_list(r.resumed_contents),
+                       r.resumed_from, train_layout_text(r.resumed_layout), part_list(r.resumed_contents),
                        r.restore_bytes / 1e6, r.restore_s, r.restore_shards);
   }
   for (std::size_t i = 0; i < r.losses.size(); ++i) {
@@ -559,7 +553,7 @@ std::string resume_check_text(const ResumeCheckReport& r) {
   std::string out = fmt::format("stepcast execute --resume-check {}: {}\n", r.n, r.scenario_name);
   out += fmt::format("Runs       {} steps straight on {}; {} steps + save, then restore in new processes on {} + {} "
                      "steps{}\n",
-                     2 * r.n, layout_text(r.layout), r.n, layout_text(r.resumed_layout), r.n,
+                     2 * r.n, train_layout_text(r.layout), r.n, train_layout_text(r.resumed_layout), r.n,
                      r.omitted.empty() ? "" : " (saved without " + part_list(r.omitted) + ")");
   out += fmt::format("  {:>5}  {:>14}  {:>14}  {:>10}\n", "step", "straight", "resumed", "rel. diff");
   for (std::size_t i = 0; i < r.straight.size() && i < r.resumed.size(); ++i) {

@@ -57,6 +57,8 @@ void apply_calibration(const Calibration& cal, ClusterSpec& c) {
     }
     if (!replaced) c.collective_fits.push_back(cc.fit);
   }
+  if (cal.checkpoint.write_GBps > 0) c.storage_write_GBps = cal.checkpoint.write_GBps;
+  if (cal.checkpoint.read_GBps > 0) c.storage_read_GBps = cal.checkpoint.read_GBps;
 }
 
 std::string calibration_json(const Calibration& cal) {
@@ -82,6 +84,10 @@ std::string calibration_json(const Calibration& cal) {
         {"attention", {{"efficiency", cal.attention_efficiency}, {"fit", quality_json(cal.attention)}}},
         {"memory", {{"efficiency", cal.memory_efficiency}, {"fit", quality_json(cal.memory)}}}}},
       {"collectives", colls},
+      {"checkpoint",
+       {{"write_GBps", cal.checkpoint.write_GBps}, {"read_GBps", cal.checkpoint.read_GBps},
+        {"snapshot_GBps", cal.checkpoint.snapshot_GBps}, {"saves", cal.checkpoint.saves},
+        {"restores", cal.checkpoint.restores}, {"snapshots", cal.checkpoint.snapshots}}},
       {"sources", cal.sources},
   };
   return j.dump(2) + "\n";
@@ -147,6 +153,27 @@ Result<Calibration> parse_calibration(std::string_view text, const std::string& 
     part("attention", cal.attention_efficiency, cal.attention, nullptr);
     part("memory", cal.memory_efficiency, cal.memory, nullptr);
     r.finish();
+  }
+  if (const json* ck = top.raw("checkpoint")) {
+    if (!ck->is_object()) {
+      diag.add(top.path_of("checkpoint"), "expected an object, got " + detail::describe(*ck));
+    } else {
+      detail::ObjectReader r(*ck, top.path_of("checkpoint"), diag);
+      // 0: not measured; otherwise a storage or copy rate between 1 MB/s and 100 TB/s.
+      auto rate = [&](const char* key, double& out) {
+        if (auto v = r.number(key, 0, 1e5)) {
+          if (*v > 0 && *v < 1e-3) diag.add(r.path_of(key), fmt::format("{} GB/s is below 1 MB/s (0 = not measured)", *v));
+          else out = *v;
+        }
+      };
+      rate("write_GBps", cal.checkpoint.write_GBps);
+      rate("read_GBps", cal.checkpoint.read_GBps);
+      rate("snapshot_GBps", cal.checkpoint.snapshot_GBps);
+      if (auto v = r.integer("saves", 0, 1'000'000'000)) cal.checkpoint.saves = static_cast<int>(*v);
+      if (auto v = r.integer("restores", 0, 1'000'000'000)) cal.checkpoint.restores = static_cast<int>(*v);
+      if (auto v = r.integer("snapshots", 0, 1'000'000'000)) cal.checkpoint.snapshots = static_cast<int>(*v);
+      r.finish();
+    }
   }
   if (const json* cs = top.raw("collectives")) {
     if (!cs->is_array()) {

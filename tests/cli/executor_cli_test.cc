@@ -177,5 +177,44 @@ TEST_F(ExecutorCli, AnUnknownBackendIsAnInputError) {
   EXPECT_EQ(r.err, "stepcast: error: --backend: \"tpu\" is not a backend (cpu_mpi, cuda_nccl)\n");
 }
 
+// `execute --train`, `--resume-check` and `checkpoint --reshard-to`: bad input is refused
+// with the field named and exit code 2, before any rank starts or any file is written.
+TEST_F(ExecutorCli, TrainRefusesLayoutsItCannotRunNamingTheField) {
+  const std::string pp = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-pp2-1f1b.json";
+  auto r = run({"execute", "--train", pp});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("plan.pp"), std::string::npos) << r.err;
+  r = run({"execute", "--train", kScenario, "--layout", "tp=3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tp"), std::string::npos) << r.err;
+  r = run({"execute", "--train", kScenario, "--layout", "tq=1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --layout: \"tq\" is not a layout key (tp, pp, dp, cp, ep, zero, gpus)\n");
+  r = run({"execute", "--train", kScenario, "--omit", "rng,weights"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "stepcast: error: --omit: \"weights\" is not a part of the training state (model, optimizer, scheduler, "
+            "grad_scaler, rng, sampler, step, config)\n");
+  r = run({"execute", "--train", kScenario, "--crash", "shard-sideways"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--crash: "), std::string::npos) << r.err;
+  r = run({"execute", "--train", kScenario, "--steps", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --steps: 0 must be at least 1\n");
+  r = run({"execute", kScenario, "--resume-check", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: --resume-check: 0 must be at least 1\n");
+}
+
+TEST_F(ExecutorCli, ReshardToRefusesAnImpossibleLayout) {
+  const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json";
+  auto r = run({"checkpoint", s, "--reshard-to", "tp=3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--reshard-to: plan.tp"), std::string::npos) << r.err;
+  r = run({"checkpoint", s, "--reshard-to", "gpus=32"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("To         32 GPUs"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace stepcast

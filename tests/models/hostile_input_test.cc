@@ -241,6 +241,33 @@ TEST(HostileInput, CalibrationFiguresHavePhysicalRanges) {
             "fit.json.collectives[0].beta_s_per_byte: 0.5 is out of range (0 to 1e-06)");
 }
 
+// The checkpoint section of a calibration: a round trip through calibration_json, the
+// storage figures applied to the cluster, and the physical range of a rate.
+TEST(HostileInput, CalibrationCheckpointRatesRoundTripApplyAndHaveRanges) {
+  Calibration cal;
+  cal.checkpoint.write_GBps = 0.25;
+  cal.checkpoint.read_GBps = 1.5;
+  cal.checkpoint.snapshot_GBps = 3;
+  cal.checkpoint.saves = 4;
+  const auto back = parse_calibration(calibration_json(cal), "fit.json");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->checkpoint.write_GBps, 0.25);
+  EXPECT_EQ(back->checkpoint.read_GBps, 1.5);
+  EXPECT_EQ(back->checkpoint.snapshot_GBps, 3.0);
+  EXPECT_EQ(back->checkpoint.saves, 4);
+  ClusterSpec c;
+  c.storage_write_GBps = 100;
+  c.storage_read_GBps = 200;
+  apply_calibration(*back, c);
+  EXPECT_EQ(c.storage_write_GBps, 0.25);
+  EXPECT_EQ(c.storage_read_GBps, 1.5);
+  const auto bad = parse_calibration(R"({"format": 1, "checkpoint": {"write_GBps": 1e-7, "read_GBps": -1}})", "fit.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "fit.json.checkpoint.write_GBps: 1e-07 GB/s is below 1 MB/s (0 = not measured)\n"
+            "fit.json.checkpoint.read_GBps: -1 is out of range (0 to 100000)");
+}
+
 // ---------------------------------------------------------------------------------------
 // Calibration files that crashed or hung the loader.
 

@@ -14,7 +14,7 @@
 namespace stepcast::app {
 
 struct CalibrateRequest {
-  std::vector<std::string> measured;   // measured.json files (fitted)
+  std::vector<std::string> measured;   // measured.json files (fitted); `execute --train` ones fit the checkpoint storage
   std::vector<std::string> bench;      // bench --json files (fitted)
   std::vector<std::string> holdout;    // measured.json files (predicted, not fitted)
   std::string out = "calibration.json";   // named in the report; the caller writes it
@@ -37,6 +37,19 @@ struct CalibrateRun {
   double error_after() const { return (after_s - measured_s) / measured_s; }
 };
 
+// A training run's checkpoints (measured.json of `execute --train`): the measured save
+// pause against the checkpoint cost model's, before and after the calibration.
+struct CheckpointRunReport {
+  std::string file, role;               // role: "Fitted on" | "Held out"
+  std::string scenario_name;
+  int saves = 0;
+  bool async = false;
+  double measured_bytes = 0, predicted_bytes = 0;       // one generation
+  double measured_s = 0, before_s = 0, after_s = 0;     // mean save pause
+  double error_before() const { return (before_s - measured_s) / measured_s; }
+  double error_after() const { return (after_s - measured_s) / measured_s; }
+};
+
 struct CalibrateReport {
   Calibration calibration;
   std::string calibration_json;        // the file's text (models::calibration_json)
@@ -44,6 +57,7 @@ struct CalibrateReport {
   double hbm_bandwidth_GBps = 0;       // of the GPU the memory efficiency is relative to
   std::size_t compute_samples = 0, comm_samples = 0;
   std::vector<CalibrateRun> runs;      // fitted runs, then held-out ones
+  std::vector<CheckpointRunReport> checkpoint_runs;   // training runs' checkpoints, the same order
   std::vector<std::string> warnings;   // fits with rms above kRmsWarnRelative
   // Non-empty: the calibration must not be written (it predicts the runs it was fitted on
   // worse than the priors: mean |step error| over those runs larger after than before).

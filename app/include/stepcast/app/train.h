@@ -11,6 +11,7 @@
 #include "stepcast/executor/checkpoint_store.h"
 #include "stepcast/executor/train.h"
 #include "stepcast/models/result.h"
+#include "stepcast/models/scenario.h"
 
 namespace stepcast::app {
 
@@ -65,6 +66,9 @@ struct TrainReport {
 // string's, train_config's (naming the plan field), the crash point's, a resume directory
 // with no loadable generation (the reason per generation), ranks launched != tp x dp.
 Result<TrainReport> run_train(const TrainRequest& request);
+// The scenario as --train runs it: loaded, scaled down by `scale_down`, its layout
+// replaced by `layout` ("tp=1,dp=2,zero=1"; "" keeps the plan's) on one node.
+Result<Scenario> train_scenario(const std::string& path, int scale_down, const std::string& layout);
 std::string train_text(const TrainReport& report);
 std::string train_json(const TrainReport& report);
 

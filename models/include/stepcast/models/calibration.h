@@ -26,6 +26,15 @@ struct CollectiveCalibration {
   FitQuality quality;
 };
 
+// Checkpoint storage measured by `execute --train` saves and restores (docs/checkpoints.md
+// "Calibration"): 0 = not measured, the scenario's value stays.
+struct CheckpointCalibration {
+  double write_GBps = 0;      // aggregate: bytes of a generation / its save pause (sync saves)
+  double read_GBps = 0;       // aggregate: bytes every rank read / the slowest rank's read time
+  double snapshot_GBps = 0;   // per rank: bytes copied / snapshot pause (async saves)
+  int saves = 0, restores = 0, snapshots = 0;   // measurements each figure pools
+};
+
 struct Calibration {
   static constexpr int kFormat = 1;
   std::string created;        // ISO date, informational
@@ -46,10 +55,12 @@ struct Calibration {
   double memory_efficiency = 0;    // of hbm_bandwidth_GBps
   FitQuality memory;
   std::vector<CollectiveCalibration> collectives;
+  CheckpointCalibration checkpoint;
   std::vector<std::string> sources;   // measurement files the fit used
 };
 
-// Applies the fitted parameters to `cluster` (GPU efficiencies, collective fits).
+// Applies the fitted parameters to `cluster` (GPU efficiencies, collective fits, storage
+// write and read bandwidth).
 void apply_calibration(const Calibration& cal, ClusterSpec& cluster);
 
 std::string calibration_json(const Calibration& cal);
