@@ -60,11 +60,14 @@ fi
 # about a third less time than with full -g (CI builds twice on two cores). The sanitized
 # build at -O1 (the AddressSanitizer docs recommend -O1 or higher): half the compile time
 # of -O2. docs/testing.md, "Build time".
+# Unity builds: each target's sources compile in batches, so CLI11, nlohmann/json, Qt and
+# GoogleTest headers are parsed once per batch (docs/testing.md, "Build time"; the
+# top-level CMakeLists.txt lists the targets that opt out).
 opt="-O2 -g1 -DNDEBUG"
 if [ "$sanitize" = ON ]; then opt="-O1 -g1 -DNDEBUG"; fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" \
   -DSTEPCAST_SANITIZE="$sanitize" -DSTEPCAST_WITH_SIMGRID=ON \
   -DSTEPCAST_WITH_MPI="$mpi" -DSTEPCAST_WITH_CUDA="$cuda" -DSTEPCAST_BUILD_GUI="$gui" \
-  -DSTEPCAST_BUILD_TESTS=ON -DSTEPCAST_BUILD_BENCH=ON "${extra[@]}"
+  -DSTEPCAST_BUILD_TESTS=ON -DSTEPCAST_BUILD_BENCH=ON -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 "${extra[@]}"
 cmake --build "$build_dir"
