@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -95,14 +96,12 @@ struct CheckpointRun {
   double restore_bytes = 0, restore_s = 0;
 };
 
-bool is_train_run(const std::string& path) {
-  auto text = reader::read_input_file(path);
-  return text.ok() && text->find("\"kind\": \"stepcast-train\"") != std::string::npos;
-}
-
-Result<CheckpointRun> load_checkpoint_run(const std::string& path) {
+// A training run's measurement (`"kind": "stepcast-train"`), or nullopt for any other file
+// (a measured.json of `execute`, which load_measured_run reads).
+Result<std::optional<CheckpointRun>> load_checkpoint_run(const std::string& path) {
   auto text = reader::read_input_file(path);
   if (!text.ok()) return text.error();
+  if (text->find("\"kind\": \"stepcast-train\"") == std::string::npos) return std::optional<CheckpointRun>{};
   auto doc = reader::parse_document(*text);
   if (!doc.ok()) return Error{reader::prefix_lines(path, doc.error().message)};
   CheckpointRun run;
@@ -133,7 +132,7 @@ Result<CheckpointRun> load_checkpoint_run(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     return Error{fmt::format("{}: not a complete `execute --train` measurement: {}", path, e.what())};
   }
-  return run;
+  return std::optional<CheckpointRun>(std::move(run));
 }
 
 // Pools the runs' saves (sync: bytes / pause), restores and async snapshots into rates.
@@ -201,10 +200,10 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
   std::vector<MeasuredRun> fit_runs, holdout_runs;
   std::vector<CheckpointRun> fit_ckpt, holdout_ckpt;
   for (const std::string& p : a.measured) {
-    if (is_train_run(p)) {
-      auto c = load_checkpoint_run(p);
-      if (!c.ok()) return c.error();
-      fit_ckpt.push_back(std::move(c).value());
+    auto c = load_checkpoint_run(p);
+    if (!c.ok()) return c.error();
+    if (*c) {
+      fit_ckpt.push_back(std::move(*c.value()));
       continue;
     }
     auto l = load_measured_run(p);
@@ -212,10 +211,10 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
     fit_runs.push_back(std::move(l).value());
   }
   for (const std::string& p : a.holdout) {
-    if (is_train_run(p)) {
-      auto c = load_checkpoint_run(p);
-      if (!c.ok()) return c.error();
-      holdout_ckpt.push_back(std::move(c).value());
+    auto c = load_checkpoint_run(p);
+    if (!c.ok()) return c.error();
+    if (*c) {
+      holdout_ckpt.push_back(std::move(*c.value()));
       continue;
     }
     auto l = load_measured_run(p);

@@ -171,12 +171,8 @@ Result<Scenario> train_scenario(const std::string& path, int scale_down, const s
   auto sc = exec::scale_down_scenario(*loaded, scale_down);
   if (!sc.ok()) return sc.error();
   if (!layout.empty()) {
-    auto to = parse_reshard_layout(layout, sc->plan);
-    if (!to.ok()) {
-      std::string msg = to.error().message;
-      if (msg.rfind("--reshard-to", 0) == 0) msg = "--layout" + msg.substr(12);
-      return Error{msg};
-    }
+    auto to = parse_reshard_layout(layout, sc->plan, "--layout");
+    if (!to.ok()) return to.error();
     Scenario& s = sc.value();
     s.plan = *to;
     s.cluster.nodes = 1;

@@ -36,45 +36,45 @@ bool slices_overlap(int a, int A, int b, int B) {
 
 }  // namespace
 
-Result<Plan> parse_reshard_layout(const std::string& text, const Plan& old) {
+Result<Plan> parse_reshard_layout(const std::string& text, const Plan& old, const std::string& option) {
   Plan to = old;
   std::optional<int> gpus;
   bool dp_given = false;
   std::size_t pos = 0;
-  if (text.empty()) return Error{"--reshard-to: empty layout (e.g. tp=8,pp=2,dp=2)"};
+  if (text.empty()) return Error{option + ": empty layout (e.g. tp=8,pp=2,dp=2)"};
   while (pos <= text.size()) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
     const std::string item = text.substr(pos, comma - pos);
     pos = comma + 1;
     const std::size_t eq = item.find('=');
-    if (eq == std::string::npos) return Error{fmt::format("--reshard-to: \"{}\" is not key=value (e.g. tp=8)", item)};
+    if (eq == std::string::npos) return Error{fmt::format("{}: \"{}\" is not key=value (e.g. tp=8)", option, item)};
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (value.empty() || value.size() > 6 ||
         !std::all_of(value.begin(), value.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; })) {
-      return Error{fmt::format("--reshard-to: {}: \"{}\" is not a positive integer", key, value)};
+      return Error{fmt::format("{}: {}: \"{}\" is not a positive integer", option, key, value)};
     }
     const int v = std::stoi(value);
     if (key == "zero") {
-      if (v > 3) return Error{fmt::format("--reshard-to: zero: {} is not 0, 1, 2 or 3", v)};
+      if (v > 3) return Error{fmt::format("{}: zero: {} is not 0, 1, 2 or 3", option, v)};
       to.zero = v;
       continue;
     }
-    if (v < 1) return Error{fmt::format("--reshard-to: {}: {} must be at least 1", key, v)};
+    if (v < 1) return Error{fmt::format("{}: {}: {} must be at least 1", option, key, v)};
     if (key == "tp") to.tp = v;
     else if (key == "pp") to.pp = v;
     else if (key == "dp") { to.dp = v; dp_given = true; }
     else if (key == "cp") to.cp = v;
     else if (key == "ep") to.ep = v;
     else if (key == "gpus") gpus = v;
-    else return Error{fmt::format("--reshard-to: \"{}\" is not a layout key (tp, pp, dp, cp, ep, zero, gpus)", key)};
+    else return Error{fmt::format("{}: \"{}\" is not a layout key (tp, pp, dp, cp, ep, zero, gpus)", option, key)};
   }
   if (gpus) {
     const int per_dp = to.tp * to.pp * to.cp;
     if (dp_given && to.world() != *gpus) {
-      return Error{fmt::format("--reshard-to: gpus={} but tp x pp x dp x cp = {}", *gpus, to.world())};
+      return Error{fmt::format("{}: gpus={} but tp x pp x dp x cp = {}", option, *gpus, to.world())};
     }
     if (*gpus % per_dp != 0) {
-      return Error{fmt::format("--reshard-to: gpus={} is not a multiple of tp x pp x cp = {}", *gpus, per_dp)};
+      return Error{fmt::format("{}: gpus={} is not a multiple of tp x pp x cp = {}", option, *gpus, per_dp)};
     }
     to.dp = *gpus / per_dp;
   }
@@ -159,8 +159,6 @@ ReshardPlan reshard_plan(const ModelSpec& m, const ClusterSpec& cluster, const P
   const double fair = r.storage_read_Bps / r.to_world;
   const double rank_rate = r.rank_Bps > 0 ? std::min(fair, r.rank_Bps) : fair;
   for (ReshardRead& rd : r.reads) {
-    rd.first_rank = rd.ranks.front();
-    rd.last_rank = rd.ranks.back();
     rd.read_s = rd.total_bytes() / rank_rate;
   }
   r.storage_s = r.total_read_bytes / r.storage_read_Bps;

@@ -15,14 +15,14 @@
 namespace stepcast {
 
 // "tp=4,pp=2,dp=4[,cp=1][,ep=1][,zero=1]": the new layout. Keys not given keep `old`'s
-// value, except dp, which is derived from `gpus=N` when that is given instead. Errors name
-// the key ("--reshard-to: \"tq\" is not a layout key (tp, pp, dp, cp, ep, zero, gpus)").
-Result<Plan> parse_reshard_layout(const std::string& text, const Plan& old);
+// value, except dp, which is derived from `gpus=N` when that is given instead. Errors start
+// with `option` and name the key ("--reshard-to: \"tq\" is not a layout key (tp, pp, dp,
+// cp, ep, zero, gpus)").
+Result<Plan> parse_reshard_layout(const std::string& text, const Plan& old, const std::string& option = "--reshard-to");
 
 // What one class of new ranks reads (ranks with the same pipeline stage, tensor index and
 // optimizer shard position read the same amounts).
 struct ReshardRead {
-  int first_rank = 0, last_rank = 0;   // new ranks of the class: first..last (may interleave; see ranks)
   std::vector<int> ranks;              // every new rank of the class, ascending
   int stage = 0, tp_index = 0;         // its coordinates in the new layout
   double model_bytes = 0;              // bf16 weights of its slice
