@@ -26,7 +26,7 @@ done
 packages=(cmake ninja-build g++ pkg-config
           nlohmann-json3-dev libcli11-dev libfmt-dev libsimgrid-dev
           libgtest-dev libgmock-dev libbenchmark-dev
-          libeigen3-dev libopenmpi-dev openmpi-bin)
+          libeigen3-dev zlib1g-dev libopenmpi-dev openmpi-bin)
 if [ "$gui" = ON ]; then
   # libqt6opengl6-dev explicitly: qt6-charts-dev only recommends it and find_package(Qt6
   # Charts) fails without it. xvfb + xauth: xvfb-run for the GUI tests on an X server.

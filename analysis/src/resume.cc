@@ -15,7 +15,7 @@ std::string ResumeAudit::missing_list() const {
   return out;
 }
 
-ResumeAudit resume_audit(const CheckpointSpec& checkpoint, bool loss_scaling) {
+ResumeAudit resume_audit(const CheckpointSpec& checkpoint, bool loss_scaling, bool master_in_optimizer) {
   ResumeAudit a;
   for (StatePart p : kAllStateParts) {
     if (checkpoint.saves(p)) continue;
@@ -23,7 +23,17 @@ ResumeAudit resume_audit(const CheckpointSpec& checkpoint, bool loss_scaling) {
     m.part = p;
     switch (p) {
       case StatePart::kModel:
-        m.consequence = "training restarts from the initial weights: everything trained before the restart is lost";
+        // Mixed precision keeps an fp32 master copy of every weight, and after each optimizer
+        // step the 16-bit weights are the rounding of it. Where the optimizer state holds
+        // that copy (Megatron-Core, DeepSpeed; not FSDP2, whose model part is the fp32
+        // copy) and is saved, the weights are recovered exactly by rounding it again.
+        m.matters = !(master_in_optimizer && checkpoint.saves(StatePart::kOptimizer));
+        m.consequence = m.matters ? "training restarts from the initial weights: everything trained before the "
+                                    "restart is lost"
+                                  : "none if the loader rounds the saved fp32 master weights (optimizer part) to "
+                                    "16 bits: that is what the weights were (DeepSpeed's load_from_fp32_weights, "
+                                    "stepcast's trainer); a loader that expects the model part fails or starts from "
+                                    "the initial weights";
         break;
       case StatePart::kOptimizer:
         m.consequence = "the optimizer state (Adam moments) restarts from zero: a loss spike after the restart and a "

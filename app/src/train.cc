@@ -63,6 +63,7 @@ std::string rank_wire(const RankReport& r) {
     put(w, s.bytes);
     put(w, s.snapshot_s);
     put(w, s.write_s);
+    put(w, s.data_s);
     put(w, s.commit_s);
     put(w, s.pause_s);
   }
@@ -84,6 +85,7 @@ RankReport rank_from_wire(const std::string& w) {
     s.bytes = take<double>(w, pos);
     s.snapshot_s = take<double>(w, pos);
     s.write_s = take<double>(w, pos);
+    s.data_s = take<double>(w, pos);
     s.commit_s = take<double>(w, pos);
     s.pause_s = take<double>(w, pos);
   }
@@ -291,6 +293,7 @@ Result<TrainReport> run_train(const TrainRequest& a) {
       if (auto last = store->finish(); last && !mine.saves.empty()) {
         exec::SaveStats& s = mine.saves.back();
         s.write_s = last->write_s;
+        s.data_s = last->data_s;
         s.commit_s = last->commit_s;
       }
     }
@@ -322,6 +325,7 @@ Result<TrainReport> run_train(const TrainRequest& a) {
       c.rank_bytes = std::max(c.rank_bytes, s.bytes);
       c.snapshot_s = std::max(c.snapshot_s, s.snapshot_s);
       c.write_s = std::max(c.write_s, s.write_s);
+      c.data_s = std::max(c.data_s, s.data_s);
       c.commit_s = std::max(c.commit_s, s.commit_s);
       c.pause_s = std::max(c.pause_s, s.pause_s);
     }
@@ -342,7 +346,8 @@ Result<TrainReport> run_train(const TrainRequest& a) {
   ojson saves = ojson::array();
   for (const TrainCheckpoint& c : rep.checkpoints) {
     saves.push_back({{"generation", c.generation}, {"bytes", c.bytes}, {"rank_bytes", c.rank_bytes},
-                     {"snapshot_s", c.snapshot_s}, {"write_s", c.write_s}, {"commit_s", c.commit_s},
+                     {"snapshot_s", c.snapshot_s}, {"write_s", c.write_s}, {"data_s", c.data_s},
+                     {"commit_s", c.commit_s},
                      {"pause_s", c.pause_s}});
   }
   const exec::TrainConfig& k = rep.config;
@@ -398,8 +403,9 @@ std::string train_text(const TrainReport& r) {
   }
   for (const TrainCheckpoint& c : r.checkpoints) {
     out += fmt::format("Checkpoint generation {}: {:.2f} MB ({:.2f} MB largest shard), pause {:.3f} s (snapshot {:.3f} s), "
-                       "write {:.3f} s, commit {:.3f} s\n",
-                       c.generation, c.bytes / 1e6, c.rank_bytes / 1e6, c.pause_s, c.snapshot_s, c.write_s, c.commit_s);
+                       "write {:.3f} s (data {:.3f} s), commit {:.3f} s\n",
+                       c.generation, c.bytes / 1e6, c.rank_bytes / 1e6, c.pause_s, c.snapshot_s, c.write_s, c.data_s,
+                       c.commit_s);
   }
   out += fmt::format("Parameters CRC-32 {:08x} ({})\nWrote      {} and {}\n", r.params_crc, r.params_path, r.measured_path,
                      r.params_path);
@@ -535,7 +541,8 @@ Result<ResumeCheckReport> run_resume_check(const ResumeCheckRequest& a, const Tr
   rep.pass = same_layout ? bitwise : rep.max_loss_diff <= a.tolerance;
   CheckpointSpec spec;
   spec.contents = all_but(a.omit);
-  const analysis::ResumeAudit audit = analysis::resume_audit(spec, false);
+  // The trainer keeps the fp32 master in its optimizer part, as Megatron-Core does.
+  const analysis::ResumeAudit audit = analysis::resume_audit(spec, false, true);
   for (const analysis::ResumeItem& m : audit.missing) {
     rep.audit += fmt::format("{}{}: {}{}", rep.audit.empty() ? "" : "\n", state_part_name(m.part), m.consequence,
                              m.matters ? "" : " (no effect here)");

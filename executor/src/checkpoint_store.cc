@@ -71,34 +71,23 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "checkpoint_store_format.h"
 
 namespace stepcast::exec {
 
-namespace {
-
-// CRC-32/IEEE, reflected polynomial 0xEDB88320 (zlib's crc32()).
-constexpr std::array<std::uint32_t, 256> make_crc_table() {
-  std::array<std::uint32_t, 256> t{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1U) != 0 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-constexpr std::array<std::uint32_t, 256> kCrcTable = make_crc_table();
-
-}  // namespace
-
 namespace checkpoint_detail {
 
+// CRC-32/IEEE (reflected polynomial 0xEDB88320), zlib's: its braided implementation runs at
+// several GB/s, so checksumming is not what a save's time measures (docs/checkpoints.md).
 std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  crc = ~crc;
-  for (std::size_t i = 0; i < n; ++i) crc = kCrcTable[(crc ^ p[i]) & 0xFFU] ^ (crc >> 8);
-  return ~crc;
+  return static_cast<std::uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(data), n));
+}
+
+// The CRC of A followed by B from their CRCs and B's length (zlib's crc32_combine).
+std::uint32_t crc32_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t bytes_b) {
+  return static_cast<std::uint32_t>(::crc32_combine64(crc_a, crc_b, static_cast<z_off64_t>(bytes_b)));
 }
 
 double now_s() {
@@ -291,14 +280,16 @@ std::vector<std::string> list_dir(const std::string& dir) {
 class CrcWriter {
  public:
   CrcWriter(int fd, std::string path, std::int64_t kill_at) : fd_(fd), path_(std::move(path)), kill_at_(kill_at) {}
-  void write(const void* data, std::size_t n) {
+  void write(const void* data, std::size_t n) { write(data, n, crc32(0, data, n)); }
+  // `crc`: the CRC-32 of the n bytes, already computed (each byte is checksummed once).
+  void write(const void* data, std::size_t n, std::uint32_t crc) {
     const char* p = static_cast<const char*>(data);
     if (kill_at_ >= 0 && static_cast<std::uint64_t>(kill_at_) < offset_ + n) {
       write_all(fd_, p, static_cast<std::size_t>(static_cast<std::uint64_t>(kill_at_) - offset_), path_);
       die();
     }
     write_all(fd_, p, n, path_);
-    crc_ = crc32(crc_, p, n);
+    crc_ = crc32_combine(crc_, crc, n);
     offset_ += n;
   }
   std::uint64_t offset() const { return offset_; }
@@ -405,7 +396,9 @@ void encode(const Share& sh, std::string& out) {
 }
 
 // Writes shard-R.bin.tmp, fsyncs it, renames it to shard-R.bin and fsyncs the directory.
-ShardEntry write_shard(const RankState& s, const WriteJob& job) {
+// `data_s`: the seconds spent creating, filling and fsyncing the shard file (the part of a
+// save that grows with its bytes; the directory entries and renames around it do not).
+ShardEntry write_shard(const RankState& s, const WriteJob& job, double& data_s) {
   if (s.rank != job.rank || s.layout.world() != job.world) {
     throw std::invalid_argument(fmt::format(
         "checkpoint: the state of rank {} (layout tp {} x dp {}) is saved by rank {} of a world of {}", s.rank,
@@ -424,28 +417,31 @@ ShardEntry write_shard(const RankState& s, const WriteJob& job) {
   const std::string tmp_path = final_path + ".tmp";
 
   crash_at(site, "shard-open");
+  const double d0 = now_s();
   Fd fd = open_checked(tmp_path, O_WRONLY | O_CREAT | O_TRUNC, "create");
   CrcWriter w(fd.get(), tmp_path, kill_offset(site, "shard-partial", total));
   ShardEntry e;
   e.rank = job.rank;
   e.layout = s.layout;
   e.file = shard_name(job.rank);
-  w.write(header.data(), header.size());
   e.header_bytes = header.size();
   e.header_crc = crc32(0, header.data(), header.size());
+  w.write(header.data(), header.size(), e.header_crc);
   std::string bytes;
   for (const Share& sh : shares) {
     const TensorPiece& p = *sh.piece;
     encode(sh, bytes);
-    e.pieces.push_back(PieceEntry{p.name, p.global_rows, p.global_cols, p.row0 + sh.r0, sh.rows, p.col0 + sh.c0,
-                                  sh.cols, p.bf16, w.offset(), crc32(0, bytes.data(), bytes.size())});
-    w.write(bytes.data(), bytes.size());
+    const std::uint32_t crc = crc32(0, bytes.data(), bytes.size());
+    e.pieces.push_back(
+        PieceEntry{p.name, p.global_rows, p.global_cols, p.row0 + sh.r0, sh.rows, p.col0 + sh.c0, sh.cols, p.bf16, w.offset(), crc});
+    w.write(bytes.data(), bytes.size(), crc);
   }
   e.bytes = w.offset();
   e.crc = w.crc();
   crash_at(site, "shard-before-fsync");
   fsync_fd(fd.get(), tmp_path);
   fd.close_checked(tmp_path);
+  data_s = now_s() - d0;
   crash_at(site, "shard-before-rename");
   rename_checked(tmp_path, final_path);
   fsync_dir(gen_dir);
@@ -458,13 +454,14 @@ struct WriteOutcome {
   std::optional<ShardEntry> entry;
   std::exception_ptr error;
   double write_s = 0;
+  double data_s = 0;
 };
 
 WriteOutcome run_write(const RankState& s, const WriteJob& job) {
   WriteOutcome out;
   const double t0 = now_s();
   try {
-    out.entry = write_shard(s, job);
+    out.entry = write_shard(s, job, out.data_s);
   } catch (...) {
     out.error = std::current_exception();
   }
@@ -622,8 +619,63 @@ std::string manifest_text(std::int64_t generation, const TrainLayout& layout, st
   return j.dump(1) + "\n";
 }
 
+}  // namespace
+
+namespace checkpoint_detail {
+
+// Rank 0's garbage collection after a commit, in a thread: it overlaps the training steps
+// until the next save, which (collectively, settle()) waits for it and reports a failure
+// on every rank. Crash points in it kill the whole process, as in the foreground.
+class BackgroundGc {
+ public:
+  BackgroundGc() = default;
+  BackgroundGc(const BackgroundGc&) = delete;
+  BackgroundGc& operator=(const BackgroundGc&) = delete;
+  ~BackgroundGc() {
+    if (thread_.joinable()) thread_.join();
+    if (!error_.empty()) fmt::print(stderr, "stepcast: checkpoint: {}\n", error_);
+  }
+
+  // Rank 0, after generation job.generation committed.
+  void start(const CheckpointOptions& o, const WriteJob& job) {
+    join();
+    const Site site{&job.crash, job.rank, job.generation};
+    thread_ = std::thread([this, dir = o.dir, keep = o.keep, world = job.world, site, generation = job.generation] {
+      try {
+        collect_garbage(dir, keep, world, site);
+      } catch (const std::exception& e) {
+        error_ = fmt::format("checkpoint generation {} in {} was committed, but removing old files failed: {}",
+                             generation, dir, e.what());
+      }
+    });
+  }
+
+  // Collective: waits for rank 0's collection; throws on every rank when it failed.
+  void settle(Communicator& comm) {
+    join();
+    const int failed = comm.max_all(error_.empty() ? 0 : 1);
+    if (failed == 0) return;
+    std::string message = comm.rank() == 0 ? error_ : "checkpoint: removing old generations failed (rank 0 reports why)";
+    error_.clear();
+    throw std::runtime_error(message);
+  }
+
+ private:
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  std::thread thread_;
+  std::string error_;   // written by thread_, read after join()
+};
+
+}  // namespace checkpoint_detail
+
+namespace {
+
+using checkpoint_detail::BackgroundGc;
+
 // How a commit ended, as rank 0 tells every rank (max_all: the worse wins).
-enum CommitStatus { kCommitted = 0, kCommittedGcFailed = 1, kNotCommitted = 2 };
+enum CommitStatus { kCommitted = 0, kNotCommitted = 1 };
 struct CommitResult {
   CommitStatus status = kCommitted;
   std::string message;
@@ -662,19 +714,16 @@ CommitResult commit_on_rank0(const CheckpointOptions& o, const WriteJob& job, co
   } catch (const std::exception& e) {
     return {kNotCommitted, fmt::format("checkpoint generation {} in {} was not committed: {}", job.generation, o.dir, e.what())};
   }
-  try {
-    collect_garbage(o.dir, o.keep, job.world, site);
-  } catch (const std::exception& e) {
-    return {kCommittedGcFailed, fmt::format("checkpoint generation {} in {} was committed, but removing old files failed: {}",
-                                            job.generation, o.dir, e.what())};
-  }
   return {};
 }
 
 // Collective: gathers every rank's outcome to rank 0, which commits; max_all then tells
 // every rank how it went, and, as a collective, is the barrier that returns no rank before
 // the commit. Every rank takes part even after its own write failed, so none waits forever.
-void commit(Communicator& comm, const CheckpointOptions& o, const WriteJob& job, const WriteOutcome& w) {
+// After a commit rank 0 starts the garbage collection in `gc` (the background: removing a
+// generation is not part of the pause).
+void commit(Communicator& comm, const CheckpointOptions& o, const WriteJob& job, const WriteOutcome& w,
+            BackgroundGc& gc) {
   std::string mine;
   if (w.entry) {
     ojson m = shard_entry_json(*w.entry);
@@ -693,11 +742,12 @@ void commit(Communicator& comm, const CheckpointOptions& o, const WriteJob& job,
     }
   }
   const auto status = static_cast<CommitStatus>(comm.max_all(mine_result.status));
+  if (status == kCommitted && comm.rank() == 0) gc.start(o, job);
   if (w.error) std::rethrow_exception(w.error);
   if (status == kCommitted) return;
   if (comm.rank() == 0) throw std::runtime_error(mine_result.message);
-  throw std::runtime_error(fmt::format("checkpoint generation {} in {} was {} (rank 0 reports why)", job.generation,
-                                       o.dir, status == kNotCommitted ? "not committed" : "committed, but its GC failed"));
+  throw std::runtime_error(
+      fmt::format("checkpoint generation {} in {} was not committed (rank 0 reports why)", job.generation, o.dir));
 }
 
 }  // namespace
@@ -782,7 +832,7 @@ WriteJob make_job(const Communicator& comm, const CheckpointOptions& o, std::int
 }  // namespace
 
 CheckpointStore::CheckpointStore(Communicator& comm, CheckpointOptions options)
-    : comm_(comm), options_(std::move(options)) {
+    : comm_(comm), options_(std::move(options)), gc_(std::make_unique<checkpoint_detail::BackgroundGc>()) {
   if (options_.keep < 1) throw std::invalid_argument(fmt::format("checkpoint: keep must be >= 1, got {}", options_.keep));
   if (options_.dir.empty()) throw std::invalid_argument("checkpoint: empty directory");
   make_dirs(options_.dir);
@@ -806,16 +856,18 @@ SaveStats CheckpointStore::save(const RankState& state, std::int64_t generation)
     throw std::invalid_argument(fmt::format("checkpoint: generation {} outside [0, {}]", generation, kMaxGeneration));
   }
   const double t0 = now_s();
-  finish();
+  gc_->settle(comm_);
+  commit_pending();
   SaveStats st;
   st.generation = generation;
   WriteJob job = make_job(comm_, options_, generation);
   if (!options_.async) {
     const WriteOutcome w = run_write(state, job);
     st.write_s = w.write_s;
+    st.data_s = w.data_s;
     if (w.entry) st.bytes = static_cast<double>(w.entry->bytes);
     const double c0 = now_s();
-    commit(comm_, options_, job, w);
+    commit(comm_, options_, job, w, *gc_);
     st.commit_s = now_s() - c0;
     st.pause_s = now_s() - t0;
     return st;
@@ -835,14 +887,22 @@ SaveStats CheckpointStore::save(const RankState& state, std::int64_t generation)
 }
 
 std::optional<SaveStats> CheckpointStore::finish() {
+  gc_->settle(comm_);
+  std::optional<SaveStats> st = commit_pending();
+  gc_->settle(comm_);   // nothing left running: the last generation's GC is done too
+  return st;
+}
+
+std::optional<SaveStats> CheckpointStore::commit_pending() {
   if (!pending_) return std::nullopt;
   const std::unique_ptr<Pending> p = std::move(pending_);
   p->thread.join();
   SaveStats st = p->stats;
   st.write_s = p->outcome.write_s;
+  st.data_s = p->outcome.data_s;
   if (p->outcome.entry) st.bytes = static_cast<double>(p->outcome.entry->bytes);
   const double c0 = now_s();
-  commit(comm_, options_, p->job, p->outcome);
+  commit(comm_, options_, p->job, p->outcome, *gc_);
   st.commit_s = now_s() - c0;
   return st;
 }

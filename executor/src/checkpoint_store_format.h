@@ -33,6 +33,8 @@ inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 58;
 
 // CRC-32/IEEE (zlib's crc32()): crc32(crc32(0, a), b) is the CRC of a followed by b.
 std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t n);
+// The CRC of a followed by b from crc32(0, a), crc32(0, b) and b's length.
+std::uint32_t crc32_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t bytes_b);
 double now_s();   // steady clock
 
 std::string gen_name(std::int64_t generation);   // "gen-0000000020"

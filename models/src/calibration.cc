@@ -59,6 +59,7 @@ void apply_calibration(const Calibration& cal, ClusterSpec& c) {
   }
   if (cal.checkpoint.write_GBps > 0) c.storage_write_GBps = cal.checkpoint.write_GBps;
   if (cal.checkpoint.read_GBps > 0) c.storage_read_GBps = cal.checkpoint.read_GBps;
+  if (cal.checkpoint.saves > 0) c.storage_commit_s = cal.checkpoint.commit_s;
 }
 
 std::string calibration_json(const Calibration& cal) {
@@ -86,7 +87,8 @@ std::string calibration_json(const Calibration& cal) {
       {"collectives", colls},
       {"checkpoint",
        {{"write_GBps", cal.checkpoint.write_GBps}, {"read_GBps", cal.checkpoint.read_GBps},
-        {"snapshot_GBps", cal.checkpoint.snapshot_GBps}, {"saves", cal.checkpoint.saves},
+        {"snapshot_GBps", cal.checkpoint.snapshot_GBps}, {"commit_s", cal.checkpoint.commit_s},
+        {"saves", cal.checkpoint.saves},
         {"restores", cal.checkpoint.restores}, {"snapshots", cal.checkpoint.snapshots}}},
       {"sources", cal.sources},
   };
@@ -169,6 +171,7 @@ Result<Calibration> parse_calibration(std::string_view text, const std::string& 
       rate("write_GBps", cal.checkpoint.write_GBps);
       rate("read_GBps", cal.checkpoint.read_GBps);
       rate("snapshot_GBps", cal.checkpoint.snapshot_GBps);
+      if (auto v = r.number("commit_s", 0, 3600)) cal.checkpoint.commit_s = *v;
       if (auto v = r.integer("saves", 0, 1'000'000'000)) cal.checkpoint.saves = static_cast<int>(*v);
       if (auto v = r.integer("restores", 0, 1'000'000'000)) cal.checkpoint.restores = static_cast<int>(*v);
       if (auto v = r.integer("snapshots", 0, 1'000'000'000)) cal.checkpoint.snapshots = static_cast<int>(*v);

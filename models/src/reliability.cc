@@ -81,7 +81,6 @@ bool CheckpointSpec::saves(StatePart part) const {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kWeightBytes = 2;  // bf16 weights, as stage_memory (docs/cost-model-sources.md 2.1)
 // The small parts, bytes [U] (orders of magnitude of what PyTorch / Megatron pickle; they
 // are < 1e-6 of a model checkpoint and only matter when the model is not saved):
 constexpr double kLrSchedulerBytes = 1024;       // a few scalars (step, base lrs), once
@@ -93,6 +92,20 @@ constexpr double kStepBytes = 8;                 // the iteration counter, once
 constexpr double kConfigBytes = 64 * 1024;       // the run's arguments, once
 
 }  // namespace
+
+StateBytesPerParam state_bytes_per_param(const Plan& plan) {
+  StateBytesPerParam b;
+  const bool adam = plan.optimizer == Optimizer::kAdam;
+  if (plan.stack == Stack::kFsdp2Eager || plan.stack == Stack::kFsdp2Compile) {
+    b.model = 4;
+    b.optimizer = adam ? 8 : 4;
+    b.master_in_optimizer = false;
+  } else {
+    b.model = 2;
+    b.optimizer = adam ? 12 : 8;
+  }
+  return b;
+}
 
 double checkpoint_rank_other_bytes(const CheckpointSpec& spec, bool first_rank) {
   double b = (spec.saves(StatePart::kRng) ? kRngBytesPerRank : 0.0) +
@@ -120,9 +133,7 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
                       (spec.saves(StatePart::kConfig) ? kConfigBytes : 0.0);
   const double rng = spec.saves(StatePart::kRng) ? kRngBytesPerRank : 0.0;
   const double sampler = spec.saves(StatePart::kDataSampler) ? kSamplerBytesPerDpRank : 0.0;
-  // fp32 master weights + Adam's two moments, 12 B/param (SGD: master + momentum, 8), as
-  // stage_memory counts them (docs/cost-model-sources.md 2.1).
-  const double optimizer_bytes = p.optimizer == Optimizer::kAdam ? 12.0 : 8.0;
+  const StateBytesPerParam per_param = state_bytes_per_param(p);
 
   for (int s = 0; s < p.pp; ++s) {
     // A replicated tensor is written once, its bytes split evenly among its replicas
@@ -131,11 +142,11 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
     // same share a ZeRO-1 rank holds of the optimizer state.
     const RankParams rp = rank_params(m, p, s);
     const double share = rp.dense / nd + rp.expert / nde;
-    // What the rank holds (ZeRO decides): bf16 weights and the optimizer state (fp32 master
-    // + Adam moments, 12 B/param; 8 for SGD), the static memory model's figures.
+    // What the rank holds (ZeRO decides): its weights and optimizer state, the static
+    // memory model's figures.
     const MemoryBreakdown mem = stage_memory(m, c, p, w, s);
-    const double model_share = model ? share * kWeightBytes : 0.0;
-    const double optim_share = optim ? share * optimizer_bytes : 0.0;
+    const double model_share = model ? share * per_param.model : 0.0;
+    const double optim_share = optim ? share * per_param.optimizer : 0.0;
     k.part_bytes[static_cast<std::size_t>(StatePart::kModel)] += model_share * per_stage;
     k.part_bytes[static_cast<std::size_t>(StatePart::kOptimizer)] += optim_share * per_stage;
     double write = model_share + optim_share + rng;
@@ -166,7 +177,7 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
 
   k.storage_write_Bps = spec.write_GBps.value_or(c.storage_write_GBps) * 1e9;
   k.storage_read_Bps = spec.read_GBps.value_or(c.storage_read_GBps) * 1e9;
-  k.node_Bps = c.nic_Gbps * 1e9 / 8.0 * c.nics_per_node;
+  k.node_Bps = c.storage_local ? 0.0 : c.nic_Gbps * 1e9 / 8.0 * c.nics_per_node;  // 0: no NIC bound
   k.rank_nic_Bps = c.nic_bytes_per_s_per_gpu();
   k.d2h_Bps = spec.d2h_GBps * 1e9;
   // A node without NICs (a single-node cluster given none) writes to local storage: only
@@ -211,6 +222,11 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
   // A resharded restore (world size changed) also exchanges every rank's state once,
   // all-to-all over the scale-out network [D].
   k.reshard_s = over(k.rank_state_bytes, k.rank_nic_Bps);
+
+  // Besides its bytes, a save creates files and directories and commits them (renames,
+  // directory fsyncs, the manifest): a fixed cost, measured by `calibrate`.
+  k.commit_s = c.storage_commit_s;
+  k.write_s += k.commit_s;
 
   k.snapshot_s = k.rank_state_bytes / k.d2h_Bps;
   k.async = spec.mode == CheckpointMode::kAsync && k.staging_fits;

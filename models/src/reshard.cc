@@ -15,7 +15,6 @@ namespace stepcast {
 
 namespace {
 
-constexpr double kWeightBytes = 2;  // bf16 weights, as checkpoint_cost counts them
 
 // Pipeline stage of every layer: chunk k of pp x v holds chunk_layers() layers and runs on
 // stage k mod pp (the interleaved schedule's assignment; v = 1 for the others).
@@ -90,7 +89,7 @@ ReshardPlan reshard_plan(const ModelSpec& m, const ClusterSpec& cluster, const P
   r.from_world = from.world();
   r.to_world = to.world();
   r.to_nodes = (r.to_world + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-  const double optimizer_per_param = to.optimizer == Optimizer::kAdam ? 12.0 : 8.0;
+  const StateBytesPerParam per_param = state_bytes_per_param(to);  // as checkpoint_cost counts them
   const std::vector<int> old_stage = stage_of_layer(m.num_layers, from);
   const std::vector<int> new_stage = stage_of_layer(m.num_layers, to);
   const int old_nd = from.dp * from.cp;   // replicas that each wrote 1/old_nd of a slice
@@ -98,7 +97,7 @@ ReshardPlan reshard_plan(const ModelSpec& m, const ClusterSpec& cluster, const P
   const int new_nde = std::max(1, new_nd / std::max(1, to.ep));
 
   r.storage_read_Bps = spec.read_GBps.value_or(cluster.storage_read_GBps) * 1e9;
-  r.node_Bps = cluster.nic_Gbps * 1e9 / 8.0 * cluster.nics_per_node;
+  r.node_Bps = cluster.storage_local ? 0.0 : cluster.nic_Gbps * 1e9 / 8.0 * cluster.nics_per_node;
   r.rank_Bps = cluster.nic_bytes_per_s_per_gpu();
 
   const Placement pl = Placement::of(to, cluster.gpus_per_node);
@@ -113,10 +112,10 @@ ReshardPlan reshard_plan(const ModelSpec& m, const ClusterSpec& cluster, const P
       rd.stage = c.p;
       rd.tp_index = c.t;
       const RankParams rp = rank_params(m, to, c.p);
-      if (spec.saves(StatePart::kModel)) rd.model_bytes = (rp.dense + rp.expert) * kWeightBytes;
+      if (spec.saves(StatePart::kModel)) rd.model_bytes = (rp.dense + rp.expert) * per_param.model;
       if (spec.saves(StatePart::kOptimizer)) {
         const double held = to.zero >= 1 ? rp.dense / new_nd + rp.expert / new_nde : rp.dense + rp.expert;
-        rd.optimizer_bytes = held * optimizer_per_param;
+        rd.optimizer_bytes = held * per_param.optimizer;
       }
       for (int l = 0; l < m.num_layers; ++l) {
         if (new_stage[static_cast<std::size_t>(l)] != c.p) continue;

@@ -333,6 +333,8 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
       ObjectReader s(*v, r.path_of("storage"), r.diag());
       set(c.storage_write_GBps, physical(s, "write_GBps", kStorageGBpsRange));
       set(c.storage_read_GBps, physical(s, "read_GBps", kStorageGBpsRange));
+      set(c.storage_commit_s, s.number("commit_s", 0, 3600));
+      set(c.storage_local, s.boolean("local"));
       s.finish();
     }
   }

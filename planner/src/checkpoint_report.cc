@@ -190,6 +190,7 @@ std::string checkpoint_json(const CheckpointAdvice& a, const Scenario& s) {
   cj["node_write_bytes"] = k.node_write_bytes;
   cj["write_s"] = k.write_s;
   cj["write_bound"] = k.write_bound;
+  cj["commit_s"] = k.commit_s;
   cj["rank_state_bytes"] = a.async_cost.rank_state_bytes;
   cj["snapshot_s"] = a.async_cost.snapshot_s;
   cj["node_staging_bytes"] = a.async_cost.node_staging_bytes;
@@ -255,8 +256,9 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
   line(fmt::format("Checkpoint  {} per checkpoint (model {}, optimizer {}, other {}), {}", bytes(k.total_bytes),
                    bytes(k.part_bytes[0]), bytes(k.part_bytes[1]), bytes(other),
                    sharded ? "sharded: every rank writes its share" : "gathered to rank 0, which writes it"));
-  line(fmt::format("  sync      pause {:.2f} s: the write (bound: {}; storage {} GB/s, busiest node {})",
-                   k.write_s, k.write_bound, rate_GBps(k.storage_write_Bps), bytes(k.node_write_bytes)));
+  line(fmt::format("  sync      pause {:.2f} s: the write (bound: {}; storage {} GB/s, busiest node {}){}", k.write_s,
+                   k.write_bound, rate_GBps(k.storage_write_Bps), bytes(k.node_write_bytes),
+                   k.commit_s > 0 ? fmt::format(" + {:.3f} s to create and commit its files", k.commit_s) : ""));
   const CheckpointCost& ka = a.async_cost;
   line(fmt::format("  async     pause {:.2f} s: device-to-host snapshot of {} per GPU at {} GB/s; staging "
                    "{} per node of {} host memory ({}){}",

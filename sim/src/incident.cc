@@ -35,7 +35,8 @@ Diagnosis diagnose_run(const Scenario& scenario, const RunResult& run, const Dia
   d.mode = run.full ? "full" : "representative";
   d.seed = scenario.seed;
   if (scenario.checkpoint) {
-    d.resume = analysis::resume_audit(*scenario.checkpoint, scenario.plan.precision == Precision::kFp16);
+    d.resume = analysis::resume_audit(*scenario.checkpoint, scenario.plan.precision == Precision::kFp16,
+                                      state_bytes_per_param(scenario.plan).master_in_optimizer);
   }
   analysis::rebuild_verdict(d);
   return d;

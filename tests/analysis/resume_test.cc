@@ -46,5 +46,30 @@ TEST(ResumeAudit, AMissingLossScalerMattersOnlyWithFp16) {
   EXPECT_NE(fp16.missing[0].consequence.find("early overflow skips"), std::string::npos);
 }
 
+// Oracle: mixed precision's bookkeeping. The 16-bit weights are the rounding of the fp32
+// master copy the optimizer part holds, so the model part is redundant beside it, and only
+// beside it (execute --resume-check --omit model resumes bitwise; docs/checkpoints.md).
+TEST(ResumeAudit, AMissingModelPartMattersOnlyWithoutTheOptimizersMasterCopy) {
+  CheckpointSpec c;
+  c.contents = {StatePart::kOptimizer, StatePart::kLrScheduler, StatePart::kGradScaler, StatePart::kRng,
+                StatePart::kDataSampler, StatePart::kStep, StatePart::kConfig};
+  const analysis::ResumeAudit with_master = analysis::resume_audit(c);
+  ASSERT_EQ(with_master.missing.size(), 1u);
+  EXPECT_EQ(with_master.missing[0].part, StatePart::kModel);
+  EXPECT_FALSE(with_master.missing[0].matters);
+  EXPECT_NE(with_master.missing[0].consequence.find("fp32 master"), std::string::npos);
+  EXPECT_TRUE(with_master.ok());
+  // FSDP2's optimizer holds only the moments: its model part is the fp32 copy.
+  const analysis::ResumeAudit fsdp2 = analysis::resume_audit(c, false, false);
+  EXPECT_TRUE(fsdp2.missing[0].matters);
+  EXPECT_EQ(fsdp2.missing_list(), "model");
+  c.contents.erase(c.contents.begin());  // neither weights nor master
+  const analysis::ResumeAudit neither = analysis::resume_audit(c);
+  ASSERT_EQ(neither.missing.size(), 2u);
+  EXPECT_TRUE(neither.missing[0].matters);
+  EXPECT_NE(neither.missing[0].consequence.find("initial weights"), std::string::npos);
+  EXPECT_EQ(neither.missing_list(), "model,optimizer");
+}
+
 }  // namespace
 }  // namespace stepcast

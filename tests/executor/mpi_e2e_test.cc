@@ -207,6 +207,23 @@ TEST_F(MpiTrain, OmittedRngDivergesAtTheFirstResumedStepAsTheAuditSays) {
   EXPECT_NE(j.at("audit").get<std::string>().find("rng: dropout masks"), std::string::npos);
 }
 
+// --omit model with the optimizer saved: the trainer rounds the saved fp32 master to the
+// bf16 weights it held, so the resume is bitwise; the audit says the missing model part has
+// no effect here (its master is in the optimizer part) and agrees. Oracle: the straight run.
+TEST_F(MpiTrain, OmittedModelResumesFromTheMasterBitwiseAsTheAuditSays) {
+  std::string out;
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " execute " + train_scenario() +
+                   " --scale-down 2 --resume-check 2 --omit model --json --out " + dir() + "/rc-model",
+               &out),
+            0)
+      << out;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_TRUE(j.at("bitwise").get<bool>());
+  EXPECT_EQ(j.at("first_diverging_step"), -1);
+  EXPECT_TRUE(j.at("audit_agrees").get<bool>());
+  EXPECT_NE(j.at("audit").get<std::string>().find("fp32 master"), std::string::npos);
+}
+
 // kill -9 of ONE rank (a real process) in the middle of writing its shard of generation
 // 4: mpirun aborts the job; generation 2 is the newest that loads, and a new launch
 // resumes from it. Killed after the manifest's rename instead, generation 4 is committed
@@ -236,17 +253,16 @@ TEST_F(MpiTrain, KillOfOneRankDuringASaveLeavesTheLastCommittedGenerationLoadabl
 }
 
 // Issue: measured checkpoint costs calibrate the planner's checkpoint model. Saves of
-// cpu-train.json (3.4 M parameters) fit the storage write bandwidth; the calibrated cost
-// model then predicts the save pause of cpu-train-large.json (13.6 M parameters, 4.0 x the
-// bytes), a run it was not fitted on. The issue asks 15 %; +18.9 % was measured on the
-// project's machine (docs/checkpoints.md: a fixed cost per save that a bandwidth-only model
-// spreads over the bytes), so the test holds the current model to 25 %. The byte count is
-// exact (the model's 14 B/parameter): within 1 %.
+// cpu-train-small.json (0.9 M parameters, 12.9 MB) fit the storage: write bandwidth from the
+// shard files' data phase, and a fixed commit cost per save; the calibrated cost model then
+// predicts the save pause of cpu-train.json (3.4 M parameters, 3.7 x the bytes), a run it
+// was not fitted on. The byte count is exact (the model's 14 B/parameter): within 1 %.
 TEST_F(MpiTrain, CalibratedCheckpointModelPredictsALargerCheckpoint) {
   const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/";
-  ASSERT_EQ(sh(mpirun("execute --train " + s + "cpu-train.json --steps 4 --checkpoint-every 1 --out " + dir() + "/ck-small")), 0);
-  ASSERT_EQ(sh(mpirun("execute --train " + s + "cpu-train-large.json --steps 2 --checkpoint-every 1 --out " + dir() +
-                      "/ck-large")),
+  ASSERT_EQ(sh(mpirun("execute --train " + s + "cpu-train-small.json --steps 6 --checkpoint-every 1 --out " + dir() +
+                      "/ck-small")),
+            0);
+  ASSERT_EQ(sh(mpirun("execute --train " + s + "cpu-train.json --steps 4 --checkpoint-every 1 --out " + dir() + "/ck-large")),
             0);
   std::string out;
   ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " calibrate " + dir() + "/ck-small/measured.json --holdout " + dir() +
@@ -258,8 +274,15 @@ TEST_F(MpiTrain, CalibratedCheckpointModelPredictsALargerCheckpoint) {
   const nlohmann::json& held = j.at("checkpoint_runs")[1];
   EXPECT_EQ(held.at("role"), "Held out");
   EXPECT_NEAR(held.at("measured_bytes").get<double>() / held.at("predicted_bytes").get<double>(), 1.0, 0.01);
+  // 15 % on an idle machine (docs/checkpoints.md: +0.3 to +11.4 %); 25 % here, where ctest
+  // -j2 runs another test beside this one on the same two cores and disk.
   EXPECT_LE(std::abs(held.at("error_after").get<double>()), 0.25) << out;
   EXPECT_GT(j.at("fit").at("checkpoint").at("write_GBps").get<double>(), 0.0);
+  // The fixed part of a save (directories, renames, manifest) is measured, not assumed: a
+  // few milliseconds of metadata fsyncs, never the whole pause.
+  const double commit_s = j.at("fit").at("checkpoint").at("commit_s").get<double>();
+  EXPECT_GT(commit_s, 0.0);
+  EXPECT_LT(commit_s, j.at("checkpoint_runs")[0].at("measured_s").get<double>());
 }
 
 }  // namespace

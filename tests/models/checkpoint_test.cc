@@ -136,6 +136,25 @@ TEST(CheckpointCost, BytesAreEachPartOnceWhateverTheReplication) {
   EXPECT_DOUBLE_EQ(k.total_bytes, 112'424'052'744.0);
 }
 
+// FSDP2 keeps the sharded parameters in fp32 and its optimizer holds only Adam's moments
+// (MixedPrecisionPolicy: "the optimizer step uses the sharded parameter in the original
+// dtype"): model 4 B/param, optimizer 8 B/param, 12 B in all, against 2 + 12 for
+// Megatron-Core, which keeps a bf16 model beside the fp32 master in its optimizer.
+TEST(CheckpointCost, Fsdp2SavesFp32WeightsAndOnlyTheMoments) {
+  Scenario s = llama8b_zero1();
+  s.plan.stack = Stack::kFsdp2Eager;
+  const CheckpointCost k = cost_of(s, CheckpointSpec{});
+  EXPECT_DOUBLE_EQ(k.part_bytes[0], 4 * kParams);
+  EXPECT_DOUBLE_EQ(k.part_bytes[1], 8 * kParams);
+  EXPECT_DOUBLE_EQ(k.total_bytes, 12 * kParams + 16384.0 * 16 + 4096.0 * 16 + 1024 + 1024 + 8 + 65536);
+  EXPECT_FALSE(state_bytes_per_param(s.plan).master_in_optimizer);
+  s.plan.optimizer = Optimizer::kSgd;  // momentum only
+  EXPECT_DOUBLE_EQ(cost_of(s, CheckpointSpec{}).part_bytes[1], 4 * kParams);
+  s.plan.stack = Stack::kDeepspeedZero;  // master + momentum in the optimizer part
+  EXPECT_DOUBLE_EQ(cost_of(s, CheckpointSpec{}).part_bytes[1], 8 * kParams);
+  EXPECT_TRUE(state_bytes_per_param(s.plan).master_in_optimizer);
+}
+
 TEST(CheckpointCost, ShardedWriteIsBoundByTheSharedStorage) {
   const CheckpointCost k = cost_of(llama8b_zero1(), CheckpointSpec{});
   // Each rank writes 1/16 of the weights and optimizer state (14 B x 501,891,328 params)
@@ -155,6 +174,31 @@ TEST(CheckpointCost, FastStorageMakesTheNodeNicsTheBound) {
   // 112.4 GB / 1000 GB/s = 0.112 s < 56.2 GB / 400 GB/s = 0.1405 s.
   EXPECT_NEAR(k.write_s, 8 * 7'026'566'664.0 / 400e9, 1e-12);
   EXPECT_STREQ(k.write_bound, "node NICs");
+}
+
+// Storage on the node itself: the NICs carry no checkpoint bytes, so 1000 GB/s of storage
+// is the bound (112.4 GB / 1000 GB/s = 0.1124 s, below the NICs' 0.1405 s).
+TEST(CheckpointCost, LocalStorageIsNotBoundByTheNics) {
+  const CheckpointCost k =
+      cost_of(llama8b_zero1(R"(, "storage": {"write_GBps": 1000, "read_GBps": 1000, "local": true})"), CheckpointSpec{});
+  EXPECT_NEAR(k.write_s, 112'424'052'744.0 / 1000e9, 1e-12);
+  EXPECT_STREQ(k.write_bound, "storage");
+  EXPECT_EQ(k.node_Bps, 0.0);
+}
+
+// The fixed cost of a save (cluster.storage.commit_s, measured by calibrate) adds to the
+// write once, whatever the bytes: 2.2485 s + 0.25 s; an async save pauses for the
+// snapshot only and pays it in the background.
+TEST(CheckpointCost, TheCommitCostAddsOncePerSave) {
+  const CheckpointCost k = cost_of(llama8b_zero1(R"(, "storage": {"commit_s": 0.25})"), CheckpointSpec{});
+  EXPECT_EQ(k.commit_s, 0.25);
+  EXPECT_NEAR(k.write_s, 112'424'052'744.0 / 50e9 + 0.25, 1e-12);
+  EXPECT_DOUBLE_EQ(k.pause_s, k.write_s);
+  CheckpointSpec spec;
+  spec.mode = CheckpointMode::kAsync;
+  const CheckpointCost a = cost_of(llama8b_zero1(R"(, "storage": {"commit_s": 0.25})"), spec);
+  EXPECT_NEAR(a.pause_s, 22'083'306'504.0 / 25e9, 1e-12);
+  EXPECT_NEAR(a.background_s, 112'424'052'744.0 / 50e9 + 0.25, 1e-12);
 }
 
 TEST(CheckpointCost, GatherToRankZeroIsBoundByOneGpusNicShare) {

@@ -248,12 +248,14 @@ TEST(HostileInput, CalibrationCheckpointRatesRoundTripApplyAndHaveRanges) {
   cal.checkpoint.write_GBps = 0.25;
   cal.checkpoint.read_GBps = 1.5;
   cal.checkpoint.snapshot_GBps = 3;
+  cal.checkpoint.commit_s = 0.015;
   cal.checkpoint.saves = 4;
   const auto back = parse_calibration(calibration_json(cal), "fit.json");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->checkpoint.write_GBps, 0.25);
   EXPECT_EQ(back->checkpoint.read_GBps, 1.5);
   EXPECT_EQ(back->checkpoint.snapshot_GBps, 3.0);
+  EXPECT_EQ(back->checkpoint.commit_s, 0.015);
   EXPECT_EQ(back->checkpoint.saves, 4);
   ClusterSpec c;
   c.storage_write_GBps = 100;
@@ -261,11 +263,14 @@ TEST(HostileInput, CalibrationCheckpointRatesRoundTripApplyAndHaveRanges) {
   apply_calibration(*back, c);
   EXPECT_EQ(c.storage_write_GBps, 0.25);
   EXPECT_EQ(c.storage_read_GBps, 1.5);
-  const auto bad = parse_calibration(R"({"format": 1, "checkpoint": {"write_GBps": 1e-7, "read_GBps": -1}})", "fit.json");
+  EXPECT_EQ(c.storage_commit_s, 0.015);
+  const auto bad = parse_calibration(
+      R"({"format": 1, "checkpoint": {"write_GBps": 1e-7, "read_GBps": -1, "commit_s": -0.5}})", "fit.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,
             "fit.json.checkpoint.write_GBps: 1e-07 GB/s is below 1 MB/s (0 = not measured)\n"
-            "fit.json.checkpoint.read_GBps: -1 is out of range (0 to 100000)");
+            "fit.json.checkpoint.read_GBps: -1 is out of range (0 to 100000)\n"
+            "fit.json.checkpoint.commit_s: -0.5 is out of range (0 to 3600)");
 }
 
 // ---------------------------------------------------------------------------------------

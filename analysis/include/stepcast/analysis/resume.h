@@ -25,6 +25,9 @@ struct ResumeAudit {
 
 // The parts of the training state that `checkpoint` does not save. `loss_scaling`: the
 // run scales its loss (fp16); otherwise a missing grad_scaler is listed as harmless.
-ResumeAudit resume_audit(const CheckpointSpec& checkpoint, bool loss_scaling = false);
+// `master_in_optimizer`: the optimizer part holds the fp32 master weights
+// (state_bytes_per_param), so a missing model part is recovered from it when the optimizer
+// part is saved.
+ResumeAudit resume_audit(const CheckpointSpec& checkpoint, bool loss_scaling = false, bool master_in_optimizer = true);
 
 }  // namespace stepcast::analysis

@@ -38,7 +38,8 @@ struct TrainCheckpoint {
   std::int64_t generation = 0;
   double bytes = 0;                    // every rank's shard, summed
   double rank_bytes = 0;               // the largest shard
-  double snapshot_s = 0, write_s = 0, commit_s = 0, pause_s = 0;   // max over ranks
+  // Max over ranks. data_s: the part of write_s spent filling and fsyncing the shard file.
+  double snapshot_s = 0, write_s = 0, data_s = 0, commit_s = 0, pause_s = 0;
 };
 
 struct TrainReport {

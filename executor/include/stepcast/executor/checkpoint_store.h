@@ -34,6 +34,10 @@
 
 namespace stepcast::exec {
 
+namespace checkpoint_detail {
+class BackgroundGc;   // checkpoint_store.cc
+}
+
 // Fault injection (tests, `STEPCAST_CHECKPOINT_CRASH`): the process raises SIGKILL when it
 // reaches `point` on a matching rank and generation.
 struct CrashPoint {
@@ -67,7 +71,9 @@ struct SaveStats {
   double bytes = 0;          // this rank's shard file, bytes (its header and its shares, as stored)
   double snapshot_s = 0;     // async: copying the state into the host buffer (the pause)
   double write_s = 0;        // writing + fsync + rename of the shard
-  double commit_s = 0;       // the collective commit (gather, manifest, rename, gc)
+  double data_s = 0;         // of write_s: creating, filling and fsyncing the shard file
+  double commit_s = 0;       // the collective commit (gather, manifest, rename; old generations
+                             // are removed in the background, after it)
   double pause_s = 0;        // how long save() blocked training
 };
 
@@ -104,16 +110,20 @@ class CheckpointStore {
   // the shard is written by a background thread and committed by the next save() or
   // finish(). Throws std::runtime_error naming the file on an I/O error.
   SaveStats save(const RankState& state, std::int64_t generation);
-  // Collective: waits for a pending async write and commits it (no-op when none).
+  // Collective: waits for a pending async write and commits it (no-op when none), and for
+  // the garbage collection of old generations, which rank 0 runs in the background after
+  // each commit (the next save waits for it too). Throws on every rank if it failed.
   std::optional<SaveStats> finish();
 
   const CheckpointOptions& options() const { return options_; }
 
  private:
   struct Pending;
+  std::optional<SaveStats> commit_pending();   // collective
   Communicator& comm_;
   CheckpointOptions options_;
   std::unique_ptr<Pending> pending_;
+  std::unique_ptr<checkpoint_detail::BackgroundGc> gc_;
 };
 
 // CRC-32/IEEE (zlib's polynomial) of `bytes` bytes: the checksum of shards and pieces.

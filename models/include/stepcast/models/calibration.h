@@ -29,9 +29,13 @@ struct CollectiveCalibration {
 // Checkpoint storage measured by `execute --train` saves and restores (docs/checkpoints.md
 // "Calibration"): 0 = not measured, the scenario's value stays.
 struct CheckpointCalibration {
-  double write_GBps = 0;      // aggregate: bytes of a generation / its save pause (sync saves)
+  double write_GBps = 0;      // aggregate: bytes of a generation / its data phase (sync saves)
   double read_GBps = 0;       // aggregate: bytes every rank read / the slowest rank's read time
   double snapshot_GBps = 0;   // per rank: bytes copied / snapshot pause (async saves)
+  // Sync saves split in two: write_GBps = bytes / the time the slowest rank spent filling
+  // and fsyncing its shard file; commit_s = the rest of the pause (directories, renames,
+  // the manifest, GC), per save.
+  double commit_s = 0;
   int saves = 0, restores = 0, snapshots = 0;   // measurements each figure pools
 };
 

@@ -131,6 +131,20 @@ struct CheckpointSpec {
 // ---------------------------------------------------------------------------------------
 // Checkpoint cost model (docs/reliability.md "Checkpoint cost model").
 
+// Bytes per parameter of the model and optimizer parts, by where the stack keeps the fp32
+// master copy of the weights (docs/checkpoints.md "Contents"):
+// - Megatron-Core's distributed optimizer and DeepSpeed ZeRO keep it in the optimizer
+//   state: model = the 16-bit weights (2 B), optimizer = master + Adam m, v (12 B; SGD:
+//   master + momentum, 8 B).
+// - PyTorch FSDP2 keeps the sharded parameters in their original dtype (fp32) and casts
+//   to param_dtype only for the all-gather (MixedPrecisionPolicy docstring, torch/distributed/
+//   fsdp/_fully_shard/_fsdp_api.py): model = fp32 (4 B), optimizer = m, v (8 B; SGD: 4 B).
+struct StateBytesPerParam {
+  double model = 2, optimizer = 12;
+  bool master_in_optimizer = true;   // the optimizer part can restore the weights
+};
+StateBytesPerParam state_bytes_per_param(const Plan& plan);
+
 struct CheckpointCost {
   // Bytes of one checkpoint: unique data (replicas written once), by part and in total.
   std::array<double, kStateParts> part_bytes{};
@@ -147,7 +161,8 @@ struct CheckpointCost {
   double rank_nic_Bps = 0;         // one GPU's share of its node's NICs
   double d2h_Bps = 0;
   // Times, s.
-  double write_s = 0;              // write of one checkpoint to storage
+  double write_s = 0;              // write of one checkpoint to storage, commit_s included
+  double commit_s = 0;             // of write_s: the fixed cost of a save (cluster.storage_commit_s)
   const char* write_bound = "";    // "storage", "node NICs" or "rank-0 NIC"
   double snapshot_s = 0;           // device-to-host copy of the busiest rank's state
   bool async = false;              // mode async and the staging fits

@@ -115,6 +115,13 @@ struct ClusterSpec {
   int nodes_per_leaf = 16;
   double storage_write_GBps = 50;
   double storage_read_GBps = 100;
+  // Fixed cost of one save besides its bytes, s: creating the generation's directory and
+  // files, the renames and directory fsyncs of the commit, the manifest, removing the oldest
+  // generation. 0 = not known [U]; `calibrate` measures it (docs/checkpoints.md).
+  double storage_commit_s = 0;
+  // Storage attached to each node (its own disk or NVMe) rather than reached over the
+  // NICs: the node's NICs do not bound a checkpoint's write or read.
+  bool storage_local = false;
   double host_memory_GiB = 2048;
   // GPU-to-GPU speed spread of a healthy cluster (relative 1-sigma of a GPU's sustained
   // speed, same SKU): a synchronous job runs at the pace of its slowest GPU (compute.h
