@@ -15,9 +15,7 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || op.kind == OpKind::kSend) continue;
     if (op.stream == Stream::kCompute) {
       if (s.end == s.begin) continue;
-      const Part c = op.cclass == ComputeClass::kOptimizer ? Part::kOptimizer
-                     : op.cclass == ComputeClass::kInput   ? Part::kInput
-                                                           : Part::kCompute;
+      const Part c = compute_part(op.cclass);
       iv.push_back({s.begin.ns(), s.end.ns(), c});
       continue;
     }
@@ -30,6 +28,18 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
 }
 
 }  // namespace
+
+Part compute_part(ComputeClass c) {
+  switch (c) {
+    case ComputeClass::kOptimizer: return Part::kOptimizer;
+    case ComputeClass::kInput: return Part::kInput;
+    case ComputeClass::kHost: return Part::kHost;
+    case ComputeClass::kGemm:
+    case ComputeClass::kAttention:
+    case ComputeClass::kElementwise: break;
+  }
+  return Part::kCompute;
+}
 
 Part transfer_part(Stream stream) {
   switch (stream) {
@@ -46,7 +56,7 @@ Part transfer_part(Stream stream) {
 
 RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterval>& intervals, std::int64_t end,
                               int steps) {
-  constexpr int kParts = 9;
+  constexpr int kParts = 10;
   struct Point {
     std::int64_t t;
     int delta;
@@ -87,6 +97,7 @@ RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterva
   b.compute = acc[static_cast<int>(Part::kCompute)] * k;
   b.optimizer = acc[static_cast<int>(Part::kOptimizer)] * k;
   b.input = acc[static_cast<int>(Part::kInput)] * k;
+  b.host = acc[static_cast<int>(Part::kHost)] * k;
   b.tp = acc[static_cast<int>(Part::kTp)] * k;
   b.cp = acc[static_cast<int>(Part::kCp)] * k;
   b.ep = acc[static_cast<int>(Part::kEp)] * k;
@@ -104,6 +115,7 @@ RankBreakdown mean_breakdown(const std::vector<RankBreakdown>& ranks) {
     m.compute += b.compute;
     m.optimizer += b.optimizer;
     m.input += b.input;
+    m.host += b.host;
     m.bubble += b.bubble;
     m.wait += b.wait;
     m.tp += b.tp;
@@ -114,7 +126,7 @@ RankBreakdown mean_breakdown(const std::vector<RankBreakdown>& ranks) {
   }
   if (ranks.empty()) return m;
   const double n = static_cast<double>(ranks.size());
-  for (double* x : {&m.compute, &m.optimizer, &m.input, &m.bubble, &m.wait, &m.tp, &m.cp, &m.ep, &m.pp, &m.dp}) *x /= n;
+  for (double* x : {&m.compute, &m.optimizer, &m.input, &m.host, &m.bubble, &m.wait, &m.tp, &m.cp, &m.ep, &m.pp, &m.dp}) *x /= n;
   return m;
 }
 

@@ -47,7 +47,7 @@ Comparison compare(const CompareSide& a, const CompareSide& b) {
       {"exposed_comm.cp", &RankBreakdown::cp}, {"exposed_comm.ep", &RankBreakdown::ep},
       {"exposed_comm.pp", &RankBreakdown::pp}, {"exposed_comm.dp", &RankBreakdown::dp},
       {"bubble", &RankBreakdown::bubble}, {"wait", &RankBreakdown::wait},
-      {"input", &RankBreakdown::input}, {"optimizer", &RankBreakdown::optimizer}};
+      {"input", &RankBreakdown::input}, {"optimizer", &RankBreakdown::optimizer}, {"host", &RankBreakdown::host}};
   for (const auto& [name, field] : kParts) {
     c.parts.push_back({name, a.mean.*field, b.mean.*field});
     c.layout_parts.push_back({name, a.clean_mean.*field, b.clean_mean.*field});

@@ -18,6 +18,7 @@ nlohmann::json breakdown_json(const RankBreakdown& b) {
   j["wait"] = b.wait;
   j["optimizer"] = b.optimizer;
   j["input"] = b.input;
+  j["host"] = b.host;
   return j;
 }
 

@@ -66,6 +66,8 @@ nlohmann::ordered_json simulate_report_value(const Scenario& s, const Program& p
   j["critical_rank"] = c.rank;
   j["breakdown_s"] = {{"compute", c.compute}, {"exposed_comm", c.exposed_comm()}, {"bubble", c.bubble},
                       {"wait", c.wait}, {"optimizer", c.optimizer}, {"input", c.input}};
+  // As the estimate report: megatron-core reports keep their keys unless the host shows.
+  if (s.plan.stack != Stack::kMegatronCore || c.host > 0) j["breakdown_s"]["host"] = c.host;
   j["exposed_comm_s"] = {{"tp", c.tp}, {"dp", c.dp}, {"pp", c.pp}, {"cp", c.cp}, {"ep", c.ep}};
   const double static_bytes = mem.params + mem.grads + mem.optimizer + mem.buffers;
   j["memory_bytes"] = {{"params", whole(mem.params)},
@@ -133,6 +135,7 @@ std::string simulate_report_text(const Scenario& s, const Program& program, cons
   part("wait", c.wait);
   part("optimizer", c.optimizer);
   if (c.input > 0) part("input", c.input);
+  if (c.host > 0) part("host", c.host);
   line(fmt::format("Peak memory {:.2f} GiB on rank {} (stage {}) of {:.2f} GiB usable: {}", pk.peak_bytes / kGiB,
                    pk.rank, pk.stage, mem.usable / kGiB, pk.peak_bytes <= mem.usable ? "fits" : "DOES NOT FIT"));
   line("Per pipeline stage (first rank of each):");

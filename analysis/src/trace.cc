@@ -34,9 +34,9 @@ std::string enum_names(const std::array<E, N>& all) {
   return out;
 }
 
-constexpr std::array<ComputeClass, 5> kClasses = {ComputeClass::kGemm, ComputeClass::kAttention,
+constexpr std::array<ComputeClass, 6> kClasses = {ComputeClass::kGemm,      ComputeClass::kAttention,
                                                   ComputeClass::kElementwise, ComputeClass::kOptimizer,
-                                                  ComputeClass::kInput};
+                                                  ComputeClass::kInput,     ComputeClass::kHost};
 constexpr std::array<GroupKind, 6> kGroups = {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp,
                                               GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp};
 constexpr std::array<CollKind, 6> kColls = {CollKind::kAllReduce, CollKind::kAllGather,
@@ -553,9 +553,7 @@ RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps) {
     if (o.kind == TraceOpKind::kSend) continue;
     if (o.stream == Stream::kCompute) {
       if (o.end_ns == o.begin_ns) continue;
-      const Part c = o.cclass == ComputeClass::kOptimizer ? Part::kOptimizer
-                     : o.cclass == ComputeClass::kInput   ? Part::kInput
-                                                          : Part::kCompute;
+      const Part c = compute_part(o.cclass);
       iv.push_back({o.begin_ns, o.end_ns, c});
       continue;
     }

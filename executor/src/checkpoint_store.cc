@@ -432,8 +432,8 @@ ShardEntry write_shard(const RankState& s, const WriteJob& job, double& data_s) 
     const TensorPiece& p = *sh.piece;
     encode(sh, bytes);
     const std::uint32_t crc = crc32(0, bytes.data(), bytes.size());
-    e.pieces.push_back(
-        PieceEntry{p.name, p.global_rows, p.global_cols, p.row0 + sh.r0, sh.rows, p.col0 + sh.c0, sh.cols, p.bf16, w.offset(), crc});
+    e.pieces.push_back(PieceEntry{p.name, p.global_rows, p.global_cols, p.row0 + sh.r0, sh.rows, p.col0 + sh.c0,
+                                  sh.cols, p.bf16, w.offset(), crc});
     w.write(bytes.data(), bytes.size(), crc);
   }
   e.bytes = w.offset();
@@ -639,10 +639,12 @@ class BackgroundGc {
   // Rank 0, after generation job.generation committed.
   void start(const CheckpointOptions& o, const WriteJob& job) {
     join();
-    const Site site{&job.crash, job.rank, job.generation};
-    thread_ = std::thread([this, dir = o.dir, keep = o.keep, world = job.world, site, generation = job.generation] {
+    // The thread owns copies of what it reads: the job and its crash point are gone when
+    // it runs.
+    thread_ = std::thread([this, dir = o.dir, keep = o.keep, world = job.world, crash = job.crash, rank = job.rank,
+                           generation = job.generation] {
       try {
-        collect_garbage(dir, keep, world, site);
+        collect_garbage(dir, keep, world, Site{&crash, rank, generation});
       } catch (const std::exception& e) {
         error_ = fmt::format("checkpoint generation {} in {} was committed, but removing old files failed: {}",
                              generation, dir, e.what());
@@ -655,7 +657,8 @@ class BackgroundGc {
     join();
     const int failed = comm.max_all(error_.empty() ? 0 : 1);
     if (failed == 0) return;
-    std::string message = comm.rank() == 0 ? error_ : "checkpoint: removing old generations failed (rank 0 reports why)";
+    std::string message =
+        comm.rank() == 0 ? error_ : "checkpoint: removing old generations failed (rank 0 reports why)";
     error_.clear();
     throw std::runtime_error(message);
   }

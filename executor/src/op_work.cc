@@ -59,6 +59,10 @@ OpWork op_work(const ExecContext& ctx, const Op& op) {
     case ComputeClass::kOptimizer:
     case ComputeClass::kInput:
       break;
+    case ComputeClass::kHost:
+      // The host's dispatch time: a real run spends it in the framework, not in a kernel.
+      w.kind = OpWork::Kind::kNone;
+      return w;
   }
   w.bytes = op.bytes;
   if (gemm_flops <= 0 && core_flops <= 0 && w.bytes <= 0 && seconds > 0) {

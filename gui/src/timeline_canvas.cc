@@ -28,6 +28,7 @@ LanePart part_of(const analysis::TraceOp& o) {
     case Stream::kCompute:
       if (o.cclass == ComputeClass::kOptimizer) return LanePart::kOptimizer;
       if (o.cclass == ComputeClass::kInput) return LanePart::kInput;
+      if (o.cclass == ComputeClass::kHost) return LanePart::kHost;
       return LanePart::kCompute;
     case Stream::kTp: return LanePart::kTp;
     case Stream::kCp: return LanePart::kCp;
@@ -108,6 +109,7 @@ const char* lane_part_key(LanePart p) {
     case LanePart::kDp: return "dp";
     case LanePart::kPp: return "pp";
     case LanePart::kBubble: return "bubble";
+    case LanePart::kHost: return "host";
   }
   return "?";
 }
@@ -466,7 +468,7 @@ void TimelineCanvas::paintLane(QPainter& p, const TimelineLane& lane, int y) {
       lane.max_end.begin());
   const QColor wait = part_color("wait");
   const QColor idle = part_color("bubble").lighter(115);
-  std::array<QColor, 9> colours;
+  std::array<QColor, 10> colours;
   for (std::size_t i = 0; i < colours.size(); ++i) colours[i] = part_color(lane_part_key(static_cast<LanePart>(i)));
   const int top = y + 1, h = kLaneHeight - 2;
   // Pixel columns already filled: an op whose columns are all filled is merged into them, so a

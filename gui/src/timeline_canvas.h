@@ -24,7 +24,7 @@ class QScrollBar;
 namespace stepcast::gui {
 
 // Drawing parts: the breakdown's parts (analysis/breakdown.h) plus idle time.
-enum class LanePart : std::uint8_t { kCompute, kOptimizer, kInput, kTp, kCp, kEp, kDp, kPp, kBubble };
+enum class LanePart : std::uint8_t { kCompute, kOptimizer, kInput, kTp, kCp, kEp, kDp, kPp, kBubble, kHost };
 // The part_color() key of a LanePart ("compute", "tp", ..., "bubble").
 const char* lane_part_key(LanePart p);
 

@@ -162,6 +162,22 @@ struct Layers {
   double logits_fwd = 0, logits_bwd = 0, logits_flops = 0;
 };
 
+}  // namespace
+
+HostStall host_stall(const ModelSpec& m, const Plan& p, const LayerCost& lc, const LayerComm& cm, bool moe_layer) {
+  const LayerKernels k = layer_kernels(m, p, moe_layer, stack_profile(p.stack));
+  const double gpu = lc.fwd_s() + lc.bwd_s() + cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s;
+  const double stall = std::max(0.0, k.host_s - gpu);
+  HostStall h;
+  if (stall > 0 && k.fwd + k.bwd > 0) {
+    h.fwd_s = stall * k.fwd / (k.fwd + k.bwd);
+    h.bwd_s = stall - h.fwd_s;
+  }
+  return h;
+}
+
+namespace {
+
 Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
   Layers L;
   L.dense = layer_cost(m, c, p, w.seq_len, false);
@@ -170,16 +186,8 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
     L.moe = layer_cost(m, c, p, w.seq_len, true);
     L.moe_comm = layer_comm(m, c, p, w.seq_len, true, L.moe);
   }
-  // Host dispatch (docs/model-reference.md section 4.3): the host runs ahead of the GPU
-  // unless dispatching the layer's kernels takes longer than the GPU runs them (compute
-  // and the layer's exposed communication), then the layer takes the host's time.
-  const StackProfile& stack = stack_profile(p.stack);
-  auto stall = [&](const LayerCost& lc, const LayerComm& cm, bool moe) {
-    const double gpu = lc.fwd_s() + lc.bwd_s() + cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s;
-    return std::max(0.0, layer_kernels(m, p, moe, stack).host_s - gpu);
-  };
-  L.dense_stall = stall(L.dense, L.dense_comm, false);
-  if (m.moe) L.moe_stall = stall(L.moe, L.moe_comm, true);
+  L.dense_stall = host_stall(m, p, L.dense, L.dense_comm, false).total_s();
+  if (m.moe) L.moe_stall = host_stall(m, p, L.moe, L.moe_comm, true).total_s();
   const LogitsCost lg = logits_cost(m, c, p, w.seq_len);
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;

@@ -57,6 +57,8 @@ class StageBuilder {
       moe_ = layer_cost(m, c, p, w.seq_len, true);
       moe_comm_ = layer_comm(m, c, p, w.seq_len, true, moe_);
     }
+    host_dense_ = host_stall(m, p, dense_, dense_comm_, false);
+    if (m.moe) host_moe_ = host_stall(m, p, moe_, moe_comm_, true);
     logits_ = logits_cost(m, c, p, w.seq_len);
     chunks_ = p.pp * p.virtual_stages;
     tokens_ = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
@@ -357,6 +359,16 @@ class StageBuilder {
     return tp_after(x, layer, mb, tag_s + " mlp");
   }
 
+  // The GPU's wait for the host after a launch-bound layer's pass ('F', or 'B' with its
+  // recomputation): estimate.h host_stall, the closed form's st.host split by kernel counts.
+  std::uint32_t host_wait(std::uint32_t prev, int layer, int mb, char pass) {
+    const HostStall& h = is_moe(layer) ? host_moe_ : host_dense_;
+    const double s = pass == 'F' ? h.fwd_s : h.bwd_s;
+    if (s <= 0) return prev;
+    return add(compute(ComputeClass::kHost, SimTime::from_s(s), 0, layer, mb),
+               fmt::format("host {} mb{} L{}", pass, mb, layer), {prev});
+  }
+
   // --- FSDP (ZeRO-3) --------------------------------------------------------------
   std::uint32_t fsdp_gather(int layer, int mb, char pass, std::uint32_t window_dep) {
     const LayerRankParams& lp = is_moe(layer) ? layer_moe_ : layer_dense_;
@@ -392,7 +404,7 @@ class StageBuilder {
         add_dep(a, add_dep_to_next_);
         add_dep_to_next_ = kNone;
       }
-      x = layer_forward(a, layer, mb, 'F');
+      x = host_wait(layer_forward(a, layer, mb, 'F'), layer, mb, 'F');
       done[static_cast<std::size_t>(i)] = x;
     }
     if (k == chunks_ - 1) {
@@ -473,6 +485,7 @@ class StageBuilder {
         x = attention(x, layer, mb, 'B');
         x = tp_after(x, layer, mb, t + " attn");
       }
+      x = host_wait(x, layer, mb, 'B');
       done[static_cast<std::size_t>(idx)] = x;
       const double act = p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
                                                           : (moe ? act_moe_ : act_dense_);
@@ -580,6 +593,7 @@ class StageBuilder {
   RoleTemplate& role_;
   LayerCost dense_, moe_;
   LayerComm dense_comm_, moe_comm_;
+  HostStall host_dense_, host_moe_;
   LogitsCost logits_;
   LayerRankParams layer_dense_, layer_moe_;
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;

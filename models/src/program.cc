@@ -20,6 +20,7 @@ const char* to_string(ComputeClass c) {
     case ComputeClass::kElementwise: return "elementwise";
     case ComputeClass::kOptimizer: return "optimizer";
     case ComputeClass::kInput: return "input";
+    case ComputeClass::kHost: return "host";
   }
   return "?";
 }

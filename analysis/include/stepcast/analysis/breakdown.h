@@ -22,14 +22,15 @@ struct RankBreakdown {
   int rank = 0;
   int stage = 0;
   double compute = 0, optimizer = 0, input = 0, bubble = 0, wait = 0;
+  double host = 0;   // GPU idle while the host dispatches kernels (launch-bound layers)
   double tp = 0, cp = 0, ep = 0, pp = 0, dp = 0;
   double peak_bytes = 0;
   double exposed_comm() const { return tp + cp + ep + pp + dp; }
-  double total() const { return compute + optimizer + input + bubble + wait + exposed_comm(); }
+  double total() const { return compute + optimizer + input + host + bubble + wait + exposed_comm(); }
 };
 
 // One interval of a rank's activity, for the breakdown sweep.
-enum class Part { kCompute, kOptimizer, kInput, kTp, kCp, kEp, kPp, kDp, kWait };
+enum class Part { kCompute, kOptimizer, kInput, kHost, kTp, kCp, kEp, kPp, kDp, kWait };
 struct PartInterval {
   std::int64_t begin_ns = 0, end_ns = 0;
   Part part = Part::kCompute;
@@ -39,6 +40,8 @@ struct PartInterval {
 // REQUIRES: steps >= 1.
 RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterval>& intervals, std::int64_t end_ns,
                               int steps);
+// The Part of a compute-stream op of class `c`.
+Part compute_part(ComputeClass c);
 // The Part of a communication op on `stream` while it moves data.
 Part transfer_part(Stream stream);
 

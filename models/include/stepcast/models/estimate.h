@@ -63,6 +63,20 @@ struct StageTimes {
   double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host; }
 };
+struct LayerCost;
+struct LayerComm;
+// Host dispatch (docs/model-reference.md section 4.3): the host runs ahead of the GPU unless
+// dispatching a layer's kernels (stack profile: kernels x host_us_per_kernel) takes longer
+// than the GPU runs them (compute and the layer's exposed communication); the GPU then
+// waits the difference, per layer and microbatch. Split between the forward and the
+// backward (recomputation included) by their kernel counts: the event engine places the
+// two parts after each pass of the layer (lower.cc), the closed form adds their sum.
+struct HostStall {
+  double fwd_s = 0, bwd_s = 0;
+  double total_s() const { return fwd_s + bwd_s; }
+};
+HostStall host_stall(const ModelSpec& model, const Plan& plan, const LayerCost& lc, const LayerComm& cm, bool moe_layer);
+
 StageTimes stage_times(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                        const Workload& workload, int stage);
 

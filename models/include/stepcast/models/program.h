@@ -17,7 +17,9 @@
 namespace stepcast {
 
 enum class OpKind : std::uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFree };
-enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput };
+// kHost: the GPU idle while the host dispatches a launch-bound layer's kernels (estimate.h
+// host_stall); no device work.
+enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput, kHost };
 // Which parallelism a communication op serves (the report's exposed_comm_s keys).
 enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // Symbolic groups. kDp is the data-parallel group including CP ranks (dense gradients,
