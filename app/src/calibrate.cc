@@ -140,7 +140,7 @@ Result<std::optional<CheckpointRun>> load_checkpoint_run(const std::string& path
 
 // Pools the runs' saves, restores and async snapshots into rates. A sync save's pause is
 // split where the store measured it: the shard files' data (bytes / write rate) and the rest
-// (directories, renames, manifest, GC: a fixed cost per save).
+// (directories, renames, the manifest: a fixed cost per save).
 CheckpointCalibration fit_checkpoint(const std::vector<CheckpointRun>& runs) {
   CheckpointCalibration c;
   double wb = 0, ws = 0, rb = 0, rs = 0, sb = 0, ss = 0, fixed = 0;
@@ -154,6 +154,7 @@ CheckpointCalibration fit_checkpoint(const std::vector<CheckpointRun>& runs) {
       } else {
         sb += r.rank_bytes[i];
         ss += r.snapshot_s[i];
+        fixed += r.pause_s[i] - r.snapshot_s[i];  // the previous save's commit
         ++c.snapshots;
       }
     }
@@ -164,7 +165,7 @@ CheckpointCalibration fit_checkpoint(const std::vector<CheckpointRun>& runs) {
     }
   }
   if (ws > 0) c.write_GBps = wb / ws / 1e9;
-  if (c.saves > 0) c.commit_s = fixed / c.saves;
+  if (c.saves + c.snapshots > 0) c.commit_s = std::max(0.0, fixed / (c.saves + c.snapshots));
   if (rs > 0) c.read_GBps = rb / rs / 1e9;
   if (ss > 0) c.snapshot_GBps = sb / ss / 1e9;
   return c;

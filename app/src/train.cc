@@ -285,13 +285,24 @@ Result<TrainReport> run_train(const TrainRequest& a) {
       rep.grad_norms.push_back(s.grad_norm);
       rep.lrs.push_back(s.lr);
       mine.step_s.push_back(s.seconds);
-      if (store && s.step % a.checkpoint_every == 0) mine.saves.push_back(store->save(trainer.export_state(), s.step));
+      if (store && s.step % a.checkpoint_every == 0) {
+        mine.saves.push_back(store->save(trainer.export_state(), s.step));
+        // An async save's write and commit times arrive when the next save commits it.
+        if (auto done = store->take_committed(); done && mine.saves.size() >= 2) {
+          exec::SaveStats& prev = mine.saves[mine.saves.size() - 2];
+          prev.bytes = done->bytes;
+          prev.write_s = done->write_s;
+          prev.data_s = done->data_s;
+          prev.commit_s = done->commit_s;
+        }
+      }
       if (rep.root && a.progress) a.progress(i + 1, a.steps);
     }
     if (store) {
       // An async save's write and commit times arrive with its commit.
       if (auto last = store->finish(); last && !mine.saves.empty()) {
         exec::SaveStats& s = mine.saves.back();
+        s.bytes = last->bytes;
         s.write_s = last->write_s;
         s.data_s = last->data_s;
         s.commit_s = last->commit_s;

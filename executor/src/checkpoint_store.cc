@@ -860,7 +860,7 @@ SaveStats CheckpointStore::save(const RankState& state, std::int64_t generation)
   }
   const double t0 = now_s();
   gc_->settle(comm_);
-  commit_pending();
+  committed_ = commit_pending();
   SaveStats st;
   st.generation = generation;
   WriteJob job = make_job(comm_, options_, generation);
@@ -894,6 +894,12 @@ std::optional<SaveStats> CheckpointStore::finish() {
   std::optional<SaveStats> st = commit_pending();
   gc_->settle(comm_);   // nothing left running: the last generation's GC is done too
   return st;
+}
+
+std::optional<SaveStats> CheckpointStore::take_committed() {
+  std::optional<SaveStats> out = std::move(committed_);
+  committed_.reset();
+  return out;
 }
 
 std::optional<SaveStats> CheckpointStore::commit_pending() {

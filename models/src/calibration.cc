@@ -59,7 +59,7 @@ void apply_calibration(const Calibration& cal, ClusterSpec& c) {
   }
   if (cal.checkpoint.write_GBps > 0) c.storage_write_GBps = cal.checkpoint.write_GBps;
   if (cal.checkpoint.read_GBps > 0) c.storage_read_GBps = cal.checkpoint.read_GBps;
-  if (cal.checkpoint.saves > 0) c.storage_commit_s = cal.checkpoint.commit_s;
+  if (cal.checkpoint.saves + cal.checkpoint.snapshots > 0) c.storage_commit_s = cal.checkpoint.commit_s;
 }
 
 std::string calibration_json(const Calibration& cal) {

@@ -156,5 +156,43 @@ TEST_F(CalibrateWorkflow, WarnsWhenTheFitDoesNotExplainSingleOps) {
             std::string::npos);
 }
 
+// Checkpoint storage from `execute --train` measurements (hand-built files; oracle: the
+// arithmetic below). Sync saves of 40 MB: pause 50 ms of which 40 ms filling and fsyncing
+// the shard files, so write = 80 MB / 80 ms = 1 GB/s and 10 ms per save is the fixed cost.
+// Async saves: snapshot 2 ms of 10 MB per rank = 5 GB/s, pause 12 ms: the previous save's
+// commit, 10 ms again. The calibrated model then gives the fitted sync pause back:
+// 0.01 s + bytes / 1 GB/s, with the bytes the model counts.
+TEST_F(CalibrateWorkflow, TrainingSavesFitWriteBandwidthCommitCostAndSnapshotRate) {
+  const std::string scenario = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-train-small.json";
+  auto write = [&](const std::string& name, bool async) {
+    const std::string saves =
+        async ? R"([{"generation": 1, "bytes": 4e7, "rank_bytes": 1e7, "snapshot_s": 0.002, "data_s": 0.03, "pause_s": 0.012},
+                   {"generation": 2, "bytes": 4e7, "rank_bytes": 1e7, "snapshot_s": 0.002, "data_s": 0.03, "pause_s": 0.012}])"
+              : R"([{"generation": 1, "bytes": 4e7, "rank_bytes": 1e7, "snapshot_s": 0, "data_s": 0.04, "pause_s": 0.05},
+                   {"generation": 2, "bytes": 4e7, "rank_bytes": 1e7, "snapshot_s": 0, "data_s": 0.04, "pause_s": 0.05}])";
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << fmt::format(R"({{"format": 1, "kind": "stepcast-train", "scenario": "{}", "scale_down": 1,
+        "layout": {{"tp": 2, "dp": 2, "zero1": true}},
+        "checkpoint": {{"contents": "model,optimizer,lr_scheduler,grad_scaler,rng,data_sampler,step,config",
+                       "async": {}, "saves": {}}}}})",
+                                       scenario, async ? "true" : "false", saves);
+    return path;
+  };
+  CalibrateRequest req;
+  req.measured = {write("sync.json", false), write("async.json", true)};
+  auto rep = run_calibrate(req);
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const CheckpointCalibration& c = rep->calibration.checkpoint;
+  EXPECT_EQ(c.saves, 2);
+  EXPECT_EQ(c.snapshots, 2);
+  EXPECT_NEAR(c.write_GBps, 1.0, 1e-12);
+  EXPECT_NEAR(c.commit_s, 0.01, 1e-12);
+  EXPECT_NEAR(c.snapshot_GBps, 5.0, 1e-12);
+  ASSERT_EQ(rep->checkpoint_runs.size(), 2u);
+  const CheckpointRunReport& sync = rep->checkpoint_runs[0];
+  EXPECT_NEAR(sync.measured_s, 0.05, 1e-12);
+  EXPECT_NEAR(sync.after_s, 0.01 + sync.predicted_bytes / 1e9, 1e-12);
+}
+
 }  // namespace
 }  // namespace stepcast::app

@@ -641,8 +641,17 @@ TEST_F(CheckpointStoreTest, AsyncSaveCommitsLater) {
     }
     EXPECT_FALSE(store.finish().has_value());
 
+    EXPECT_FALSE(store.take_committed().has_value());  // finish() returned generation 7's
     store.save(make_state(r, kTp2, 8), 8);
+    EXPECT_FALSE(store.take_committed().has_value());  // nothing was pending
     store.save(make_state(r, kTp2, 9), 9);
+    // Saving 9 committed 8 first: its write and commit times come out here, once.
+    const std::optional<SaveStats> c8 = store.take_committed();
+    ASSERT_TRUE(c8.has_value());
+    EXPECT_EQ(c8->generation, 8);
+    EXPECT_GT(c8->write_s, 0);
+    EXPECT_GT(c8->commit_s, 0);
+    EXPECT_FALSE(store.take_committed().has_value());
     EXPECT_TRUE(fs::exists(manifest_path(dir_, 8)));
     EXPECT_FALSE(fs::exists(manifest_path(dir_, 9)));
     // The store goes out of scope with generation 9 pending.

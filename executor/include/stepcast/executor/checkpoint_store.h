@@ -114,6 +114,10 @@ class CheckpointStore {
   // the garbage collection of old generations, which rank 0 runs in the background after
   // each commit (the next save waits for it too). Throws on every rank if it failed.
   std::optional<SaveStats> finish();
+  // The stats of the async save that the last save() committed before its own snapshot
+  // (its write, data and commit times, which save()'s return cannot have), once; nullopt
+  // when that save() committed none. finish() returns its own.
+  std::optional<SaveStats> take_committed();
 
   const CheckpointOptions& options() const { return options_; }
 
@@ -124,6 +128,7 @@ class CheckpointStore {
   CheckpointOptions options_;
   std::unique_ptr<Pending> pending_;
   std::unique_ptr<checkpoint_detail::BackgroundGc> gc_;
+  std::optional<SaveStats> committed_;
 };
 
 // CRC-32/IEEE (zlib's polynomial) of `bytes` bytes: the checksum of shards and pieces.

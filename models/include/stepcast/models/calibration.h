@@ -34,7 +34,8 @@ struct CheckpointCalibration {
   double snapshot_GBps = 0;   // per rank: bytes copied / snapshot pause (async saves)
   // Sync saves split in two: write_GBps = bytes / the time the slowest rank spent filling
   // and fsyncing its shard file; commit_s = the rest of the pause (directories, renames,
-  // the manifest, GC), per save.
+  // the manifest), per save. An async save's pause less its snapshot (the previous save's
+  // commit) pools into commit_s too.
   double commit_s = 0;
   int saves = 0, restores = 0, snapshots = 0;   // measurements each figure pools
 };

@@ -166,8 +166,8 @@ struct CheckpointCost {
   const char* write_bound = "";    // "storage", "node NICs" or "rank-0 NIC"
   double snapshot_s = 0;           // device-to-host copy of the busiest rank's state
   bool async = false;              // mode async and the staging fits
-  double pause_s = 0;              // training stalls: write_s (sync) or snapshot_s (async)
-  double background_s = 0;         // async: write after the pause (0 when sync)
+  double pause_s = 0;              // training stalls: write_s (sync) or snapshot_s + commit_s (async)
+  double background_s = 0;         // async: write_s - commit_s after the pause (0 when sync)
   double restore_s = 0;            // read + distribute, same world size
   double reshard_s = 0;            // extra when the world size changed (exchange of state)
 };
