@@ -14,9 +14,9 @@ Command add_calibrate(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* sub =
       app.add_subcommand("calibrate", "Fit the cost model to measured runs and benchmarks; report the error");
-  sub->add_option("MEASURED", a->request.measured, "measured.json files written by stepcast execute (fitted)");
+  sub->add_option("MEASURED", a->request.measured, "measured.json files written by stepcast execute (fitted); those of execute --train fit the checkpoint storage (write, commit, read, snapshot)");
   sub->add_option("--bench", a->request.bench, "stepcast bench --json files (fitted)");
-  sub->add_option("--holdout", a->request.holdout, "measured.json files predicted but not fitted");
+  sub->add_option("--holdout", a->request.holdout, "measured.json files predicted but not fitted (execute --train ones: their save pause)");
   sub->add_option("--out", a->request.out, "Calibration JSON to write (default calibration.json)");
   sub->add_flag("--json", a->json, "Print the report as JSON");
   return {sub, [a] {

@@ -101,9 +101,9 @@ struct CheckpointRun {
 Result<std::optional<CheckpointRun>> load_checkpoint_run(const std::string& path) {
   auto text = reader::read_input_file(path);
   if (!text.ok()) return text.error();
-  if (text->find("\"kind\": \"stepcast-train\"") == std::string::npos) return std::optional<CheckpointRun>{};
   auto doc = reader::parse_document(*text);
   if (!doc.ok()) return Error{reader::prefix_lines(path, doc.error().message)};
+  if (!doc->is_object() || doc->value("kind", std::string()) != "stepcast-train") return std::optional<CheckpointRun>{};
   CheckpointRun run;
   run.path = path;
   try {
@@ -185,11 +185,9 @@ CheckpointRunReport checkpoint_report(const CheckpointRun& r, const Calibration&
   out.async = r.spec.mode == CheckpointMode::kAsync;
   ClusterSpec after = r.scenario.cluster;
   apply_calibration(cal, after);
-  CheckpointSpec spec_after = r.spec;
-  if (cal.checkpoint.snapshot_GBps > 0) spec_after.d2h_GBps = cal.checkpoint.snapshot_GBps;
-  const CheckpointCost before = predicted_checkpoint(r, r.scenario.cluster);
   CheckpointRun with_after = r;
-  with_after.spec = spec_after;
+  apply_calibration(cal, with_after.spec);
+  const CheckpointCost before = predicted_checkpoint(r, r.scenario.cluster);
   const CheckpointCost calibrated = predicted_checkpoint(with_after, after);
   for (std::size_t i = 0; i < r.pause_s.size(); ++i) {
     out.measured_s += r.pause_s[i] / static_cast<double>(r.pause_s.size());

@@ -150,6 +150,14 @@ std::string part_list(const std::vector<StatePart>& parts) {
   return s;
 }
 
+// An async save's figures known only once it is committed (save() returned its snapshot).
+void add_commit(exec::SaveStats& save, const exec::SaveStats& committed) {
+  save.bytes = committed.bytes;
+  save.write_s = committed.write_s;
+  save.data_s = committed.data_s;
+  save.commit_s = committed.commit_s;
+}
+
 std::string train_layout_text(const exec::TrainLayout& l) {
   return fmt::format("tp={},dp={},zero={}", l.tp, l.dp, l.zero1 ? 1 : 0);
 }
@@ -289,24 +297,14 @@ Result<TrainReport> run_train(const TrainRequest& a) {
         mine.saves.push_back(store->save(trainer.export_state(), s.step));
         // An async save's write and commit times arrive when the next save commits it.
         if (auto done = store->take_committed(); done && mine.saves.size() >= 2) {
-          exec::SaveStats& prev = mine.saves[mine.saves.size() - 2];
-          prev.bytes = done->bytes;
-          prev.write_s = done->write_s;
-          prev.data_s = done->data_s;
-          prev.commit_s = done->commit_s;
+          add_commit(mine.saves[mine.saves.size() - 2], *done);
         }
       }
       if (rep.root && a.progress) a.progress(i + 1, a.steps);
     }
     if (store) {
-      // An async save's write and commit times arrive with its commit.
-      if (auto last = store->finish(); last && !mine.saves.empty()) {
-        exec::SaveStats& s = mine.saves.back();
-        s.bytes = last->bytes;
-        s.write_s = last->write_s;
-        s.data_s = last->data_s;
-        s.commit_s = last->commit_s;
-      }
+      // The last async save's write and commit times arrive with finish().
+      if (auto last = store->finish(); last && !mine.saves.empty()) add_commit(mine.saves.back(), *last);
     }
     const std::vector<exec::TensorPiece> params = trainer.gather_parameters();
     if (rep.root) rep.params_bin = params_bin(params);

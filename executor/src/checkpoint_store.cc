@@ -112,11 +112,6 @@ std::vector<StatePart> parts_of(std::uint32_t mask) {
   return out;
 }
 
-// A private copy of tensor_part() (train.cc): the store must not depend on the trainer.
-StatePart piece_part(const std::string& name) {
-  return name.rfind("adam_", 0) == 0 || name.rfind("master.", 0) == 0 ? StatePart::kOptimizer : StatePart::kModel;
-}
-
 bool same_layout(const TrainLayout& a, const TrainLayout& b) {
   return a.tp == b.tp && a.dp == b.dp && a.zero1 == b.zero1;
 }
@@ -365,7 +360,7 @@ std::optional<Share> share_of(const TensorPiece& p) {
 std::vector<Share> saved_shares(const RankState& s, std::uint32_t mask) {
   std::vector<Share> out;
   for (const TensorPiece& p : s.pieces) {
-    if (!has_part(mask, piece_part(p.name))) continue;
+    if (!has_part(mask, tensor_part(p.name))) continue;
     check_piece(p);
     if (const std::optional<Share> sh = share_of(p)) out.push_back(*sh);
   }
@@ -490,7 +485,7 @@ RankState snapshot_of(const RankState& s, std::uint32_t mask) {
   c.scalars = s.scalars;
   if (has_part(mask, StatePart::kConfig)) c.config_json = s.config_json;
   for (const TensorPiece& p : s.pieces) {
-    if (!has_part(mask, piece_part(p.name))) continue;
+    if (!has_part(mask, tensor_part(p.name))) continue;
     try {
       check_piece(p);
     } catch (const std::invalid_argument&) {

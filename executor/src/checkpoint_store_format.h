@@ -44,7 +44,6 @@ std::string path_join(const std::string& dir, const std::string& name);
 std::uint32_t parts_mask(const std::vector<StatePart>& parts);   // bit i: StatePart i
 bool has_part(std::uint32_t mask, StatePart p);
 std::vector<StatePart> parts_of(std::uint32_t mask);             // StatePart order
-StatePart piece_part(const std::string& name);   // kOptimizer for "adam_*" and "master.*"
 bool same_layout(const TrainLayout& a, const TrainLayout& b);
 
 // Throws std::runtime_error "PATH: WHAT: <errno's message>".

@@ -166,9 +166,9 @@ std::uint32_t parse_contents(const json& list, const std::string& where) {
 void check_pieces(Manifest& m, const std::string& where) {
   for (const ShardEntry& s : m.shards) {
     for (const PieceEntry& p : s.pieces) {
-      if (!has_part(m.mask, piece_part(p.name))) {
+      if (!has_part(m.mask, tensor_part(p.name))) {
         throw Failure{fmt::format("{}: {} (in {}) belongs to {}, which the contents do not list", where, p.name, s.file,
-                                  state_part_name(piece_part(p.name)))};
+                                  state_part_name(tensor_part(p.name)))};
       }
       const auto [it, added] = m.shapes.try_emplace(p.name, p.global_rows, p.global_cols);
       if (!added && it->second != std::pair(p.global_rows, p.global_cols)) {
@@ -317,7 +317,7 @@ std::string contents_list(std::uint32_t mask) {
 std::vector<PieceRequest> present(const Manifest& m, const std::vector<PieceRequest>& wants) {
   std::vector<PieceRequest> out;
   for (const PieceRequest& w : wants) {
-    if (has_part(m.mask, piece_part(w.name))) out.push_back(w);
+    if (has_part(m.mask, tensor_part(w.name))) out.push_back(w);
   }
   return out;
 }

@@ -23,12 +23,6 @@ namespace stepcast::exec {
 using train::Mat;
 using train::Param;
 
-// "adam_m.*" / "adam_v.*" (moments) and "master.*" (fp32 master weights) are the
-// optimizer; everything else ("w.*", the bf16 weights) is the model.
-StatePart tensor_part(const std::string& name) {
-  return name.starts_with("adam_") || name.starts_with("master.") ? StatePart::kOptimizer : StatePart::kModel;
-}
-
 // The trainer implements a plain GELU MLP with multi-head attention: the scenario's
 // ffn_activation, num_kv_heads and sequence_parallel describe the simulated model and are
 // not reproduced (docs/checkpoints.md "The trainer").

@@ -62,6 +62,10 @@ void apply_calibration(const Calibration& cal, ClusterSpec& c) {
   if (cal.checkpoint.saves + cal.checkpoint.snapshots > 0) c.storage_commit_s = cal.checkpoint.commit_s;
 }
 
+void apply_calibration(const Calibration& cal, CheckpointSpec& checkpoint) {
+  if (cal.checkpoint.snapshot_GBps > 0) checkpoint.d2h_GBps = cal.checkpoint.snapshot_GBps;
+}
+
 std::string calibration_json(const Calibration& cal) {
   json colls = json::array();
   for (const CollectiveCalibration& cc : cal.collectives) {

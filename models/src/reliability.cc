@@ -230,10 +230,8 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
 
   k.snapshot_s = k.rank_state_bytes / k.d2h_Bps;
   k.async = spec.mode == CheckpointMode::kAsync && k.staging_fits;
-  // Async: the snapshot, and the commit of the previous save (the collective and the
-  // manifest; the shard files were written in the background).
-  k.pause_s = k.async ? k.snapshot_s + k.commit_s : k.write_s;
-  k.background_s = k.async ? k.write_s - k.commit_s : 0.0;
+  k.pause_s = k.async ? k.async_pause_s() : k.write_s;
+  k.background_s = k.async ? k.async_background_s() : 0.0;
   return k;
 }
 

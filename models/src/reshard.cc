@@ -15,7 +15,6 @@ namespace stepcast {
 
 namespace {
 
-
 // Pipeline stage of every layer: chunk k of pp x v holds chunk_layers() layers and runs on
 // stage k mod pp (the interleaved schedule's assignment; v = 1 for the others).
 std::vector<int> stage_of_layer(int layers, const Plan& p) {

@@ -354,8 +354,7 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
   if (!(model_ok && cluster_ok && plan_ok && workload_ok)) return Error{"invalid scenario"};
   if (calibration) {
     apply_calibration(*calibration, s.cluster);
-    // The measured snapshot rate is the checkpoint's host copy rate (a scenario field).
-    if (calibration->checkpoint.snapshot_GBps > 0 && s.checkpoint) s.checkpoint->d2h_GBps = calibration->checkpoint.snapshot_GBps;
+    if (s.checkpoint) apply_calibration(*calibration, *s.checkpoint);
     s.calibration = std::move(calibration);
   }
 

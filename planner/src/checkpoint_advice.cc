@@ -279,9 +279,9 @@ Result<CheckpointAdvice> advise_checkpoint(const Scenario& s, double step_time_s
   if (use_async) {
     const double g_async = a.recommended.sim.goodput.mean * 100;
     a.reason = fmt::format(
-        "async: training pauses {:.2f} s per checkpoint for the device-to-host snapshot instead of "
+        "async: training pauses {:.2f} s per checkpoint for the device-to-host snapshot{} instead of "
         "{:.2f} s for the write; the snapshot needs {} of host memory per node (of {})",
-        a.async_cost.snapshot_s, a.sync_cost.write_s, gib(a.async_cost.node_staging_bytes),
+        a.async_cost.pause_s, a.async_cost.commit_s > 0 ? " and the previous save's commit" : "", a.sync_cost.write_s, gib(a.async_cost.node_staging_bytes),
         gib(a.async_cost.host_memory_bytes));
     if (a.async_cost.background_s <= a.interval_s) {
       a.reason += fmt::format(", and the {:.2f} s background write ends before the next checkpoint "

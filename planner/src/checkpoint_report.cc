@@ -262,11 +262,11 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
   const CheckpointCost& ka = a.async_cost;
   line(fmt::format("  async     pause {:.2f} s: device-to-host snapshot of {} per GPU at {} GB/s{}; staging "
                    "{} per node of {} host memory ({}){}",
-                   ka.snapshot_s + ka.commit_s, bytes(ka.rank_state_bytes), rate_GBps(ka.d2h_Bps),
+                   ka.async_pause_s(), bytes(ka.rank_state_bytes), rate_GBps(ka.d2h_Bps),
                    ka.commit_s > 0 ? fmt::format(" + {:.3f} s to commit the previous save", ka.commit_s) : "",
                    fmt::format("{:.1f} GiB", ka.node_staging_bytes / kGiB),
                    fmt::format("{:.0f} GiB", ka.host_memory_bytes / kGiB), ka.staging_fits ? "fits" : "does NOT fit",
-                   ka.staging_fits ? fmt::format("; durable {:.2f} s after the pause", ka.write_s - ka.commit_s) : ""));
+                   ka.staging_fits ? fmt::format("; durable {:.2f} s after the pause", ka.async_background_s()) : ""));
   line(fmt::format("  restore   {:.2f} s (read {} GB/s; +{:.2f} s to reshard when the world size changes)",
                    k.restore_s, rate_GBps(k.storage_read_Bps), k.reshard_s));
   line("");

@@ -11,11 +11,9 @@ Goodput at_best_interval(const Scenario& s, const CheckpointCost& cost, Checkpoi
                          double step_s, std::int64_t steps_total, const FailureEnv& env) {
   Goodput g;
   g.mode = mode;
-  // The cost's own split when it runs in `mode` (an async cost whose staging does not fit
-  // is already the sync write); else the same formulas (reliability.cc checkpoint_cost).
   const bool async = mode == CheckpointMode::kAsync;
-  g.pause_s = async ? cost.snapshot_s + cost.commit_s : cost.write_s;
-  g.background_s = async ? cost.write_s - cost.commit_s : 0.0;
+  g.pause_s = async ? cost.async_pause_s() : cost.write_s;
+  g.background_s = async ? cost.async_background_s() : 0.0;
   g.restore_s = cost.restore_s;
   g.checkpoint_bytes = cost.total_bytes;
   g.restart_s = env.restart_s + cost.restore_s + g.background_s;

@@ -171,7 +171,8 @@ TEST_F(CalibrateWorkflow, TrainingSavesFitWriteBandwidthCommitCostAndSnapshotRat
               : R"([{"generation": 1, "bytes": 4e7, "rank_bytes": 1e7, "snapshot_s": 0, "data_s": 0.04, "pause_s": 0.05},
                    {"generation": 2, "bytes": 4e7, "rank_bytes": 1e7, "snapshot_s": 0, "data_s": 0.04, "pause_s": 0.05}])";
     const std::string path = (dir_ / name).string();
-    std::ofstream(path) << fmt::format(R"({{"format": 1, "kind": "stepcast-train", "scenario": "{}", "scale_down": 1,
+    // "kind" written compactly, as any JSON tool may rewrite the file: read by its value.
+    std::ofstream(path) << fmt::format(R"({{"format": 1, "kind":"stepcast-train", "scenario": "{}", "scale_down": 1,
         "layout": {{"tp": 2, "dp": 2, "zero1": true}},
         "checkpoint": {{"contents": "model,optimizer,lr_scheduler,grad_scaler,rng,data_sampler,step,config",
                        "async": {}, "saves": {}}}}})",

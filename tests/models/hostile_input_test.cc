@@ -264,6 +264,9 @@ TEST(HostileInput, CalibrationCheckpointRatesRoundTripApplyAndHaveRanges) {
   EXPECT_EQ(c.storage_write_GBps, 0.25);
   EXPECT_EQ(c.storage_read_GBps, 1.5);
   EXPECT_EQ(c.storage_commit_s, 0.015);
+  CheckpointSpec spec;   // d2h_GBps 25 by default: the measured snapshot rate replaces it
+  apply_calibration(*back, spec);
+  EXPECT_EQ(spec.d2h_GBps, 3.0);
   const auto bad = parse_calibration(
       R"({"format": 1, "checkpoint": {"write_GBps": 1e-7, "read_GBps": -1, "commit_s": -0.5}})", "fit.json");
   ASSERT_FALSE(bad.ok());

@@ -149,7 +149,7 @@ Result<std::int64_t> latest_loadable_generation(const std::string& dir);
 
 // Non-collective: reads, for `rank` of `layout`, the rectangles in `wants` (assembled from
 // every shard piece that overlaps them: other layouts' pieces, deduplicated shares) and the
-// scalars. A wanted rectangle of a part the generation does not hold (state_part of its
+// scalars. A wanted rectangle of a part the generation does not hold (tensor_part of its
 // name: "adam_*" and "master.*" are kOptimizer, "w.*" kModel) is skipped, not an error:
 // LoadedState::contents says what came back. Each piece read is checked against its
 // CRC-32 in the manifest. Errors name the shard and what is wrong (missing, truncated,

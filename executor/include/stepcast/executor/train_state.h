@@ -87,7 +87,9 @@ struct RankState {
 };
 
 // Which StatePart a tensor name belongs to (kOptimizer for "adam_*" and "master.*",
-// kModel for everything else: "w.*").
-StatePart tensor_part(const std::string& name);
+// kModel for everything else: "w.*"). The store and the trainer both go by it.
+inline StatePart tensor_part(const std::string& name) {
+  return name.starts_with("adam_") || name.starts_with("master.") ? StatePart::kOptimizer : StatePart::kModel;
+}
 
 }  // namespace stepcast::exec

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/models/reliability.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/specs.h"
 
@@ -65,8 +66,10 @@ struct Calibration {
 };
 
 // Applies the fitted parameters to `cluster` (GPU efficiencies, collective fits, storage
-// write and read bandwidth).
+// write and read bandwidth, the commit cost of a save).
 void apply_calibration(const Calibration& cal, ClusterSpec& cluster);
+// Applies the measured snapshot rate (a checkpoint's device-to-host copy) to `checkpoint`.
+void apply_calibration(const Calibration& cal, CheckpointSpec& checkpoint);
 
 std::string calibration_json(const Calibration& cal);
 // Parses a calibration document; errors name the JSON path ("calibration.gemm.efficiency: ...").

@@ -132,7 +132,7 @@ struct CheckpointSpec {
 // Checkpoint cost model (docs/reliability.md "Checkpoint cost model").
 
 // Bytes per parameter of the model and optimizer parts, by where the stack keeps the fp32
-// master copy of the weights (docs/checkpoints.md "Contents"):
+// master copy of the weights (docs/checkpoints.md "What a checkpoint contains"):
 // - Megatron-Core's distributed optimizer and DeepSpeed ZeRO keep it in the optimizer
 //   state: model = the 16-bit weights (2 B), optimizer = master + Adam m, v (12 B; SGD:
 //   master + momentum, 8 B).
@@ -166,10 +166,15 @@ struct CheckpointCost {
   const char* write_bound = "";    // "storage", "node NICs" or "rank-0 NIC"
   double snapshot_s = 0;           // device-to-host copy of the busiest rank's state
   bool async = false;              // mode async and the staging fits
-  double pause_s = 0;              // training stalls: write_s (sync) or snapshot_s + commit_s (async)
-  double background_s = 0;         // async: write_s - commit_s after the pause (0 when sync)
+  double pause_s = 0;              // training stalls: write_s (sync) or async_pause_s()
+  double background_s = 0;         // async: async_background_s() (0 when sync)
   double restore_s = 0;            // read + distribute, same world size
   double reshard_s = 0;            // extra when the world size changed (exchange of state)
+
+  // An async save pauses for its snapshot and the commit of the previous save (the
+  // collective and the manifest); its files are written in the background after the pause.
+  double async_pause_s() const { return snapshot_s + commit_s; }
+  double async_background_s() const { return write_s - commit_s; }
 };
 
 // REQUIRES: a validated layout. `spec.mode` async with a staging that does not fit in host
