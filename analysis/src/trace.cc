@@ -269,10 +269,9 @@ bool TraceReader::layout(ObjectReader& args) {
              : fmt::format("{}: {} is not tp x cp x dp x pp = {}", args.path_of("world"), *world, product));
     return false;
   }
-  if ((*dp * *cp) % *ep != 0) {
-    fail(fmt::format("{}: {} does not divide dp x cp = {}", args.path_of("ep"), *ep, *dp * *cp));
-    return false;
-  }
+  // Expert tensor parallelism: absent in traces of unfolded layouts (etp = tp).
+  if (const auto etp = args.integer("etp", 1, kMaxRank)) pl.etp = static_cast<int>(*etp);
+  if (!check(diag)) return false;
   const json* order = args.raw("order");
   if (!order) {
     diag.add(args.path_of("order"), "missing (required)");
@@ -291,6 +290,10 @@ bool TraceReader::layout(ObjectReader& args) {
   }
   if (!perm) {
     fail(args.path_of("order") + ": expected a permutation of [0, 1, 2, 3], got " + reader::describe(*order));
+    return false;
+  }
+  if (const ExpertLayoutError e = expert_layout_error(pl); !e.field.empty()) {
+    fail(fmt::format("{}: {}", args.path_of(e.field), e.message));
     return false;
   }
   return true;

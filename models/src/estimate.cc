@@ -104,7 +104,7 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   MemoryBreakdown mem;
   mem.stage = stage;
   const double nd = static_cast<double>(p.dp) * p.cp;
-  const double nde = nd / p.ep;
+  const double nde = p.edp();
   const double sharded = rp.dense / nd + rp.expert / nde;
   const double full = rp.dense + rp.expert;
   mem.params = (p.zero >= 3 ? sharded : full) * kWeightBytes;
@@ -297,7 +297,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   const Placement placement = Placement::of(p, gpn);
   const GroupShape dp_group = group_shape(static_cast<int>(nd), placement.group_stride(GroupKind::kDp), gpn);
   const GroupShape edp_group =
-      group_shape(std::max(static_cast<int>(nd) / p.ep, 1), placement.group_stride(GroupKind::kEdp), gpn);
+      group_shape(p.edp(), placement.group_stride(GroupKind::kEdp), gpn);
   StageTimes slowest;
   double tail_best = -1, tail_dp = 0, tail_opt = 0;
   for (int s = 0; s < p.pp; ++s) {
@@ -356,7 +356,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     // Stage s ends its last backward about s backward passes before stage 0 (1F1B drain).
     const double slack = s * st.backward / p.virtual_stages;
     const double dp_exposed = std::max(0.0, dp_time - slack);
-    const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / (nd / p.ep) : rp.dense + rp.expert;
+    const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
     const double t_opt = optimizer_time_s(c, p, opt_params);
     if (dp_exposed + t_opt > tail_best) {
       tail_best = dp_exposed + t_opt;

@@ -82,10 +82,15 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const MoeSpec& e = *m.moe;
     gemm(lc.mlp_gemm_s, lc.mlp_flops, T, e.num_experts, h);  // router
     // Routed experts: the ep ranks' tokens spread evenly over the E experts, so each of
-    // this rank's E/ep experts sees T*k*ep/E rows. Experts are identical: cost one.
+    // this rank's E/ep experts sees T_e*k*ep/E rows, T_e the tokens of its expert
+    // tensor-parallel group: T/tp per rank with sequence parallelism, gathered over etp
+    // ranks (T with etp = tp, as without SP). Each expert matrix is split etp ways.
+    // Experts are identical: cost one.
+    const double etp = p.expert_tp();
     const double local = static_cast<double>(e.num_experts) / p.ep;
-    const double rows = T * e.top_k * p.ep / e.num_experts;
-    const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / t;
+    const double T_e = sp ? T * etp / t : T;
+    const double rows = T_e * e.top_k * p.ep / e.num_experts;
+    const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / etp;
     double one_t = 0, one_f = 0;
     gemm(one_t, one_f, rows, (G - 1) * Fe, h);
     gemm(one_t, one_f, rows, h, Fe);
@@ -98,6 +103,17 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       ffn_inner += Fs;
     }
     ffn_inner += e.top_k * Fe;
+    // Token routing as Megatron-Core's all-to-all dispatcher runs it (token_dispatcher.py):
+    // the router's softmax and top-k over E fp32 scores; `permute` gathers each token's k
+    // copies (read + write T_in*k*h); after the all-to-all, with more than one local expert,
+    // `sort_chunks_by_idxs` regroups the received T_e*k rows by expert, and again before the
+    // combine; `unpermute` reads the k copies, scales them by the routing probabilities and
+    // adds them into T_in*h. T_in: the tokens entering the layer on this rank.
+    const double T_in = sp ? T / t : T;
+    const double k = e.top_k;
+    double elems = T_in * (2 * k * h + k * h + h);
+    if (local > 1) elems += 2 * 2 * T_e * k * h;
+    lc.moe_route_s = pace * memory_time_s(gpu, kActBytes * elems + 3.0 * 4.0 * e.num_experts * T_in);
   }
   // Core attention. FlashAttention-class kernels skip fully masked tiles: each query sees
   // (s+1)/2 keys on average (CP balanced). Without them (fused softmax) the matmuls
@@ -118,7 +134,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   if (m.position_embedding == PositionEmbedding::kRope) attn_elem += 2.0 * (a_r + g_r) * d.qk;
   const double mlp_elem = 5.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
   lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
-  lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem);
+  lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem) + lc.moe_route_s;
   lc.attn_gemm_bwd_s = 2 * lc.attn_gemm_s;
   lc.mlp_gemm_bwd_s = 2 * lc.mlp_gemm_s;
   if (lc.tp_overlap) {

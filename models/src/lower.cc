@@ -530,7 +530,7 @@ class StageBuilder {
       dp_ops_.push_back(add(collective(kind, GroupKind::kDp, dense * p_.grad_bytes, -1, -1),
                             fmt::format("dp.{} grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n), {after}));
     }
-    if (p_.dp * p_.cp / p_.ep > 1 && expert > 0) {
+    if (p_.edp() > 1 && expert > 0) {
       dp_ops_.push_back(add(collective(kind, GroupKind::kEdp, expert * p_.grad_bytes, -1, -1),
                             fmt::format("edp.{} expert grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n),
                             {after}));
@@ -543,7 +543,7 @@ class StageBuilder {
     if (p_.dp * p_.cp > 1) {
       last = add(collective(CollKind::kAllGather, GroupKind::kDp, rp.dense * 2.0, -1, -1), "dp.ag params", deps);
     }
-    if (p_.dp * p_.cp / p_.ep > 1 && rp.expert > 0) {
+    if (p_.edp() > 1 && rp.expert > 0) {
       last = add(collective(CollKind::kAllGather, GroupKind::kEdp, rp.expert * 2.0, -1, -1), "edp.ag expert params",
                  deps);
     }
@@ -557,7 +557,7 @@ class StageBuilder {
       flush_bucket(rp.dense, rp.expert, last_compute_, -1, 0);
     }
     const double nd = static_cast<double>(p_.dp) * p_.cp;
-    const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / (nd / p_.ep) : rp.dense + rp.expert;
+    const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / p_.edp() : rp.dense + rp.expert;
     Op opt = compute(ComputeClass::kOptimizer, SimTime::from_s(optimizer_time_s(c_, p_, params)), 0, -1);
     const std::uint32_t o = add(opt, "optimizer", {last_compute_});
     for (std::uint32_t d : dp_ops_) add_dep(o, d);

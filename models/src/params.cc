@@ -93,7 +93,7 @@ LayerRankParams layer_rank_params(const ModelSpec& m, const ParamCounts& c, cons
     out.dense = attn + c.norms_per_layer + c.dense_ffn_per_layer / t;
   } else {
     out.dense = attn + c.norms_per_layer + (c.shared_per_layer + c.router_per_layer) / t;
-    out.expert = static_cast<double>(c.expert_per_layer) / (t * p.ep);
+    out.expert = static_cast<double>(c.expert_per_layer) / (static_cast<double>(p.expert_tp()) * p.ep);
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "stepcast/models/program.h"
 
+#include <fmt/format.h>
+
 namespace stepcast {
 
 const char* to_string(OpKind k) {
@@ -89,7 +91,7 @@ int Placement::group_size(GroupKind g) const {
     case GroupKind::kCp: return cp;
     case GroupKind::kEp: return ep;
     case GroupKind::kDp: return dp * cp;
-    case GroupKind::kEdp: return dp * cp / ep;
+    case GroupKind::kEdp: return tp * cp * dp / (expert_tp() * ep);
     case GroupKind::kPp: return pp;
   }
   return 1;
@@ -99,9 +101,9 @@ int Placement::group_stride(GroupKind g) const {
   switch (g) {
     case GroupKind::kTp: return stride(0);
     case GroupKind::kCp: return stride(1);
-    case GroupKind::kEp: return data_stride();
+    case GroupKind::kEp: return folded() ? expert_tp() : data_stride();
     case GroupKind::kDp: return data_stride();
-    case GroupKind::kEdp: return data_stride() * ep;
+    case GroupKind::kEdp: return folded() ? expert_tp() * ep : data_stride() * ep;
     case GroupKind::kPp: return stride(3);
   }
   return 1;
@@ -116,6 +118,12 @@ int Placement::group_root(GroupKind g, int r) const {
   // Flattened data index: cp and dp are adjacent, the inner one first.
   const int f = stride(1) < stride(2) ? c.c + cp * c.d : c.d + dp * c.c;
   const int fs = data_stride();
+  if (folded() && (g == GroupKind::kEp || g == GroupKind::kEdp)) {
+    // pp outermost (loader): the stage-local index is et + etp * (e + ep * ed).
+    const int i = r % (tp * cp * dp);
+    const int et = expert_tp();
+    return g == GroupKind::kEp ? r - ((i / et) % ep) * et : r - (i / (et * ep)) * (et * ep);
+  }
   switch (g) {
     case GroupKind::kTp: return r - c.t * stride(0);
     case GroupKind::kCp: return r - c.c * stride(1);
@@ -125,6 +133,27 @@ int Placement::group_root(GroupKind g, int r) const {
     case GroupKind::kPp: return r - c.p * stride(3);
   }
   return r;
+}
+
+ExpertLayoutError expert_layout_error(const Placement& pl) {
+  const int etp = pl.expert_tp();
+  if (etp != 1 && etp != pl.tp) {
+    return {"etp", fmt::format("{} must be 1 or tp ({}): other expert tensor-parallel widths are not expressed", etp,
+                               pl.tp)};
+  }
+  const std::int64_t stage = std::int64_t{pl.tp} * pl.cp * pl.dp;
+  if (stage % (std::int64_t{etp} * pl.ep) != 0) {
+    if (etp == pl.tp) {
+      return {"ep", fmt::format("{} does not divide dp x cp ({} x {}): experts are sharded across data-parallel ranks",
+                                pl.ep, pl.dp, pl.cp)};
+    }
+    return {"ep", fmt::format("etp x ep = {} x {} does not divide tp x cp x dp = {} (the ranks of a pipeline stage)",
+                              etp, pl.ep, stage)};
+  }
+  if (etp != pl.tp && pl.order[3] != 3) {
+    return {"etp", fmt::format("{} != tp {} (parallel folding) needs pp outermost in the placement", etp, pl.tp)};
+  }
+  return {};
 }
 
 int Placement::stage_peer(int r, int stage) const {

@@ -124,7 +124,7 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
   const double world = c.world();
   const double per_stage = world / p.pp;  // ranks of one pipeline stage
   const double nd = static_cast<double>(p.dp) * p.cp;
-  const double nde = nd / p.ep;
+  const double nde = p.edp();
   const bool model = spec.saves(StatePart::kModel);
   const bool optim = spec.saves(StatePart::kOptimizer);
   const double once = (spec.saves(StatePart::kLrScheduler) ? kLrSchedulerBytes : 0.0) +

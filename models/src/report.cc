@@ -140,6 +140,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                {"recompute", to_string(p.recompute)},
                {"precision", to_string(p.precision)}};
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
+  if (p.expert_tp() != p.tp) j["plan"]["etp"] = p.expert_tp();  // listed only when folded
   // The stack and the host-bound part are listed for a non-default stack or when the host
   // stalls the GPU (megatron-core reports are unchanged where its host cost hides).
   if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
@@ -168,9 +169,10 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    s.model.moe ? fmt::format(", MoE {}x top-{}", s.model.moe->num_experts, s.model.moe->top_k) : ""));
   line(fmt::format("  cluster  {}: {} nodes x {} {} = {} GPUs", c.name, c.nodes, c.gpus_per_node,
                    c.gpu.name, c.world()));
-  line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={} sp={} schedule={}{} microbatch={} "
+  line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={}{} sp={} schedule={}{} microbatch={} "
                    "global_batch={} (m={}) zero={} recompute={} precision={}",
-                   p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
+                   p.tp, p.pp, p.dp, p.cp, p.ep, p.expert_tp() != p.tp ? fmt::format(" etp={}", p.expert_tp()) : "",
+                   p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
                    to_string(p.schedule),
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
                    p.global_batch, e.microbatches, p.zero, to_string(p.recompute),

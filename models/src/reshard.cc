@@ -93,7 +93,7 @@ ReshardPlan reshard_plan(const ModelSpec& m, const ClusterSpec& cluster, const P
   const std::vector<int> new_stage = stage_of_layer(m.num_layers, to);
   const int old_nd = from.dp * from.cp;   // replicas that each wrote 1/old_nd of a slice
   const int new_nd = to.dp * to.cp;
-  const int new_nde = std::max(1, new_nd / std::max(1, to.ep));
+  const int new_nde = std::max(1, to.edp());
 
   r.storage_read_Bps = spec.read_GBps.value_or(cluster.storage_read_GBps) * 1e9;
   r.node_Bps = cluster.storage_local ? 0.0 : cluster.nic_Gbps * 1e9 / 8.0 * cluster.nics_per_node;

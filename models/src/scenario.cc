@@ -16,6 +16,7 @@
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/presets.h"
+#include "stepcast/models/program.h"
 
 namespace stepcast {
 
@@ -39,6 +40,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.dp, r.integer("dp", 1, kMaxPar));
   set(p.cp, r.integer("cp", 1, kMaxPar));
   set(p.ep, r.integer("ep", 1, kMaxPar));
+  set(p.etp, r.integer("etp", 1, kMaxPar));
   set(p.sequence_parallel, r.boolean("sequence_parallel"));
   set(p.tp_comm_overlap, r.boolean("tp_comm_overlap"));
   if (auto s = r.choice("schedule", names_of<Schedule>())) p.schedule = *parse_schedule(*s);
@@ -205,19 +207,20 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   if (w.seq_len % p.cp != 0) {
     add(fmt::format("plan.cp: {} does not divide workload.seq_len ({})", p.cp, w.seq_len));
   }
-  if (p.ep > 1) {
-    if (!m.moe) {
-      add(fmt::format("plan.ep: {} needs a mixture-of-experts model ({} has no moe)", p.ep, m.name));
-    } else {
-      if (m.moe->num_experts % p.ep != 0) {
-        add(fmt::format("plan.ep: {} does not divide moe.num_experts ({})", p.ep,
-                        m.moe->num_experts));
-      }
-      if ((std::int64_t{p.dp} * p.cp) % p.ep != 0) {
-        add(fmt::format("plan.ep: {} does not divide dp x cp ({} x {}): experts are sharded "
-                        "across data-parallel ranks",
-                        p.ep, p.dp, p.cp));
-      }
+  if (p.ep > 1 && !m.moe) {
+    add(fmt::format("plan.ep: {} needs a mixture-of-experts model ({} has no moe)", p.ep, m.name));
+  } else if (p.etp > 0 && p.etp != p.tp && !m.moe) {
+    add(fmt::format("plan.etp: {} needs a mixture-of-experts model ({} has no moe)", p.etp, m.name));
+  } else if (m.moe) {
+    if (m.moe->num_experts % p.ep != 0) {
+      add(fmt::format("plan.ep: {} does not divide moe.num_experts ({})", p.ep, m.moe->num_experts));
+    }
+    if (const ExpertLayoutError e = expert_layout_error(Placement::of(p, c.gpus_per_node)); !e.field.empty()) {
+      add(fmt::format("plan.{}: {}", e.field, e.message));
+    } else if (p.expert_tp() != p.tp && p.tp > 1 && !p.sequence_parallel) {
+      add(fmt::format("plan.etp: {} != tp {} needs sequence_parallel (Megatron-Core requires it for MoE with "
+                      "tensor parallelism)",
+                      p.expert_tp(), p.tp));
     }
   }
   const std::int64_t per_step = std::int64_t{p.microbatch} * p.dp;

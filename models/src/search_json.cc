@@ -170,24 +170,21 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = choices<Schedule>(r, "schedule")) q.schedule = *x;
   if (auto x = choices<Recompute>(r, "recompute")) q.recompute = *x;
   if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
-  if (const json* sp = r.raw("sequence_parallel")) {
-    auto x = list_of<bool>(*sp, r.path_of("sequence_parallel"), "true, false or a list of them", diag,
+  // A boolean or a list of them.
+  auto bools = [&](const char* key, std::vector<bool>& out) {
+    const json* raw = r.raw(key);
+    if (!raw) return;
+    auto x = list_of<bool>(*raw, r.path_of(key), "true, false or a list of them", diag,
                            [&](const json& e, const std::string& path) -> std::optional<bool> {
                              if (e.is_boolean()) return e.get<bool>();
                              diag.add(path, "expected true or false, got " + describe(e));
                              return std::nullopt;
                            });
-    if (x) q.sequence_parallel = *x;
-  }
-  if (const json* o = r.raw("tp_comm_overlap")) {
-    auto x = list_of<bool>(*o, r.path_of("tp_comm_overlap"), "true, false or a list of them", diag,
-                           [&](const json& e, const std::string& path) -> std::optional<bool> {
-                             if (e.is_boolean()) return e.get<bool>();
-                             diag.add(path, "expected true or false, got " + describe(e));
-                             return std::nullopt;
-                           });
-    if (x) q.tp_comm_overlap = *x;
-  }
+    if (x) out = *x;
+  };
+  bools("sequence_parallel", q.sequence_parallel);
+  bools("tp_comm_overlap", q.tp_comm_overlap);
+  bools("fold_experts", q.fold_experts);
   if (auto x = r.boolean("allow_tp_across_nodes")) q.allow_tp_across_nodes = *x;
   if (auto x = r.integer("top_k", 0, 1000)) q.top_k = static_cast<int>(*x);
   if (auto x = r.choice("objective", names_of<Objective>())) q.objective = parse_objective(*x);

@@ -37,9 +37,10 @@ std::string chrome_trace_json(const Program& program, const Timeline& timeline) 
   const Placement& pl = program.placement;
   std::string step_ends;
   for (SimTime t : timeline.step_end) step_ends += (step_ends.empty() ? "" : ",") + us(t);
-  emit(fmt::format(R"j({{"ph":"M","name":"stepcast","pid":0,"args":{{"format":1,"world":{},"tp":{},"cp":{},"dp":{},"pp":{},"ep":{},"gpus_per_node":{},"order":[{},{},{},{}],"step_end_us":[{}]}}}})j",
-                   pl.world(), pl.tp, pl.cp, pl.dp, pl.pp, pl.ep, pl.gpus_per_node, pl.order[0], pl.order[1],
-                   pl.order[2], pl.order[3], step_ends));
+  emit(fmt::format(R"j({{"ph":"M","name":"stepcast","pid":0,"args":{{"format":1,"world":{},"tp":{},"cp":{},"dp":{},"pp":{},"ep":{},{}"gpus_per_node":{},"order":[{},{},{},{}],"step_end_us":[{}]}}}})j",
+                   pl.world(), pl.tp, pl.cp, pl.dp, pl.pp, pl.ep,
+                   pl.folded() ? fmt::format(R"j("etp":{},)j", pl.expert_tp()) : std::string(), pl.gpus_per_node,
+                   pl.order[0], pl.order[1], pl.order[2], pl.order[3], step_ends));
   std::vector<std::vector<std::uint32_t>> seqs;
   for (const RoleTemplate& role : program.roles) seqs.push_back(collective_sequence(role));
   for (const RankTimeline& r : timeline.ranks) {

@@ -15,7 +15,7 @@ namespace stepcast::planner {
 namespace {
 
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "sp", "tpo", "tp_comm_overlap", "schedule", "v",
+  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "etp", "sp", "tpo", "tp_comm_overlap", "schedule", "v",
                                              "virtual_stages", "mb", "microbatch", "gb",
                                              "global_batch", "zero", "recompute", "stack", "gpus"};
   return k;
@@ -36,8 +36,10 @@ const char* schedule_name(Schedule schedule) { return to_string(schedule).data()
 const char* recompute_name(Recompute recompute) { return to_string(recompute).data(); }
 
 std::string layout_string(const Plan& p) {
-  return fmt::format("tp={},pp={},dp={},cp={},ep={},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
-                     p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
+  return fmt::format("tp={},pp={},dp={},cp={},ep={}{},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
+                     p.tp, p.pp, p.dp, p.cp, p.ep,
+                     p.expert_tp() != p.tp ? fmt::format(",etp={}", p.expert_tp()) : std::string(),
+                     p.sequence_parallel ? "true" : "false",
                      p.tp_comm_overlap ? ",tpo=true" : "",
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute),
@@ -74,7 +76,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         }
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
-      return Error{msg + " (keys: tp, pp, dp, cp, ep, sp, tpo, schedule, v, mb, gb, zero, recompute, stack, gpus)"};
+      return Error{msg + " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, schedule, v, mb, gb, zero, recompute, stack, gpus)"};
     }
     // Aliases share one slot.
     if (key == "virtual_stages") key = "v";
@@ -134,6 +136,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       else if (key == "dp") out.plan.dp = v, out.dp_given = true;
       else if (key == "cp") out.plan.cp = v;
       else if (key == "ep") out.plan.ep = v;
+      else if (key == "etp") out.plan.etp = v;
       else if (key == "v") out.plan.virtual_stages = v;
       else if (key == "mb") out.plan.microbatch = v;
       else if (key == "gb") out.plan.global_batch = *x, out.gb_given = true;

@@ -78,7 +78,7 @@ namespace {
 // Ties go to fewer GPUs, then the smaller batch, then the simpler layout: less context,
 // tensor and pipeline parallelism (so more data parallelism), fewer expert groups, ...
 auto layout_key(const Plan& p) {
-  return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep,
+  return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(),
                          static_cast<int>(p.schedule), p.virtual_stages, p.microbatch,
                          p.sequence_parallel, p.tp_comm_overlap, p.zero, static_cast<int>(p.recompute),
                          static_cast<int>(p.stack));
@@ -119,6 +119,7 @@ struct Context {
   std::vector<Recompute> recompute;
   std::vector<bool> sp;
   std::vector<bool> tpo;  // tp_comm_overlap values
+  std::vector<bool> fold;  // fold_experts values (etp 1 when true)
   std::vector<Stack> stacks;
 };
 
@@ -189,6 +190,12 @@ std::vector<bool> tpo_values(const Context& x, int tp, bool sp) {
   return x.tpo;
 }
 
+// Folding the experts (etp 1) differs from etp = tp only for MoE models with tp > 1.
+std::vector<bool> fold_values(const Context& x, int tp) {
+  if (tp == 1 || !x.s.model.moe) return {false};
+  return x.fold;
+}
+
 bool heads_ok(const ModelSpec& m, const Plan& p) {
   if (m.num_attention_heads % p.tp != 0) return false;
   if (m.num_kv_heads % p.tp == 0) return true;
@@ -208,7 +215,7 @@ Reject classify(const std::vector<std::string>& errors) {
     Reject r = Reject::kLayout;
     if (e.rfind("plan.tp:", 0) == 0) r = Reject::kTpHeads;
     else if (e.rfind("plan.cp:", 0) == 0) r = Reject::kContext;
-    else if (e.rfind("plan.ep:", 0) == 0) r = Reject::kExperts;
+    else if (e.rfind("plan.ep:", 0) == 0 || e.rfind("plan.etp:", 0) == 0) r = Reject::kExperts;
     else if (e.rfind("plan.pp:", 0) == 0 || e.rfind("plan.schedule:", 0) == 0 ||
              e.rfind("plan.virtual_stages:", 0) == 0) r = Reject::kPipelineDepth;
     else if (e.rfind("plan.global_batch:", 0) == 0) r = Reject::kBatch;
@@ -273,7 +280,9 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
       static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() * x.stacks.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
   const std::int64_t per_ep = per_variant * static_cast<std::int64_t>(variants.size());
-  const std::int64_t leaves = per_ep * static_cast<std::int64_t>(x.ep.size());
+  const std::vector<bool> folds = fold_values(x, it.tp);
+  const std::int64_t per_fold = per_ep * static_cast<std::int64_t>(folds.size());
+  const std::int64_t leaves = per_fold * static_cast<std::int64_t>(x.ep.size());
   c.size = leaves;
   if (leaves == 0) return out;
   auto reject = [&](Reject r, std::int64_t n) { c.rejected[static_cast<std::size_t>(r)] += n; };
@@ -285,6 +294,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   p.dp = it.dp;
   p.global_batch = x.q.global_batch[static_cast<std::size_t>(it.batch)];
   p.ep = 1;
+  p.etp = 0;
   p.schedule = Schedule::kOneFOneB;
   p.virtual_stages = 1;
   // The checks shared by the whole item, in the order of Reject.
@@ -294,12 +304,16 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   }
   if (x.s.workload.seq_len % it.cp != 0) return reject(Reject::kContext, leaves), out;
   const std::int64_t steps_total = x.steps_total[static_cast<std::size_t>(it.batch)];
+  const std::int64_t stage_ranks = std::int64_t{it.tp} * it.cp * it.dp;
   for (int ep : x.ep) {
-    if (ep > 1 && (!m.moe || m.moe->num_experts % ep != 0 || (std::int64_t{it.dp} * it.cp) % ep != 0)) {
+  for (bool fold : folds) {
+    const int etp = fold ? 1 : it.tp;
+    if (ep > 1 && (!m.moe || m.moe->num_experts % ep != 0 || stage_ranks % (std::int64_t{etp} * ep) != 0)) {
       reject(Reject::kExperts, per_ep);
       continue;
     }
     p.ep = ep;
+    p.etp = fold ? 1 : 0;
     for (const Variant& var : variants) {
       if (std::int64_t{it.pp} * var.v > m.num_layers) {
         reject(Reject::kPipelineDepth, per_variant);
@@ -346,6 +360,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
         }
       }
     }
+  }
   }
   return out;
 }
@@ -412,7 +427,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -460,6 +475,7 @@ Result<Context> make_context(const Scenario& s) {
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
+  x.fold = x.q.fold_experts.empty() ? std::vector<bool>{false, true} : x.q.fold_experts;
   x.stacks = x.q.stack.empty() ? std::vector<Stack>{s.plan.stack} : x.q.stack;
   if (!x.q.ep.empty()) x.ep = x.q.ep;
   else if (s.model.moe) x.ep = divisors(s.model.moe->num_experts);
@@ -809,6 +825,11 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
     out.push_back(fmt::format("schedule = {} is not searched (search.schedule)", schedule_name(p.schedule)));
   } else if (p.schedule == Schedule::kInterleaved) {
     check("virtual_stages", x.virtual_stages, p.virtual_stages, !x.q.virtual_stages.empty());
+  }
+  if (const std::vector<bool> folds = fold_values(x, p.tp);
+      std::find(folds.begin(), folds.end(), p.expert_tp() != p.tp) == folds.end()) {
+    out.push_back(fmt::format("fold_experts = {} is not searched (search.fold_experts)",
+                              p.expert_tp() != p.tp ? "true" : "false"));
   }
   if (p.tp > 1 && std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
     out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));

@@ -162,6 +162,35 @@ TEST(Runner, ContextParallelRingExchangesVerify) {
   EXPECT_EQ(rings, 4 * 4 * 2);  // 4 layers x 4 microbatches x (forward, backward)
 }
 
+TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
+  // The TP2 x DP2 model with MoE layers (8 experts, top-2) and ep 4 > dp 2: expert
+  // parallelism folded over all 4 ranks of the stage (etp 1), as Megatron-Core's parallel
+  // folding runs it. Each MoE layer's dispatch and combine all-to-alls (forward and
+  // backward) run in the one EP group {0, 1, 2, 3}, seeded data verified element by element.
+  Scenario s = load("cpu-tp2dp2.json");
+  MoeSpec moe;
+  moe.num_experts = 8;
+  moe.top_k = 2;
+  moe.expert_ffn_hidden_size = 384;
+  s.model.moe = moe;
+  s.plan.ep = 4;
+  s.plan.etp = 1;
+  s.plan.sequence_parallel = true;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(prog.placement.group_root(GroupKind::kEp, r), 0);
+  int a2a = 0;
+  for (const Op& op : prog.roles[0].ops) a2a += op.kind == OpKind::kCollective && op.group == GroupKind::kEp;
+  EXPECT_EQ(a2a, 4 * 4 * 4);  // 4 layers x 4 microbatches x (dispatch, combine) x (forward, backward)
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  // Per rank the all-to-alls alone carry 64 x (T/tp) k h = 64 x 128 x 2 x 256 f32 elements.
+  for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 64 * 128 * 2 * 256);
+}
+
 TEST(Runner, CorruptedCollectivesAreCounted) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;

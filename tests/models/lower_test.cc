@@ -472,3 +472,71 @@ TEST(Placement, LoaderRejectsOrdersThatAreNotPermutationsOrSplitCpFromDp) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->plan.placement, (std::array<int, 4>{2, 1, 0, 3}));
 }
+
+// Parallel folding (Plan::etp): expert groups laid over the stage's ranks as Megatron-Core's
+// expert rank generator does, et + etp * (e + ep * ed), independently of the attention tp.
+TEST(Placement, FoldedExpertGroupsSpanTensorParallelRanks) {
+  // tp 2, dp 4, pp 2 (16 ranks, 8 per stage), ep 4, etp 1: edp = 2 * 4 / (1 * 4) = 2.
+  stepcast::Placement pl = placement(2, 1, 4, 2, 4, {0, 1, 2, 3});
+  pl.etp = 1;
+  ASSERT_TRUE(pl.folded());
+  EXPECT_EQ(stepcast::expert_layout_error(pl).field, "");
+  EXPECT_EQ(pl.group_size(stepcast::GroupKind::kEp), 4);
+  EXPECT_EQ(pl.group_size(stepcast::GroupKind::kEdp), 2);
+  auto members = [&](stepcast::GroupKind g, int r) {
+    std::vector<int> out;
+    for (int i = 0; i < pl.group_size(g); ++i) out.push_back(pl.group_member(g, r, i));
+    return out;
+  };
+  // Stage 0: EP groups {0,1,2,3} and {4,5,6,7} (each holds both TP ranks of two DP
+  // replicas); EDP pairs {0,4}, {1,5}, ... Stage 1 the same shifted by 8.
+  EXPECT_EQ(members(stepcast::GroupKind::kEp, 2), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEp, 6), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEp, 13), (std::vector<int>{12, 13, 14, 15}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEdp, 5), (std::vector<int>{1, 5}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEdp, 11), (std::vector<int>{11, 15}));
+  // The attention groups are unchanged: TP {4,5}, DP {1,3,5,7}.
+  EXPECT_EQ(members(stepcast::GroupKind::kTp, 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(members(stepcast::GroupKind::kDp, 5), (std::vector<int>{1, 3, 5, 7}));
+  // ep 8 > dp 4: one EP group per stage, no expert data parallelism.
+  pl.ep = 8;
+  EXPECT_EQ(members(stepcast::GroupKind::kEp, 9), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(pl.group_size(stepcast::GroupKind::kEdp), 1);
+  // Unfolded (etp = tp) ep 8 is not carved out of dp 4; folded with pp not outermost is refused.
+  pl.etp = 2;
+  EXPECT_EQ(stepcast::expert_layout_error(pl).message,
+            "8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
+  pl.etp = 1;
+  pl.order = {0, 1, 3, 2};
+  EXPECT_EQ(stepcast::expert_layout_error(pl).message,
+            "1 != tp 2 (parallel folding) needs pp outermost in the placement");
+}
+
+TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {
+  // ep 8 > dp 4 on one node (tp 2): only folded, with etp 1 (as Qwen3-235B-A22B's H100
+  // recipe runs tp 2, ep 32 over dp 16).
+  const std::string head = R"({"model":"mixtral-8x7b","cluster":"dgx-h100","plan":{"tp":2,"dp":4,"ep":8,)";
+  auto r = stepcast::parse_scenario(head + R"("etp":1,"sequence_parallel":true}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->plan.expert_tp(), 1);
+  EXPECT_EQ(r->plan.edp(), 1);
+  r = stepcast::parse_scenario(head + R"("sequence_parallel":true}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "plan.ep: 8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
+  r = stepcast::parse_scenario(head + R"("etp":1}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "plan.etp: 1 != tp 2 needs sequence_parallel (Megatron-Core requires it for MoE with tensor parallelism)");
+  r = stepcast::parse_scenario(head + R"("etp":4,"sequence_parallel":true}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "plan.etp: 4 must be 1 or tp (2): other expert tensor-parallel widths are not expressed");
+  r = stepcast::parse_scenario(head + R"("etp":1,"sequence_parallel":true,"placement":"tp-pp-cp-dp"}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "plan.etp: 1 != tp 2 (parallel folding) needs pp outermost in the placement");
+  r = stepcast::parse_scenario(
+      R"({"model":"llama3-8b","cluster":"dgx-h100","plan":{"tp":2,"dp":4,"etp":1,"sequence_parallel":true}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "plan.etp: 1 needs a mixture-of-experts model (llama3-8b has no moe)");
+}

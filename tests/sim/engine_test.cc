@@ -121,6 +121,11 @@ const char* const kMoeEp = R"({
   "name": "mixtral ep4", "model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
   "plan": {"tp": 2, "pp": 2, "dp": 4, "ep": 4, "sequence_parallel": true, "global_batch": 32, "zero": 1},
   "workload": {"seq_len": 4096}})";
+// Parallel folding: ep 8 over the 8 ranks of a stage (tp 2 x dp 4), experts unsplit (etp 1).
+const char* const kMoeFolded = R"({
+  "name": "mixtral folded ep8 etp1", "model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+  "plan": {"tp": 2, "pp": 2, "dp": 4, "ep": 8, "etp": 1, "sequence_parallel": true, "global_batch": 32, "zero": 1},
+  "workload": {"seq_len": 4096}})";
 const char* const kGpipe = R"({
   "name": "llama3-8b gpipe", "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
   "plan": {"tp": 2, "pp": 4, "dp": 1, "schedule": "gpipe", "global_batch": 16},
@@ -364,7 +369,8 @@ TEST(Engine, RepresentativeAndFullModesAgreeExactlyWhenNoRankIsPerturbed) {
                                    {"zero3 dp16", scenario(kZero3)},
                                    {"zero3 interleaved tp4 pp4 cp2 v8", scenario(kZero3Interleaved)},
                                    {"cp2 tp4 dp2", scenario(kCp)},
-                                   {"moe ep4 tp2 pp2 dp4", scenario(kMoeEp)}};
+                                   {"moe ep4 tp2 pp2 dp4", scenario(kMoeEp)},
+                                   {"moe folded ep8 etp1 tp2 pp2 dp4", scenario(kMoeFolded)}};
   for (const Case& k : cases) {
     const Simulated rep = run(k.s, false);
     const Simulated full = run(k.s, true);
@@ -415,6 +421,9 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
   // - MoE EP4 TP2 PP2 DP4: 1.23051 vs 1.23326 (-0.22 %). pp 3.0 vs 6.0 ms (recvs only),
   //   bubble 131.2 vs 131.0 ms, DP 1.8 vs 1.7 ms; the TP collectives (49.1 ms) and EP
   //   all-to-alls (38.8 ms) are on the critical path in both.
+  // - MoE folded EP8 ETP1 TP2 PP2 DP4 (EP over all 8 ranks of a stage): 1.3500 vs 1.3530
+  //   (-0.22 %). pp 3.0 vs 6.1 ms (recvs only); TP (49.1 ms) and EP (49.7 ms) on the
+  //   critical path in both.
   // - GPipe TP2 PP4: 0.90556 vs 0.90855 (-0.33 %). With all forwards first, the last
   //   stage's recvs are ready before it needs them (it is the slowest: it adds the output
   //   layer), so the engine exposes one transfer (0.1 ms) against the closed form's 3.0 ms.
@@ -428,6 +437,7 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
                                    {"interleaved tp8 pp4 v2", scenario(kInterleaved)},
                                    {"cp2 tp4 dp2", scenario(kCp)},
                                    {"moe ep4 tp2 pp2 dp4", scenario(kMoeEp)},
+                                   {"moe folded ep8 etp1 tp2 pp2 dp4", scenario(kMoeFolded)},
                                    {"gpipe tp2 pp4", scenario(kGpipe)}};
   for (const Case& k : cases) {
     const Simulated r = run(k.s);

@@ -24,7 +24,8 @@ struct LayerCost {
   double attn_core_s = 0;       // Q.K^T, softmax, .V (causal kernels)
   double attn_elem_s = 0;       // norm, RoPE, residual (memory-bound)
   double mlp_gemm_s = 0;        // dense FFN, or router + shared experts + routed experts
-  double mlp_elem_s = 0;        // norm, activation function, residual
+  double mlp_elem_s = 0;        // norm, activation function, residual (+ moe_route_s)
+  double moe_route_s = 0;       // MoE layers: router softmax/top-k, token permutation (in mlp_elem_s)
   double core_bwd_factor = 2.5; // attention backward / forward (FlashAttention recomputes)
   // Executed FLOPs of the forward pieces.
   double attn_gemm_flops = 0, attn_core_flops = 0, mlp_flops = 0;

@@ -35,12 +35,12 @@ int chunk_layers(int num_layers, int chunks, int chunk);
 int chunk_first_layer(int num_layers, int chunks, int chunk);
 
 // Parameters held by one rank of pipeline stage `stage` (0-based), before ZeRO sharding.
-// Dense (non-expert) weights are split by TP; routed experts by EP and TP; the input
+// Dense (non-expert) weights are split by TP; routed experts by EP and expert TP (etp); the input
 // embedding sits on the first stage and the output projection on the last (a tied
 // embedding is also copied to the last stage when pp > 1, as Megatron does).
 struct RankParams {
   double dense = 0;    // replicated across the dp x cp group
-  double expert = 0;   // replicated across the dp x cp / ep group
+  double expert = 0;   // replicated across the expert-data-parallel group (Plan::edp)
   int layers = 0;
   int moe_layers = 0;
   double largest_layer = 0;  // one layer's weights on this rank (FSDP unit)

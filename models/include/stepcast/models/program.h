@@ -71,8 +71,11 @@ struct RoleTemplate {
 
 // Rank coordinates. Default order tp-cp-ep-dp-pp with TP innermost:
 // rank = t + T*(c + C*(d + D*p)); `order` (Plan::placement) permutes the four dimensions,
-// innermost first, with cp and dp adjacent. The flattened cp x dp index (in their order) is
-// split into EP groups of E consecutive values (expert parallelism is carved out of dp x cp).
+// innermost first, with cp and dp adjacent. Expert groups: with etp = tp the flattened
+// cp x dp index (in their order) is split into EP groups of E consecutive values (expert
+// parallelism carved out of dp x cp); with etp != tp (parallel folding, pp outermost) the
+// stage-local rank index i = rank mod (tp x cp x dp) is read as et + etp*(e + ep*ed), as
+// Megatron-Core's expert rank generator ("tp-ep-dp-pp") does.
 struct Coords {
   int t = 0, c = 0, d = 0, p = 0;
 };
@@ -81,10 +84,14 @@ struct Placement {
   int tp = 1, cp = 1, dp = 1, pp = 1, ep = 1;
   int gpus_per_node = 8;
   std::array<int, 4> order = {0, 1, 2, 3};  // dimensions t=0, c=1, d=2, p=3, innermost first
+  int etp = 0;                              // expert tensor parallelism; 0 = tp
 
   static Placement of(const Plan& plan, int gpus_per_node) {
-    return Placement{plan.tp, plan.cp, plan.dp, plan.pp, plan.ep, gpus_per_node, plan.placement};
+    return Placement{plan.tp, plan.cp, plan.dp, plan.pp, plan.ep, gpus_per_node, plan.placement, plan.expert_tp()};
   }
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Parallel folding: expert groups laid over the stage's ranks independently of tp.
+  bool folded() const { return expert_tp() != tp; }
   // Distance in ranks between neighbours along dimension `dim` (0..3).
   int stride(int dim) const;
   // Stride of the flattened cp x dp (data) index.
@@ -103,6 +110,13 @@ struct Placement {
   // The rank with the same t, c, d at pipeline stage `stage`.
   int stage_peer(int rank, int stage) const;
 };
+
+// Why expert groups cannot be laid over `pl`: ep x etp must divide tp x cp x dp; etp is 1
+// or tp; etp != tp needs pp outermost. `field` ("ep" or "etp") is empty when they can.
+struct ExpertLayoutError {
+  std::string field, message;
+};
+ExpertLayoutError expert_layout_error(const Placement& pl);
 
 // For each op of `role`: its 1-based sequence number among the collectives of the same
 // group kind in program order (0 for other ops) -- the "collective #k" of hang reports and

@@ -37,6 +37,10 @@ struct SearchSpec {
   // layouts with sequence parallelism and tp > 1 take true; the others are listed once,
   // without it.
   std::vector<bool> tp_comm_overlap;
+  // Parallel folding of MoE layers (Plan::etp), false before true; empty: both. false runs
+  // the experts with etp = tp, true with etp = 1 (EP then spans tp x cp x dp). Only MoE
+  // layouts with tp > 1 take true; the others are listed once, unfolded.
+  std::vector<bool> fold_experts;
   // Software stacks (plan.stack, models/data/stacks.json), in enum order; empty: the plan's
   // own only. Each layout is evaluated under each listed stack.
   std::vector<Stack> stack;

@@ -149,6 +149,13 @@ enum class Stack { kMegatronCore, kFsdp2Eager, kFsdp2Compile, kDeepspeedZero };
 
 struct Plan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  // Expert tensor parallelism (Megatron-Core expert_tensor_parallel_size; 0 = tp, its
+  // default there). Parallel folding (docs/model-reference.md "Parallel folding"): the ranks
+  // of a pipeline stage, tp x cp x dp, are grouped twice -- attention by tp, cp, dp; the
+  // expert layers by etp (innermost), ep, edp -- so ep may exceed dp. REQUIRES (loader):
+  // etp is 1 or tp; etp x ep divides tp x cp x dp; etp != tp needs pp outermost and, with
+  // tp > 1, sequence parallelism.
+  int etp = 0;
   bool sequence_parallel = false;
   // Tensor-parallel communication overlap (Megatron-Core / Transformer Engine
   // tp_comm_overlap): with sequence parallelism the TP all-gathers and reduce-scatters of
@@ -182,6 +189,11 @@ struct Plan {
   Stack stack = Stack::kMegatronCore;
 
   int world() const { return tp * pp * dp * cp; }
+  // The expert tensor-parallel width and the expert-data-parallel group size
+  // edp = tp x cp x dp / (etp x ep): expert gradients are reduced, and with ZeRO sharded,
+  // over edp ranks.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  int edp() const { return tp * cp * dp / (expert_tp() * ep); }
   // Gradient-accumulation steps m = global_batch / (microbatch * dp).
   std::int64_t accumulation() const { return global_batch / (std::int64_t{microbatch} * dp); }
 };
