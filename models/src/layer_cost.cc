@@ -80,7 +80,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     ffn_inner = F;
   } else {
     const MoeSpec& e = *m.moe;
-    gemm(lc.mlp_gemm_s, lc.mlp_flops, T, e.num_experts, h);  // router
+    const double T_in = sp ? T / t : T;  // tokens entering the layer on this rank
+    gemm(lc.mlp_gemm_s, lc.mlp_flops, T_in, e.num_experts, h);  // router
     // Routed experts: the ep ranks' tokens spread evenly over the E experts, so each of
     // this rank's E/ep experts sees T_e*k*ep/E rows, T_e the tokens of its expert
     // tensor-parallel group: T/tp per rank with sequence parallelism, gathered over etp
@@ -108,8 +109,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // copies (read + write T_in*k*h); after the all-to-all, with more than one local expert,
     // `sort_chunks_by_idxs` regroups the received T_e*k rows by expert, and again before the
     // combine; `unpermute` reads the k copies, scales them by the routing probabilities and
-    // adds them into T_in*h. T_in: the tokens entering the layer on this rank.
-    const double T_in = sp ? T / t : T;
+    // adds them into T_in*h.
     const double k = e.top_k;
     double elems = T_in * (2 * k * h + k * h + h);
     if (local > 1) elems += 2 * 2 * T_e * k * h;

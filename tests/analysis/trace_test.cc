@@ -2,6 +2,8 @@
 // is known, and the reader's messages, asserted whole (path and reason).
 #include "stepcast/analysis/trace.h"
 
+#include "stepcast/models/timeline.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -111,6 +113,25 @@ TEST(ReadTrace, ReadsEveryFieldToTheNanosecond) {
   EXPECT_EQ(a.end_ns, 94'751);
 }
 
+TEST(ReadTrace, AFoldedExpertLayoutRoundTrips) {
+  // tp 2 x dp 4 with ep 8 folded over the stage (etp 1): the trace names etp, and the groups
+  // read back are the writer's (EP {0..7}); an unfolded trace has no etp key.
+  Program prog;
+  prog.placement = Placement{2, 1, 4, 1, 8, 8, {0, 1, 2, 3}, 1};
+  Timeline tl;
+  tl.step_end = {SimTime::from_s(0.001)};
+  const std::string text = chrome_trace_json(prog, tl);
+  EXPECT_NE(text.find(R"("ep":8,"etp":1,)"), std::string::npos);
+  auto r = analysis::read_trace(text);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->placement.folded());
+  EXPECT_EQ(r->placement.group_root(GroupKind::kEp, 7), 0);
+  EXPECT_EQ(r->placement.group_size(GroupKind::kEdp), 1);
+  prog.placement.etp = 0;
+  prog.placement.ep = 4;
+  EXPECT_EQ(chrome_trace_json(prog, tl).find("etp"), std::string::npos);
+}
+
 // --- bad input: each message asserted whole ----------------------------------------------
 
 TEST(ReadTraceBadInput, ATruncatedFileNamesTheEventItEndsIn) {
@@ -172,6 +193,15 @@ TEST(ReadTraceBadInput, MissingOrBrokenMetadataIsNamed) {
   huge.replace(huge.find("\"cp\":1"), 6, "\"cp\":100000000");
   EXPECT_EQ(trace_error(R"({"traceEvents":[)" + huge + "]}"),
             "traceEvents[0].args.world: 4 is not tp x cp x dp x pp (more than 100000000)");
+  // Expert groups: ep must fit the stage's ranks (here 4 of tp 1 x dp 4), etp be 1 or tp.
+  std::string ep8 = kMeta;
+  ep8.replace(ep8.find("\"ep\":1"), 6, "\"ep\":8");
+  EXPECT_EQ(trace_error(R"({"traceEvents":[)" + ep8 + "]}"),
+            "traceEvents[0].args.ep: 8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
+  std::string etp = kMeta;
+  etp.replace(etp.find("\"ep\":1"), 6, "\"ep\":1,\"etp\":2");
+  EXPECT_EQ(trace_error(R"({"traceEvents":[)" + etp + "]}"),
+            "traceEvents[0].args.etp: 2 must be 1 or tp (1): other expert tensor-parallel widths are not expressed");
   // Events without the metadata event: not a trace of ours (a Perfetto or PyTorch trace).
   EXPECT_EQ(trace_error(R"({"traceEvents":[{"ph":"X","name":"F","pid":1,"tid":0,"ts":1,"dur":2,"args":{}}]})"),
             "not a stepcast trace: no {\"ph\":\"M\",\"name\":\"stepcast\"} metadata event before its slices (write "

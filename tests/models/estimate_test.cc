@@ -314,3 +314,61 @@ TEST(TpCommOverlap, OneLayerExposedTimeByHand) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// Mixtral 8x7B on tp 2 with sequence parallelism, ep 8: experts split by TP (etp 2, each
+// rank all T tokens at half width) or folded (etp 1, each rank its T/2 tokens at full
+// width). Counted by hand: h = 4096, F_e = 14336, E = 8, k = 2, T = 4096 tokens.
+TEST(MoeLayer, FoldedExpertsDoTheSameFlopsOnHalfTheRowsAtFullWidth) {
+  const ModelSpec& m = builtin_presets().models.at("mixtral-8x7b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 2;
+  Plan p;
+  p.tp = 2;
+  p.dp = 8;
+  p.ep = 8;
+  p.sequence_parallel = true;
+  const double h = 4096, Fe = 14336, E = 8, T = 4096, T_in = T / 2;
+  const double router = 2 * T_in * E * h;
+  // Unfolded: rows per expert T*k*ep/E = 8192, width F_e/2; one local expert.
+  const LayerCost unfolded = layer_cost(m, c, p, 4096, true);
+  const double expert_unfolded = 2 * 8192 * (2 * Fe / 2) * h + 2 * 8192 * h * (Fe / 2);
+  EXPECT_DOUBLE_EQ(unfolded.mlp_flops, router + expert_unfolded);
+  // Folded: rows (T/2)*k*ep/E = 4096, width F_e.
+  p.etp = 1;
+  const LayerCost folded = layer_cost(m, c, p, 4096, true);
+  const double expert_folded = 2 * 4096 * (2 * Fe) * h + 2 * 4096 * h * Fe;
+  EXPECT_DOUBLE_EQ(folded.mlp_flops, router + expert_folded);
+  EXPECT_DOUBLE_EQ(expert_folded, expert_unfolded);
+}
+
+// The all-to-all dispatcher's memory traffic (Megatron-Core token_dispatcher.py), counted by
+// hand for one rank and microbatch, forward: permute reads and writes T_in k h elements,
+// unpermute reads T_in k h and writes T_in h, two sorts by expert read and write T_e k h
+// each when a rank holds more than one expert; the router's softmax/top-k 3 fp32 passes
+// over T_in x E scores.
+TEST(MoeLayer, RoutingTrafficByHand) {
+  const ModelSpec& m = builtin_presets().models.at("mixtral-8x7b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;  // one local expert: no sort
+  const double h = 4096, k = 2, E = 8, T = 4096;
+  const double bw = c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency;
+  const double one_expert = 2 * T * (3 * k * h + h) + 12 * E * T;  // 234,881,024 + 393,216 bytes
+  EXPECT_DOUBLE_EQ(one_expert, 235'274'240.0);
+  EXPECT_NEAR(layer_cost(m, c, p, 4096, true).moe_route_s, job_pace(c) * one_expert / bw, 1e-15);
+  // ep 2: four local experts, T_e = T: + 2 sorts x 2 (read + write) x T k h elements.
+  p.ep = 2;
+  const double sorted = one_expert + 2 * 2 * 2 * T * k * h;
+  EXPECT_NEAR(layer_cost(m, c, p, 4096, true).moe_route_s, job_pace(c) * sorted / bw, 1e-15);
+  // It is part of the MLP block's memory-bound time, and dense layers have none.
+  const LayerCost lc = layer_cost(m, c, p, 4096, true);
+  EXPECT_GT(lc.mlp_elem_s, lc.moe_route_s);
+  EXPECT_EQ(layer_cost(m, c, p, 4096, false).moe_route_s, 0.0);
+}
+
+}  // namespace
+}  // namespace stepcast

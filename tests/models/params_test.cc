@@ -231,3 +231,27 @@ TEST(Params, RoutedExpertsAreSplitByEpAndTpSharedPartsByTpOnly) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST(Params, FoldedExpertsAreSplitByEpOnlyAndShardedOverEdp) {
+  // Mixtral 8x7B, tp 2, ep 8, etp 1 on one 16-GPU stage (dp 8): experts are not split by
+  // TP, edp = tp dp / (etp ep) = 16 / 8 = 2.
+  const ModelSpec& m = builtin_presets().models.at("mixtral-8x7b");
+  Plan p;
+  p.tp = 2;
+  p.dp = 8;
+  p.ep = 8;
+  p.etp = 1;
+  EXPECT_EQ(p.edp(), 2);
+  const RankParams r = rank_params(m, p, 0);
+  // 32 layers x 8 experts x 176,160,768 / (etp x ep = 8) = 5,637,144,576.
+  EXPECT_DOUBLE_EQ(r.expert, 5'637'144'576.0);
+  p.etp = 0;  // etp = tp = 2: the same experts split 16 ways; edp = 8 x 2 / (2 x 8) = 1
+  EXPECT_EQ(p.edp(), 1);
+  EXPECT_DOUBLE_EQ(rank_params(m, p, 0).expert, 5'637'144'576.0 / 2);
+}
+
+}  // namespace
+}  // namespace stepcast

@@ -660,6 +660,48 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
             "false); it overlaps the sequence-parallel all-gathers and reduce-scatters with the GEMMs");
 }
 
+// search.fold_experts: MoE layouts with tp > 1 are evaluated with the experts split by TP
+// (etp = tp) and folded (etp = 1). On one node with tp 2 (dp 4), ep 8 exceeds dp x cp, so
+// only the folded layouts run. Space per (tp 2, pp 1, cp 1): ep (1) x fold (2) x (sp true:
+// tpo false, true) = 4 leaves, 2 unfolded ones rejected for their experts.
+TEST(PlannerFolding, ExpertParallelismBeyondDataParallelRunsFolded) {
+  const Scenario s = load_text(R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [8], "global_batch": [8], "microbatch": [1],
+                 "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0}})");
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.size, 4);
+  EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kExperts)], 2);
+  ASSERT_EQ(r.ranked.size(), 2u);
+  for (const Candidate& c : r.ranked) {
+    EXPECT_EQ(c.plan.expert_tp(), 1) << layout_string(c.plan);
+    EXPECT_EQ(c.plan.edp(), 1);
+  }
+  EXPECT_EQ(layout_string(r.ranked[0].plan).substr(0, 32), "tp=2,pp=1,dp=4,cp=1,ep=8,etp=1,s");
+  const std::string text0 = layout_string(r.ranked[0].plan);
+  EXPECT_EQ(layout_string(parse_layout(text0, Plan{})->plan), text0);
+  auto unfolded = explain_layout(s, r, "tp=2,ep=8,sp=true,zero=1");
+  ASSERT_TRUE(unfolded.ok());
+  ASSERT_FALSE(unfolded->problems.empty());
+  EXPECT_EQ(unfolded->problems[0],
+            "plan.ep: 8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
+  // Without folding in the search the space halves and nothing runs.
+  std::string text = R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [8], "global_batch": [8], "microbatch": [1],
+                 "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0,
+                 "fold_experts": false}})";
+  const PlanResult none = search(load_text(text));
+  EXPECT_EQ(none.counts.size, 2);
+  EXPECT_TRUE(none.ranked.empty());
+}
+
 TEST(PlannerExplain, TensorParallelismAcrossNodesIsNamed) {
   const Scenario s = load_text(R"({"model": "llama2-7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
       "workload": {"seq_len": 4096}, "search": {"global_batch": [32], "top_k": 0}})");
