@@ -360,6 +360,69 @@ void stack_rule(const json& rec, Record& r) {
   }
 }
 
+// The mixture-of-experts description of a record (docs/validation.md "How a record becomes
+// a scenario"): "128 routed experts", "top-8", "expert intermediate 768" (or "expert FFN
+// 768"), "no shared expert" / "2 shared experts" ("shared expert intermediate 1408"),
+// "first 3 layers dense" / "3 dense layers".
+void moe_rule(Record& r) {
+  if (r.moe.empty()) return;
+  const std::string d = lower(r.moe);
+  std::smatch m;
+  auto number = [&](const char* pattern) -> std::int64_t {
+    if (!std::regex_search(d, m, std::regex(pattern))) return 0;
+    const std::string digits = m[1].str();
+    return digits.size() > 9 ? 0 : std::stoll(digits);
+  };
+  r.moe_experts = number(R"((\d+)\s+(?:routed\s+)?experts)");
+  r.moe_top_k = number(R"(top[- ]?(\d+))");
+  r.moe_ffn = number(R"(expert\s+(?:intermediate|ffn)(?:\s+(?:hidden\s+)?size)?\s*(?:of\s+)?(\d+))");
+  if (!contains(d, "no shared")) {
+    r.moe_shared = number(R"((\d+)\s+shared\s+experts?)");
+    r.moe_shared_ffn = number(R"(shared\s+expert\s+(?:intermediate|ffn)(?:\s+(?:hidden\s+)?size)?\s*(?:of\s+)?(\d+))");
+    if (r.moe_shared > 0 && r.moe_shared_ffn == 0) r.moe_shared_ffn = r.moe_ffn;
+  }
+  r.moe_dense = std::max(number(R"(first\s+(\d+)\s+(?:layers\s+)?dense)"), number(R"((\d+)\s+dense\s+layers)"));
+  std::vector<std::string> missing;
+  if (r.moe_experts < 1) missing.push_back("the number of routed experts (\"N routed experts\")");
+  if (r.moe_top_k < 1 || r.moe_top_k > r.moe_experts) missing.push_back("experts per token (\"top-K\")");
+  if (r.moe_ffn < 1) missing.push_back("the expert FFN width (\"expert intermediate F\")");
+  if (!missing.empty()) {
+    for (const std::string& x : missing) r.moe_missing += (r.moe_missing.empty() ? "" : ", ") + x;
+    r.moe_experts = 0;
+    return;
+  }
+  r.assumptions.push_back(fmt::format("moe {}: {} experts, top-{}, expert FFN {}, {} shared{}, {} leading dense "
+                                      "layers; tokens spread evenly over the experts (no load imbalance)",
+                                      quote(r.moe), r.moe_experts, r.moe_top_k, r.moe_ffn, r.moe_shared,
+                                      r.moe_shared > 0 ? fmt::format(" (FFN {})", r.moe_shared_ffn) : "",
+                                      r.moe_dense));
+}
+
+// A record of NVIDIA's Megatron-Bridge performance summary ran the configuration of that
+// repository's scripts/performance (docs/validation.md): every recipe sets
+// use_distributed_optimizer=True (the table's "FSDP=0" means Megatron-FSDP off, not the
+// distributed optimizer off), the performance scripts set grad_reduce_in_fp32=False, and
+// they enable TP communication overlap (tp_comm_overlap) where tp > 1.
+void bridge_rule(const json& rec, Record& r) {
+  const json* src = rec.is_object() && rec.contains("source") ? &rec.at("source") : nullptr;
+  const bool bridge = src && src->is_object() && src->contains("title") && src->at("title").is_string() &&
+                      contains(lower(src->at("title").get<std::string>()), "megatron-bridge");
+  if (!bridge) return;
+  std::string applied;
+  if (r.zero == 0) {
+    r.zero = 1;
+    applied += "distributed optimizer (ZeRO 1: use_distributed_optimizer=True in every recipe; FSDP=0 is "
+               "Megatron-FSDP off)";
+  }
+  r.grad_dtype = "bf16";
+  applied += std::string(applied.empty() ? "" : "; ") + "gradients reduced in bf16 (grad_reduce_in_fp32=False)";
+  if (r.tp > 1 && r.sequence_parallel) {
+    r.tp_comm_overlap = true;
+    applied += "; TP communication overlap (tp_comm_overlap)";
+  }
+  r.assumptions.push_back("Megatron-Bridge performance recipe (scripts/performance): " + applied);
+}
+
 Record read_record(const json& rec, const std::string& path, Diagnostics& diag) {
   Record r;
   r.id = path;
@@ -398,6 +461,8 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   }
   if (diag.size() != before) return r;
   stack_rule(rec, r);
+  bridge_rule(rec, r);
+  moe_rule(r);
 
   // Recompute last: its default follows the record's FLOP accounting.
   if (lt.recompute) {
@@ -475,12 +540,11 @@ std::vector<Record> read_records(const json& doc, Diagnostics& diag) {
 
 ScenarioBuild build_scenario(Record& r) {
   ScenarioBuild out;
-  if (!r.moe.empty()) {
-    out.reason = fmt::format("mixture-of-experts model (model.moe {}): validate does not express MoE records yet",
-                             quote(r.moe));
+  if (!r.moe.empty() && r.moe_experts == 0) {
+    out.reason = fmt::format("mixture-of-experts model (model.moe {}) without {}", quote(r.moe), r.moe_missing);
     return out;
   }
-  if (r.ep > 1) {
+  if (r.ep > 1 && r.moe.empty()) {
     out.reason = fmt::format("expert parallelism (ep {}) without a stated MoE model", r.ep);
     return out;
   }
@@ -530,7 +594,7 @@ ScenarioBuild build_scenario(Record& r) {
                         {"num_attention_heads", r.heads},
                         {"num_kv_heads", r.kv_heads}};
   if (r.head_dim) model["head_dim"] = *r.head_dim;
-  model["ffn_hidden_size"] = r.ffn;
+  model["ffn_hidden_size"] = r.ffn > 0 ? r.ffn : r.moe_ffn;  // an all-MoE record need not state a dense width
   model["ffn_activation"] = llama ? "swiglu" : "gelu";
   model["ffn_matrices"] = llama ? 3 : 2;
   model["norm"] = llama ? "rmsnorm" : "layernorm";
@@ -541,6 +605,14 @@ ScenarioBuild build_scenario(Record& r) {
   model["position_embedding"] = r.learned_positions ? "learned" : "rope";
   model["max_seq_len"] = r.seq;
   model["train_seq_len"] = r.seq;
+  if (r.moe_experts > 0) {
+    model["moe"] = {{"num_experts", r.moe_experts},
+                    {"top_k", r.moe_top_k},
+                    {"expert_ffn_hidden_size", r.moe_ffn},
+                    {"num_shared_experts", r.moe_shared},
+                    {"shared_expert_ffn_hidden_size", r.moe_shared_ffn},
+                    {"num_dense_layers", r.moe_dense}};
+  }
 
   ordered_json sc;
   sc["format"] = 1;
@@ -563,6 +635,8 @@ ScenarioBuild build_scenario(Record& r) {
   plan["cp"] = r.cp;
   plan["ep"] = r.ep;
   plan["sequence_parallel"] = r.sequence_parallel;
+  if (r.tp_comm_overlap) plan["tp_comm_overlap"] = true;
+  if (r.grad_dtype != "fp32") plan["grad_dtype"] = r.grad_dtype;
   plan["schedule"] = r.schedule;
   plan["virtual_stages"] = r.virtual_stages;
   plan["microbatch"] = r.microbatch;

@@ -30,6 +30,11 @@ struct Record {
   std::int64_t vocab_padded = 0;
   bool learned_positions = true;
   std::string moe;                      // the record's MoE description ("" for a dense model)
+  // Read from `moe` (moe_rule): routed experts, experts per token, expert FFN width, shared
+  // experts and their width, leading dense layers; experts 0 when the description does not
+  // state all three of the first (then `moe_missing` names what is missing).
+  std::int64_t moe_experts = 0, moe_top_k = 0, moe_ffn = 0, moe_shared = 0, moe_shared_ffn = 0, moe_dense = 0;
+  std::string moe_missing;
   // hardware
   std::string gpu;                      // the record's description
   std::string interconnect;             // the record's description ("" when absent)
@@ -41,6 +46,10 @@ struct Record {
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
   int zero = 0;
   std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)
+  // Megatron-Bridge performance recipes (bridge_rule): gradients reduced in bf16, TP
+  // communication overlap with sequence parallelism.
+  std::string grad_dtype = "fp32";
+  bool tp_comm_overlap = false;
   // measured (absent: <= 0)
   double tflops = 0, iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0;
   double peak_memory_gib = 0;

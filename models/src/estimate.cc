@@ -20,6 +20,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kWeightBytes = 2;            // bf16 weights (fp8 runs keep bf16 masters too)
 constexpr double kActBytes = 2;               // 16-bit activations
+constexpr double kFp8WeightCacheBytes = 2;    // FP8 weight + its FP8 transpose, per layer parameter
 constexpr double kContextBytes = 1.0 * kGiB;  // CUDA context + cuBLAS workspaces [U], measure
 constexpr double kNcclBytes = 0.5 * kGiB;     // NCCL buffers when any group communicates [U]
 
@@ -54,22 +55,31 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   }
   // Per token, bytes (docs/cost-model-sources.md section 2.2, generalised Korthikanti counting):
   // not split by TP without SP: two norm inputs 4h, QKV input 2h, FFN input 2h, two
-  // dropout masks (1 byte) 2h.
-  const double replicated = (4 + 2 + 2 + 2 * drop) * h;
+  // dropout masks (1 byte) 2h. With FP8, Transformer Engine keeps a GEMM's input for its
+  // weight gradient as the FP8 copy (1 byte, transformer_engine/pytorch/module/linear.py
+  // saved_inputmat): the QKV, out-projection, FFN (dense: fc1; MoE: the dispatched tokens)
+  // and down-projection inputs. The router's input stays 16-bit.
+  const bool fp8 = p.precision == Precision::kFp8;
+  const double g_in = fp8 ? 1.0 : kActBytes;  // a saved GEMM input
+  const double replicated = (4 + g_in + (moe ? kActBytes : g_in) + 2 * drop) * h;
   const HeadDims d = head_dims(m);
   const double a_r = m.num_attention_heads / t;
   const double g_r = kv_heads_per_rank(m, p);
   // Split by TP: Q, K, V; out-proj input; FFN: G-1 activation inputs and the down-proj input.
-  double split = kActBytes * (a_r * d.qk + g_r * (d.qk + d.v)) + kActBytes * a_r * d.v;
+  // The out-projection's input is the attention output O, which a FlashAttention backward
+  // also reads (16-bit): with FP8 the projection's FP8 copy comes on top of it.
+  const double proj_in = p.flash_attention ? kActBytes + (fp8 ? 1.0 : 0.0) : g_in;
+  double split = kActBytes * (a_r * d.qk + g_r * (d.qk + d.v)) + proj_in * a_r * d.v;
   const double G = m.ffn_matrices;
+  const double ffn_per_width = kActBytes * (G - 1) + g_in;
   if (!moe) {
-    split += kActBytes * G * m.ffn_hidden_size / t;
+    split += ffn_per_width * m.ffn_hidden_size / t;
   } else {
     const MoeSpec& e = *m.moe;
-    split += kActBytes * G *
+    split += ffn_per_width *
              (static_cast<double>(e.top_k) * e.expert_ffn_hidden_size +
               static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size) / t;
-    split += 2 * kActBytes * e.top_k * h / t;  // dispatch and combine buffers
+    split += (g_in + kActBytes) * e.top_k * h / t;  // dispatch (the experts' input) and combine buffers
   }
   // Core attention: the score matrix (softmax output 2, dropout mask 1, dropout output 2
   // bytes per score) unless FlashAttention or selective recomputation drops it;
@@ -123,6 +133,14 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     dense_here += std::clamp(dense_total - first, 0, n);
   }
   const int moe_here = rp.layers - dense_here;
+  if (p.precision == Precision::kFp8) {
+    // Transformer Engine caches each layer weight's FP8 copy and its transpose (1 + 1 byte)
+    // from the first microbatch of a step to the last (Megatron-Core passes
+    // is_first_microbatch); the embedding and output layer are not FP8.
+    const LayerRankParams dl = layer_rank_params(m, p, false);
+    const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
+    mem.params += kFp8WeightCacheBytes * (dense_here * dl.dense + moe_here * (ml.dense + ml.expert));
+  }
   const double a_dense = layer_activation_bytes(m, p, w.seq_len, false);
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
   mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +

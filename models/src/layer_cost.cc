@@ -12,6 +12,7 @@ namespace stepcast {
 namespace {
 
 constexpr double kActBytes = 2;  // 16-bit activations
+constexpr double kFp8QuantBytesPerElement = 6;  // amax read 2 + cast read 2 + FP8 row/column writes 1 + 1
 
 }  // namespace
 
@@ -25,6 +26,44 @@ HeadDims head_dims(const ModelSpec& m) {
             static_cast<double>(m.mla->v_head_dim)};
   }
   return {static_cast<double>(m.head_dim), static_cast<double>(m.head_dim)};
+}
+
+Fp8Elements fp8_quantized_elements(const ModelSpec& m, const Plan& p, double T, bool moe) {
+  const double t = p.tp;
+  const double h = static_cast<double>(m.hidden_size);
+  const bool sp = p.sequence_parallel && p.tp > 1;
+  const double T_sp = sp ? T / t : T;  // a sequence-parallel shard
+  const double G = m.ffn_matrices;
+  Fp8Elements q;
+  if (m.mla) {
+    // The MLA projections priced as one GEMM: its input and output gradient, h wide each.
+    q.fwd_attn = T_sp * h;
+    q.bwd_attn = T_sp * h;
+  } else {
+    const HeadDims d = head_dims(m);
+    const double a_r = m.num_attention_heads / t;
+    const double n_qkv = a_r * d.qk + kv_heads_per_rank(m, p) * (d.qk + d.v);
+    q.fwd_attn = T_sp * h + T * a_r * d.v;  // QKV input, out-projection input
+    q.bwd_attn = T * n_qkv + T_sp * h;      // their output gradients
+  }
+  auto ffn = [&](double rows_in, double rows, double width) {
+    q.fwd_mlp += rows_in * h + rows * width;              // fc1 input, fc2 input
+    q.bwd_mlp += rows * (G - 1) * width + rows_in * h;    // fc1 and fc2 output gradients
+  };
+  if (!moe) {
+    ffn(T_sp, T, static_cast<double>(m.ffn_hidden_size) / t);
+  } else {
+    // Routed experts: the dispatched rows at the expert's width (layer_cost); the router
+    // runs in higher precision. Shared experts: a TP-split dense FFN.
+    const MoeSpec& e = *m.moe;
+    const double etp = p.expert_tp();
+    const double rows = (sp ? T * etp / t : T) * e.top_k;
+    ffn(rows, rows, static_cast<double>(e.expert_ffn_hidden_size) / etp);
+    if (e.num_shared_experts > 0) {
+      ffn(T_sp, T, static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t);
+    }
+  }
+  return q;
 }
 
 LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
@@ -135,6 +174,19 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double mlp_elem = 5.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
   lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
   lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem) + lc.moe_route_s;
+  if (prec == Precision::kFp8) {
+    // FP8 GEMM operands quantized as Transformer Engine's current scaling does it: an amax
+    // pass (read 2 B per element), then cast + transpose (read 2 B, write the FP8 row- and
+    // column-wise copies, 1 B each): 6 B per element. Forward: every GEMM input; backward:
+    // every GEMM output gradient (dgrad and wgrad read its FP8 copies; the inputs' column-
+    // wise copies come from the forward). Tensors that cross a sequence-parallel all-gather
+    // or reduce-scatter are quantized on the rank's T/tp shard. The layer's total is charged
+    // a third to the forward and two thirds to the backward, as its other memory-bound work.
+    const Fp8Elements q = fp8_quantized_elements(m, p, T, moe);
+    lc.fp8_quant_bytes = kFp8QuantBytesPerElement * (q.fwd_attn + q.bwd_attn + q.fwd_mlp + q.bwd_mlp);
+    lc.attn_elem_s += pace * memory_time_s(gpu, kFp8QuantBytesPerElement * (q.fwd_attn + q.bwd_attn) / 3);
+    lc.mlp_elem_s += pace * memory_time_s(gpu, kFp8QuantBytesPerElement * (q.fwd_mlp + q.bwd_mlp) / 3);
+  }
   lc.attn_gemm_bwd_s = 2 * lc.attn_gemm_s;
   lc.mlp_gemm_bwd_s = 2 * lc.mlp_gemm_s;
   if (lc.tp_overlap) {
@@ -230,7 +282,10 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   const double Vr = static_cast<double>(m.vocab_size) / p.tp;
   const double h = static_cast<double>(m.hidden_size);
   const double pace = job_pace(c);
-  const double g = pace * gemm_time_s(c.gpu, p.precision, T, Vr, h);
+  // Megatron-Core's output layer is a plain ColumnParallelLinear, outside Transformer
+  // Engine's FP8 autocast: an FP8 plan still runs it in 16 bits.
+  const Precision prec = p.precision == Precision::kFp8 ? Precision::kBf16 : p.precision;
+  const double g = pace * gemm_time_s(c.gpu, prec, T, Vr, h);
   // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
   const double ce = pace * memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
   out.ce_s = ce;

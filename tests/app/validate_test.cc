@@ -203,7 +203,8 @@ TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   ASSERT_EQ(rep->rows.size(), 3u);
   EXPECT_FALSE(rep->rows[0].predicted);
   EXPECT_EQ(rep->rows[0].reason,
-            "mixture-of-experts model (model.moe \"128 experts, top-8\"): validate does not express MoE records yet");
+            "mixture-of-experts model (model.moe \"128 experts, top-8\") without the expert FFN width (\"expert "
+            "intermediate F\")");
   EXPECT_EQ(rep->rows[1].reason, "no cluster preset for gpu \"TPU v4\" (known: SXM A100, H100, H200, B200)");
   const ValidationRow& r = rep->rows[2];
   EXPECT_TRUE(r.feasible) << r.reason;
@@ -215,6 +216,36 @@ TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   EXPECT_TRUE(has("recompute \"per recipe\" not recognised: none"));
   EXPECT_TRUE(has("zero_fsdp \"whatever\" not recognised: ZeRO 0"));
   EXPECT_EQ(rep->compared, 1);  // only the predicted row enters the mean
+}
+
+// The MoE rule reads the description's counts; the Megatron-Bridge rule applies the
+// performance scripts' settings (docs/validation.md).
+TEST_F(ValidateTest, MoeDescriptionsAndMegatronBridgeRecipesMapByDocumentedRules) {
+  const std::string moe = record(json::parse(R"j({"id": "moe",
+      "source": {"title": "NVIDIA NeMo Megatron-Bridge performance summary"},
+      "model": {"name": "Qwen3 tiny", "ffn_hidden": null,
+                "moe": "first 1 layers dense; 16 routed experts, top-4, expert intermediate 512, 2 shared experts"},
+      "hardware": {"gpu": "H100-SXM5-80GB"},
+      "layout": {"tp": 2, "pp": 1, "virtual_stages": null, "ep": 4, "schedule": null, "zero_fsdp": "no FSDP (FSDP=0)",
+                 "precision": "FP8-CS"}})j"));
+  auto rep = run_validate({file_of("[" + moe + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const ValidationRow& row = rep->rows[0];
+  ASSERT_TRUE(row.predicted) << row.reason;
+  const json sc = json::parse(row.scenario_json);
+  EXPECT_EQ(sc["model"]["moe"], json::parse(R"j({"num_experts": 16, "top_k": 4, "expert_ffn_hidden_size": 512,
+      "num_shared_experts": 2, "shared_expert_ffn_hidden_size": 512, "num_dense_layers": 1})j"));
+  EXPECT_EQ(sc["model"]["ffn_hidden_size"], 512);  // no dense width stated: the expert's
+  EXPECT_EQ(sc["plan"]["zero"], 1);
+  EXPECT_EQ(sc["plan"]["grad_dtype"], "bf16");
+  EXPECT_EQ(sc["plan"]["tp_comm_overlap"], true);  // tp 2 with sequence parallelism (H100)
+  const auto has = [&](const std::string& prefix) {
+    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
+                       [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("Megatron-Bridge performance recipe (scripts/performance): distributed optimizer (ZeRO 1"));
+  EXPECT_TRUE(has("moe \"first 1 layers dense; 16 routed expe...: 16 experts, top-4, expert FFN 512, 2 shared (FFN "
+                  "512), 1 leading dense layers"));
 }
 
 TEST_F(ValidateTest, InconsistentRecordsAreErrors) {
@@ -315,11 +346,15 @@ TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
     EXPECT_TRUE(r.feasible || !r.reason.empty()) << r.id;
     EXPECT_EQ(r.feasible, r.reason.empty()) << r.id;
   }
+  // The MoE record is expressed (its description read by the MoE rule) and predicted.
   const auto qwen = std::find_if(rep->rows.begin(), rep->rows.end(),
                                  [](const ValidationRow& r) { return r.id.find("qwen3") != std::string::npos; });
   ASSERT_NE(qwen, rep->rows.end());
-  EXPECT_FALSE(qwen->predicted);
-  EXPECT_EQ(qwen->reason.rfind("mixture-of-experts model", 0), 0u) << qwen->reason;
+  EXPECT_TRUE(qwen->predicted);
+  const json qs = json::parse(qwen->scenario_json);
+  EXPECT_EQ(qs["model"]["moe"], json::parse(R"j({"num_experts": 128, "top_k": 8, "expert_ffn_hidden_size": 768,
+      "num_shared_experts": 0, "shared_expert_ffn_hidden_size": 0, "num_dense_layers": 0})j"));
+  EXPECT_EQ(qs["plan"]["ep"], 8);
   // GPT-1.7B of Narayanan et al. Table 1 (Megatron), eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)
   // with B 512, s 2048, l 24, h 2304, V 51200 (a multiple of 128: not padded):
   // 96 x 512 x 2048 x 24 x 2304^2 = 12,824,703,626,379,264; s/6h = 2048/13824 = 4/27,

@@ -26,6 +26,7 @@ struct LayerCost {
   double mlp_gemm_s = 0;        // dense FFN, or router + shared experts + routed experts
   double mlp_elem_s = 0;        // norm, activation function, residual (+ moe_route_s)
   double moe_route_s = 0;       // MoE layers: router softmax/top-k, token permutation (in mlp_elem_s)
+  double fp8_quant_bytes = 0;   // FP8: bytes moved quantizing GEMM operands, fwd + bwd (in *_elem_s)
   double core_bwd_factor = 2.5; // attention backward / forward (FlashAttention recomputes)
   // Executed FLOPs of the forward pieces.
   double attn_gemm_flops = 0, attn_core_flops = 0, mlp_flops = 0;
@@ -70,6 +71,15 @@ struct LayerCost {
 
 LayerCost layer_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                      std::int64_t seq_len, bool moe_layer);
+
+// Elements of one layer's FP8 GEMM operands that a rank quantizes per microbatch of T
+// tokens (T = microbatch x seq_len / cp): forward the GEMM inputs, backward the GEMM output
+// gradients, for the attention and the MLP (or MoE) block (docs/model-reference.md "FP8
+// quantization").
+struct Fp8Elements {
+  double fwd_attn = 0, bwd_attn = 0, fwd_mlp = 0, bwd_mlp = 0;
+};
+Fp8Elements fp8_quantized_elements(const ModelSpec& model, const Plan& plan, double T, bool moe_layer);
 
 // Communication of one layer for one microbatch, per op (seconds when alone on the
 // fabric) and bytes (nccl-tests sizes).
