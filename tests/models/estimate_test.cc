@@ -372,3 +372,43 @@ TEST(MoeLayer, RoutingTrafficByHand) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// FP8 operand quantization, counted by hand for one Llama-3-70B layer on tp 4 with sequence
+// parallelism, T = 8192 tokens (h 8192, a_r 16, g_r 2, head dim 128, F/t 7168):
+//   forward attention: QKV input 2048 x 8192 (SP shard) + out-proj input 8192 x 2048
+//     = 33,554,432; backward: QKV output gradient 8192 x (16 x 128 + 2 x 256) + out-proj
+//     output gradient 2048 x 8192 = 37,748,736;
+//   forward MLP: fc1 input 16,777,216 + fc2 input 8192 x 7168 = 75,497,472; backward: fc1
+//     output gradient 8192 x 2 x 7168 + fc2 output gradient 16,777,216 = 134,217,728.
+// At 6 bytes per element that traffic is memory-bound time of the layer, and the output
+// layer stays 16-bit.
+TEST(Fp8, QuantizedOperandsOfOneLayerByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 4;
+  Plan p;
+  p.tp = 4;
+  p.sequence_parallel = true;
+  p.precision = Precision::kFp8;
+  const Fp8Elements q = fp8_quantized_elements(m, p, 8192, false);
+  EXPECT_DOUBLE_EQ(q.fwd_attn, 33'554'432.0);
+  EXPECT_DOUBLE_EQ(q.bwd_attn, 37'748'736.0);
+  EXPECT_DOUBLE_EQ(q.fwd_mlp, 75'497'472.0);
+  EXPECT_DOUBLE_EQ(q.bwd_mlp, 134'217'728.0);
+  const LayerCost fp8 = layer_cost(m, c, p, 8192, false);
+  EXPECT_DOUBLE_EQ(fp8.fp8_quant_bytes, 6.0 * (33'554'432.0 + 37'748'736.0 + 75'497'472.0 + 134'217'728.0));
+  Plan bf = p;
+  bf.precision = Precision::kBf16;
+  const LayerCost b = layer_cost(m, c, bf, 8192, false);
+  const double bw = c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency;
+  // A third of each block's traffic on the forward (the backward is charged twice that).
+  EXPECT_NEAR(fp8.attn_elem_s - b.attn_elem_s, job_pace(c) * 6.0 * (33'554'432.0 + 37'748'736.0) / 3 / bw, 1e-15);
+  EXPECT_NEAR(fp8.mlp_elem_s - b.mlp_elem_s, job_pace(c) * 6.0 * (75'497'472.0 + 134'217'728.0) / 3 / bw, 1e-15);
+  EXPECT_EQ(logits_cost(m, c, p, 8192).fwd_s, logits_cost(m, c, bf, 8192).fwd_s);
+}
+
+}  // namespace
+}  // namespace stepcast

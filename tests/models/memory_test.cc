@@ -251,3 +251,45 @@ TEST(Memory, MiddleStageActivationsAreInflightTimesLayersTimesPerLayer) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// FP8 as Transformer Engine runs it, Llama-3-70B (h 8192, 64 heads, 8 KV heads, F 28672),
+// tp 4 with sequence parallelism, FlashAttention, one 8192-token sequence. Per token:
+//  - QKV and FFN inputs (norm outputs, h/t each with SP) are kept as FP8 copies: 2 x 1 x
+//    8192/4 = 4096 bytes fewer;
+//  - the out-projection input O (a_r d_v = 16 x 128 = 2048 wide) stays 16-bit for the
+//    FlashAttention backward and gains the projection's FP8 copy: 2048 bytes more;
+//  - the down-projection input (F/t = 7168 wide) is kept as FP8: 7168 bytes fewer.
+// Net: -9216 bytes per token.
+TEST(Memory, Fp8KeepsGemmInputsAsFp8CopiesByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  Plan p;
+  p.tp = 4;
+  p.sequence_parallel = true;
+  const double bf16 = layer_activation_bytes(m, p, 8192, false);
+  p.precision = Precision::kFp8;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 8192, false) - bf16, -9216.0 * 8192);
+}
+
+// The FP8 weight cache: each layer weight's FP8 copy and transpose, 2 bytes per layer
+// parameter on the rank; the embedding and output layer are not FP8.
+TEST(Memory, Fp8AddsTwoBytesPerLayerParameterForTheWeightCache) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 4;
+  Plan p;
+  p.tp = 4;
+  p.pp = 8;
+  p.sequence_parallel = true;
+  const Workload w{8192, 0, 0};
+  const double bf16 = stage_memory(m, c, p, w, 0).params;
+  p.precision = Precision::kFp8;
+  // Stage 0 holds 10 of the 80 layers; one layer's rank parameters as params_test counts them.
+  const double layer = layer_rank_params(m, p, false).dense;
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).params - bf16, 2.0 * 10 * layer);
+}
+
+}  // namespace
+}  // namespace stepcast
