@@ -92,6 +92,20 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   return T * (replicated / (sp ? t : 1.0) + split);
 }
 
+int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) {
+  if (!m.moe || n <= 0) return 0;
+  const int chunks = p.pp * p.virtual_stages;
+  int seen = 0, moe = 0;
+  for (int v = 0; v < p.virtual_stages && seen < n; ++v) {
+    const int chunk = stage + v * p.pp;
+    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+    for (int i = 0; i < chunk_layers(m.num_layers, chunks, chunk) && seen < n; ++i, ++seen) {
+      moe += first + i >= m.moe->num_dense_layers ? 1 : 0;
+    }
+  }
+  return moe;
+}
+
 double inflight_microbatches(const Plan& p, int stage) {
   const double m = static_cast<double>(p.accumulation());
   switch (p.schedule) {
@@ -120,6 +134,13 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   mem.params = (p.zero >= 3 ? sharded : full) * kWeightBytes;
   mem.grads = (p.zero >= 2 ? sharded : full) * p.grad_bytes;
   mem.optimizer = (p.zero >= 1 ? sharded : full) * optimizer_state_bytes(p);
+  if (p.offload_optimizer > 0) {
+    // The host holds its share of the optimizer states and an fp32 copy of their gradients.
+    const double f = p.offload_optimizer;
+    const double opt_params = p.zero >= 1 ? sharded : full;
+    mem.host += f * (mem.optimizer + opt_params * 4.0);
+    mem.optimizer *= 1.0 - f;
+  }
 
   const double inflight = inflight_microbatches(p, stage);
   const int dense_total = dense_layers_of(m);
@@ -145,6 +166,23 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
   mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +
                     activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
+  // Offload: whole layers, the stage's first ones (layer_cost.h offloaded_layers).
+  if (const int n = offloaded_layers(p.offload_activations, rp.layers); n > 0) {
+    const int n_moe = moe_layers_among_first(m, p, stage, n);
+    const double away = inflight * ((n - n_moe) * a_dense + n_moe * a_moe);
+    mem.activations -= away;
+    mem.host += away;
+    mem.buffers += std::max(n_moe < n ? a_dense : 0.0, n_moe > 0 ? a_moe : 0.0);  // one layer in transit
+  }
+  if (const int n = offloaded_layers(p.offload_weights, rp.layers); n > 0) {
+    const int n_moe = moe_layers_among_first(m, p, stage, n);
+    const LayerRankParams dl = layer_rank_params(m, p, false);
+    const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
+    const double away = kWeightBytes * ((n - n_moe) * dl.dense + n_moe * (ml.dense + ml.expert));
+    mem.params -= away;
+    mem.host += away;
+    mem.buffers += 2 * kWeightBytes * rp.largest_layer;  // the layer in use and the one prefetched
+  }
   if (p.recompute == Recompute::kFull) {
     // Backward recomputes one layer at a time: its full activations are live once.
     Plan no_rc = p;
@@ -152,7 +190,7 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     mem.activations += layer_activation_bytes(m, no_rc, w.seq_len, moe_here > 0);
   }
   const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
-  mem.buffers = kContextBytes + (communicates ? kNcclBytes : 0.0);
+  mem.buffers += kContextBytes + (communicates ? kNcclBytes : 0.0);
   if (p.zero >= 3 && nd > 1) {
     // FSDP: current and prefetched unsharded layer, plus the current unsharded gradients.
     mem.buffers += rp.largest_layer * (2 * kWeightBytes + p.grad_bytes);
@@ -160,7 +198,8 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.buffers;
   mem.capacity = c.gpu.hbm_GiB * kGiB;
   mem.usable = mem.capacity * (1.0 - p.memory_headroom);
-  mem.fits = mem.total <= mem.usable;
+  mem.host_usable = c.host_memory_GiB * kGiB / c.gpus_per_node;
+  mem.fits = mem.total <= mem.usable && mem.host <= mem.host_usable;
   return mem;
 }
 
@@ -176,6 +215,7 @@ namespace {
 struct Layers {
   LayerCost dense, moe;
   LayerComm dense_comm, moe_comm;
+  LayerOffload dense_off, moe_off;
   double dense_stall = 0, moe_stall = 0;  // host-bound wait per layer and microbatch
   double logits_fwd = 0, logits_bwd = 0, logits_flops = 0;
 };
@@ -206,6 +246,15 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   }
   L.dense_stall = host_stall(m, p, L.dense, L.dense_comm, false).total_s();
   if (m.moe) L.moe_stall = host_stall(m, p, L.moe, L.moe_comm, true).total_s();
+  if (p.offload_activations > 0 || p.offload_weights > 0) {
+    L.dense_off = layer_offload(c, p, L.dense, layer_activation_bytes(m, p, w.seq_len, false),
+                                kWeightBytes * layer_rank_params(m, p, false).dense);
+    if (m.moe) {
+      const LayerRankParams ml = layer_rank_params(m, p, true);
+      L.moe_off = layer_offload(c, p, L.moe, layer_activation_bytes(m, p, w.seq_len, true),
+                                kWeightBytes * (ml.dense + ml.expert));
+    }
+  }
   const LogitsCost lg = logits_cost(m, c, p, w.seq_len);
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;
@@ -232,6 +281,18 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   st.cp = dense_n * L.dense_comm.cp_exposed_s + moe_n * L.moe_comm.cp_exposed_s;
   st.ep = moe_n * L.moe_comm.ep_exposed_s;
   st.host = dense_n * L.dense_stall + moe_n * L.moe_stall;
+  if (p.offload_activations > 0 || p.offload_weights > 0) {
+    // Whole layers, the stage's first ones; a layer's exposed transfers of each kind.
+    auto exposed = [&](double fraction, bool act) {
+      const int n = offloaded_layers(fraction, rp.layers);
+      const int n_moe = moe_layers_among_first(m, p, stage, n);
+      const LayerOffload& d = L.dense_off;
+      const LayerOffload& e = L.moe_off;
+      return act ? (n - n_moe) * (d.act_fwd_s + d.act_bwd_s) + n_moe * (e.act_fwd_s + e.act_bwd_s)
+                 : (n - n_moe) * (d.weight_fwd_s + d.weight_bwd_s) + n_moe * (e.weight_fwd_s + e.weight_bwd_s);
+    };
+    st.offload = exposed(p.offload_activations, true) + exposed(p.offload_weights, false);
+  }
   const int gpn = c.gpus_per_node;
   const double seq = static_cast<double>(w.seq_len);
   const double T = p.microbatch * seq / p.cp;
@@ -395,7 +456,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.breakdown.bubble = bubble;
   e.breakdown.optimizer = tail_opt;
   e.breakdown.input = w.input_time_s;
-  e.breakdown.host = mb * slowest.host;
+  e.breakdown.host = mb * (slowest.host + slowest.offload);
   e.step_time_s = e.breakdown.compute + e.breakdown.exposed_comm + e.breakdown.bubble +
                   e.breakdown.wait + e.breakdown.optimizer + e.breakdown.input;
   if (e.breakdown.host > 0) e.step_time_s += e.breakdown.host;  // added only when launch-bound
@@ -420,20 +481,33 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   }
   e.hfu = e.hardware_flops_per_step / (e.step_time_s * peak);
 
-  // The worst rank's memory.
+  // The worst rank's memory; host memory (offload) is checked on every stage.
+  int host_short = -1;
+  MemoryBreakdown host_worst;
   for (int s = 0; s < p.pp; ++s) {
     MemoryBreakdown mem = stage_memory_with(m, c, p, w, s, stage_params[static_cast<std::size_t>(s)]);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
+    if (host_short < 0 && mem.host > mem.host_usable) {
+      host_short = s;
+      host_worst = mem;
+    }
   }
+  if (host_short >= 0) e.memory.fits = false;
   if (const GroupShape tg = group_shape(p.tp, Placement::of(p, gpn).group_stride(GroupKind::kTp), gpn);
       tg.nodes > 1) {
     e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));
   }
-  if (!e.memory.fits) {
+  if (e.memory.total > e.memory.usable) {
     e.notes.push_back(fmt::format(
         "does not fit: stage {} needs {:.1f} GiB, {:.1f} GiB usable ({:.0f}% headroom); short by {:.1f} GiB",
         e.memory.stage, e.memory.total / kGiB, e.memory.usable / kGiB, p.memory_headroom * 100,
         (e.memory.total - e.memory.usable) / kGiB));
+  }
+  if (host_short >= 0) {
+    e.notes.push_back(fmt::format(
+        "does not fit in host memory: stage {} offloads {:.1f} GiB per GPU, {:.1f} GiB is each GPU's share of the "
+        "node's {:.0f} GiB",
+        host_short, host_worst.host / kGiB, host_worst.host_usable / kGiB, c.host_memory_GiB));
   }
   return e;
 }

@@ -1,6 +1,7 @@
 #include "stepcast/models/layer_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
@@ -142,7 +143,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       gemm(lc.mlp_gemm_s, lc.mlp_flops, T, h, Fs);
       ffn_inner += Fs;
     }
-    ffn_inner += e.top_k * Fe;
+    ffn_inner += e.top_k * Fe * T_e / T;  // per token of T: the rank's T_e k expert rows
     // Token routing as Megatron-Core's all-to-all dispatcher runs it (token_dispatcher.py):
     // the router's softmax and top-k over E fp32 scores; `permute` gathers each token's k
     // copies (read + write T_in*k*h); after the all-to-all, with more than one local expert,
@@ -295,9 +296,44 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   return out;
 }
 
+int offloaded_layers(double fraction, int layers) {
+  return static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * layers));
+}
+
+LayerOffload layer_offload(const ClusterSpec& c, const Plan& p, const LayerCost& lc, double act_bytes,
+                           double weight_bytes) {
+  LayerOffload o;
+  const double link = c.host_link_GBps * 1e9 * c.host_efficiency;
+  if (p.offload_activations > 0) {
+    o.act_bytes = act_bytes;
+    o.act_fwd_s = std::max(0.0, act_bytes / link - lc.fwd_s());
+    o.act_bwd_s = std::max(0.0, act_bytes / link - lc.bwd_s());
+  }
+  if (p.offload_weights > 0) {
+    o.weight_bytes = weight_bytes;
+    o.weight_fwd_s = std::max(0.0, weight_bytes / link - lc.fwd_s());
+    o.weight_bwd_s = std::max(0.0, weight_bytes / link - lc.bwd_s());
+  }
+  return o;
+}
+
+double host_optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
+  const double f = p.offload_optimizer;
+  if (f <= 0) return 0;
+  const bool adam = p.optimizer == Optimizer::kAdam;
+  // Down: the gradients; up: the updated 16-bit weights.
+  const double link = f * params * (p.grad_bytes + 2.0) / (c.host_link_GBps * 1e9 * c.host_efficiency);
+  // The host step reads the fp32 weight, gradient and moments and writes the weight, the
+  // moments and the 16-bit copy (Adam 16 + 12 + 2 bytes; SGD with momentum 12 + 8 + 2).
+  const double per_param = adam ? 30.0 : 22.0;
+  const double share = c.host_memory_bandwidth_GBps * 1e9 * c.host_efficiency / c.gpus_per_node;
+  return std::max(link, f * params * per_param / share);
+}
+
 double optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
   const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
-  return job_pace(c) * memory_time_s(c.gpu, params * per_param);
+  const double on_gpu = 1.0 - std::clamp(p.offload_optimizer, 0.0, 1.0);
+  return job_pace(c) * memory_time_s(c.gpu, on_gpu * params * per_param) + host_optimizer_time_s(c, p, params);
 }
 
 }  // namespace stepcast

@@ -75,6 +75,20 @@ class StageBuilder {
     dense_layers_ = m.moe ? m.moe->num_dense_layers : m.num_layers;
     layer_dense_ = layer_rank_params(m, p, false);
     if (m.moe) layer_moe_ = layer_rank_params(m, p, true);
+    if (p.offload_activations > 0 || p.offload_weights > 0) {
+      // Offload (layer_cost.h): whole layers, the stage's first ones in model order.
+      off_dense_ = layer_offload(c, p, dense_, act_dense_, 2.0 * layer_dense_.dense);
+      if (m.moe) off_moe_ = layer_offload(c, p, moe_, act_moe_, 2.0 * (layer_moe_.dense + layer_moe_.expert));
+      std::vector<int> mine;
+      for (int v = 0; v < p.virtual_stages; ++v) {
+        const int chunk = stage + v * p.pp;
+        const int first = chunk_first_layer(m.num_layers, chunks_, chunk);
+        for (int i = 0; i < chunk_layers(m.num_layers, chunks_, chunk); ++i) mine.push_back(first + i);
+      }
+      const int n = static_cast<int>(mine.size());
+      if (const int k = offloaded_layers(p.offload_activations, n); k > 0) act_off_end_ = mine[static_cast<std::size_t>(k - 1)] + 1;
+      if (const int k = offloaded_layers(p.offload_weights, n); k > 0) weight_off_end_ = mine[static_cast<std::size_t>(k - 1)] + 1;
+    }
   }
 
   void build() {
@@ -361,9 +375,14 @@ class StageBuilder {
 
   // The GPU's wait for the host after a launch-bound layer's pass ('F', or 'B' with its
   // recomputation): estimate.h host_stall, the closed form's st.host split by kernel counts.
+  // Offload: the transfers of an offloaded layer's pass not hidden by its compute (the closed
+  // form's st.offload) are a wait for the host too.
   std::uint32_t host_wait(std::uint32_t prev, int layer, int mb, char pass) {
     const HostStall& h = is_moe(layer) ? host_moe_ : host_dense_;
-    const double s = pass == 'F' ? h.fwd_s : h.bwd_s;
+    double s = pass == 'F' ? h.fwd_s : h.bwd_s;
+    const LayerOffload& o = is_moe(layer) ? off_moe_ : off_dense_;
+    if (layer < act_off_end_) s += pass == 'F' ? o.act_fwd_s : o.act_bwd_s;
+    if (layer < weight_off_end_) s += pass == 'F' ? o.weight_fwd_s : o.weight_bwd_s;
     if (s <= 0) return prev;
     return add(compute(ComputeClass::kHost, SimTime::from_s(s), 0, layer, mb),
                fmt::format("host {} mb{} L{}", pass, mb, layer), {prev});
@@ -396,8 +415,12 @@ class StageBuilder {
         // Prefetch: at most two gathered layers, so gather i waits for layer i-2.
         gather = fsdp_gather(layer, mb, 'F', i >= 2 ? done[static_cast<std::size_t>(i - 2)] : kNone);
       }
-      const double act = p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
-                                                          : (is_moe(layer) ? act_moe_ : act_dense_);
+      // An activation-offloaded layer keeps its activations in host memory (its staging
+      // buffer is in the stage's static bytes).
+      const double act = layer < act_off_end_ ? 0.0
+                         : p_.recompute == Recompute::kFull
+                             ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
+                             : (is_moe(layer) ? act_moe_ : act_dense_);
       std::uint32_t a = memory(true, act, fmt::format("alloc act mb{} L{}", mb, layer), x);
       add_dep(a, gather);
       if (add_dep_to_next_ != kNone) {
@@ -487,8 +510,9 @@ class StageBuilder {
       }
       x = host_wait(x, layer, mb, 'B');
       done[static_cast<std::size_t>(idx)] = x;
-      const double act = p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
-                                                          : (moe ? act_moe_ : act_dense_);
+      const double act = layer < act_off_end_ ? 0.0
+                         : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
+                                                            : (moe ? act_moe_ : act_dense_);
       x = memory(false, act, fmt::format("free act mb{} L{}", mb, layer), x);
       if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", mb, layer), x);
       if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
@@ -594,6 +618,8 @@ class StageBuilder {
   LayerCost dense_, moe_;
   LayerComm dense_comm_, moe_comm_;
   HostStall host_dense_, host_moe_;
+  LayerOffload off_dense_, off_moe_;
+  int act_off_end_ = -1, weight_off_end_ = -1;  // layers below these (on this stage) are offloaded
   LogitsCost logits_;
   LayerRankParams layer_dense_, layer_moe_;
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;

@@ -66,6 +66,7 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"memory_bytes.total", e.memory.total},
       {"memory_bytes.capacity", e.memory.capacity},
       {"memory_bytes.usable", e.memory.usable},
+      {"memory_bytes.host", e.memory.host},
   };
   for (const auto& [name, x] : numbers) {
     // Byte counts are printed as int64 (whole()): beyond 9e18 bytes (8 EiB) they would wrap.
@@ -128,6 +129,10 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                        {"total", whole(e.memory.total)},
                        {"capacity", whole(e.memory.capacity)},
                        {"usable", whole(e.memory.usable)}};
+  if (s.plan.offloads()) {  // listed only with offload (older reports unchanged)
+    j["memory_bytes"]["host"] = whole(e.memory.host);
+    j["memory_bytes"]["host_usable"] = whole(e.memory.host_usable);
+  }
   j["memory_stage"] = e.memory.stage;
   j["fits"] = e.memory.fits;
   j["microbatches"] = e.microbatches;
@@ -202,8 +207,17 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   mem("total", e.memory.total);
   line(fmt::format("  {:<12}{:>10.2f} GiB of {:.2f} GiB ({:.0f}% kept as headroom)", "usable",
                    e.memory.usable / kGiB, e.memory.capacity / kGiB, p.memory_headroom * 100));
-  line(fmt::format("  fits: {}", e.memory.fits ? "yes" : fmt::format("NO, short by {:.2f} GiB",
-                                                                    (e.memory.total - e.memory.usable) / kGiB)));
+  if (p.offloads()) {
+    line(fmt::format("  {:<12}{:>10.2f} GiB of {:.2f} GiB per GPU (offload: optimizer {:g}, activations {:g}, "
+                     "weights {:g})",
+                     "host", e.memory.host / kGiB, e.memory.host_usable / kGiB, p.offload_optimizer,
+                     p.offload_activations, p.offload_weights));
+  }
+  line(fmt::format("  fits: {}", e.memory.fits ? "yes"
+                                 : e.memory.total > e.memory.usable
+                                     ? fmt::format("NO, short by {:.2f} GiB", (e.memory.total - e.memory.usable) / kGiB)
+                                     : fmt::format("NO, host memory short by {:.2f} GiB per GPU",
+                                                   (e.memory.host - e.memory.host_usable) / kGiB)));
   line("");
   line(fmt::format("Step time {} (slowest pipeline stage: {}); band p10-p90 {} - {}", seconds(e.step_time_s),
                    e.slowest_stage, seconds(e.step_time_band.p10), seconds(e.step_time_band.p90)));
@@ -220,7 +234,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   part("pipeline bubble", e.breakdown.bubble);
   part("optimizer", e.breakdown.optimizer);
   if (e.breakdown.input > 0) part("input", e.breakdown.input);
-  if (e.breakdown.host > 0) part("host (launch-bound)", e.breakdown.host);
+  if (e.breakdown.host > 0) part(s.plan.offloads() ? "host (dispatch+offload)" : "host (launch-bound)", e.breakdown.host);
   if (e.pace > 1.0) {
     line(fmt::format("  of which the slowest of {} GPUs {} (every GPU time x {:.4f}: spread {:.2f}% x E[max] {:.2f};",
                      e.world, seconds(slowest_gpu_cost_s(s.model, s.cluster, s.plan, s.workload, e.step_time_s)), e.pace,

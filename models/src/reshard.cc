@@ -63,8 +63,9 @@ Result<Plan> parse_reshard_layout(const std::string& text, const Plan& old, cons
     else if (key == "dp") { to.dp = v; dp_given = true; }
     else if (key == "cp") to.cp = v;
     else if (key == "ep") to.ep = v;
+    else if (key == "etp") to.etp = v;
     else if (key == "gpus") gpus = v;
-    else return Error{fmt::format("{}: \"{}\" is not a layout key (tp, pp, dp, cp, ep, zero, gpus)", option, key)};
+    else return Error{fmt::format("{}: \"{}\" is not a layout key (tp, pp, dp, cp, ep, etp, zero, gpus)", option, key)};
   }
   if (gpus) {
     const int per_dp = to.tp * to.pp * to.cp;

@@ -63,6 +63,9 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
+  set(p.offload_optimizer, r.number("offload_optimizer", 0, 1));
+  set(p.offload_activations, r.number("offload_activations", 0, 1));
+  set(p.offload_weights, r.number("offload_weights", 0, 1));
   if (auto order = r.string("placement")) {
     // "tp-cp-ep-dp-pp": dimensions innermost first; "ep" may appear (it is carved out of
     // cp x dp) but places nothing; cp and dp must be adjacent.
@@ -222,6 +225,11 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                       "tensor parallelism)",
                       p.expert_tp(), p.tp));
     }
+  }
+  if (p.offload_weights > 0 && p.zero >= 3) {
+    add(fmt::format("plan.offload_weights: {} with zero 3 is not expressed (stepcast offloads whole replicated "
+                    "layer weights; ZeRO-3 shards them)",
+                    p.offload_weights));
   }
   const std::int64_t per_step = std::int64_t{p.microbatch} * p.dp;
   if (p.global_batch % per_step != 0) {

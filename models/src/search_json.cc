@@ -185,6 +185,28 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   bools("sequence_parallel", q.sequence_parallel);
   bools("tp_comm_overlap", q.tp_comm_overlap);
   bools("fold_experts", q.fold_experts);
+  // A fraction 0..1 or a list of them.
+  auto fractions = [&](const char* key, std::vector<double>& out) {
+    const json* raw = r.raw(key);
+    if (!raw) return;
+    auto x = list_of<double>(*raw, r.path_of(key), "a number 0 to 1 or a list of them", diag,
+                             [&](const json& e, const std::string& path) -> std::optional<double> {
+                               if (!e.is_number()) {
+                                 diag.add(path, "expected a number 0 to 1, got " + describe(e));
+                                 return std::nullopt;
+                               }
+                               const double f = e.get<double>();
+                               if (!(f >= 0 && f <= 1)) {
+                                 diag.add(path, fmt::format("{} is out of range (0 to 1)", describe(e)));
+                                 return std::nullopt;
+                               }
+                               return f;
+                             });
+    if (x) out = *x;
+  };
+  fractions("offload_optimizer", q.offload_optimizer);
+  fractions("offload_activations", q.offload_activations);
+  fractions("offload_weights", q.offload_weights);
   if (auto x = r.boolean("allow_tp_across_nodes")) q.allow_tp_across_nodes = *x;
   if (auto x = r.integer("top_k", 0, 1000)) q.top_k = static_cast<int>(*x);
   if (auto x = r.choice("objective", names_of<Objective>())) q.objective = parse_objective(*x);

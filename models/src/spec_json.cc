@@ -339,6 +339,17 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
     }
   }
   set(c.host_memory_GiB, physical(r, "host_memory_GiB", kHostGiBRange));
+  if (const json* v = r.raw("host")) {
+    if (!v->is_object()) {
+      r.diag().add(r.path_of("host"), "expected an object, got " + describe(*v));
+    } else {
+      ObjectReader s(*v, r.path_of("host"), r.diag());
+      set(c.host_link_GBps, physical(s, "link_GBps", kLinkGBpsRange));
+      set(c.host_memory_bandwidth_GBps, physical(s, "memory_bandwidth_GBps", kLinkGBpsRange));
+      set(c.host_efficiency, physical(s, "efficiency", kEfficiencyRange));
+      s.finish();
+    }
+  }
   set(c.gpu_speed_sigma, r.number("gpu_speed_sigma", 0, 0.5));
   set(c.source, r.string("source"));
   r.ignore({"preset"});

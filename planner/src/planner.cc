@@ -1,6 +1,7 @@
 #include "stepcast/planner/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -81,7 +82,7 @@ auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(),
                          static_cast<int>(p.schedule), p.virtual_stages, p.microbatch,
                          p.sequence_parallel, p.tp_comm_overlap, p.zero, static_cast<int>(p.recompute),
-                         static_cast<int>(p.stack));
+                         static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }
@@ -120,6 +121,8 @@ struct Context {
   std::vector<bool> sp;
   std::vector<bool> tpo;  // tp_comm_overlap values
   std::vector<bool> fold;  // fold_experts values (etp 1 when true)
+  // (optimizer, activations, weights) offload fractions, every combination of the searched ones.
+  std::vector<std::array<double, 3>> offloads;
   std::vector<Stack> stacks;
 };
 
@@ -276,8 +279,8 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const std::vector<bool> sps = sp_values(x, it.tp);
   std::size_t sp_tpo = 0;  // (sp, tp_comm_overlap) pairs
   for (bool sp : sps) sp_tpo += tpo_values(x, it.tp, sp).size();
-  const std::int64_t per_mb =
-      static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() * x.stacks.size());
+  const std::int64_t per_mb = static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() *
+                                                         x.stacks.size() * x.offloads.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
   const std::int64_t per_ep = per_variant * static_cast<std::int64_t>(variants.size());
   const std::vector<bool> folds = fold_values(x, it.tp);
@@ -338,7 +341,11 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
             for (int z : x.zero) {
               p.zero = z;
               for (Stack st : x.stacks) {
+              for (const std::array<double, 3>& off : x.offloads) {
                 p.stack = st;
+                p.offload_optimizer = off[0];
+                p.offload_activations = off[1];
+                p.offload_weights = off[2];
                 // The loader's rules stay the authority: anything they still find is counted.
                 const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
                 if (!errors.empty()) {
@@ -353,6 +360,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                 }
                 ++c.feasible;
                 out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
+              }
               }
             }
           }
@@ -427,7 +435,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -476,6 +484,14 @@ Result<Context> make_context(const Scenario& s) {
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
   x.fold = x.q.fold_experts.empty() ? std::vector<bool>{false, true} : x.q.fold_experts;
+  {
+    auto values = [](const std::vector<double>& q, double own) { return q.empty() ? std::vector<double>{own} : q; };
+    for (double o : values(x.q.offload_optimizer, s.plan.offload_optimizer)) {
+      for (double a : values(x.q.offload_activations, s.plan.offload_activations)) {
+        for (double wt : values(x.q.offload_weights, s.plan.offload_weights)) x.offloads.push_back({o, a, wt});
+      }
+    }
+  }
   x.stacks = x.q.stack.empty() ? std::vector<Stack>{s.plan.stack} : x.q.stack;
   if (!x.q.ep.empty()) x.ep = x.q.ep;
   else if (s.model.moe) x.ep = divisors(s.model.moe->num_experts);

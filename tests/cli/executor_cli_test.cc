@@ -189,7 +189,7 @@ TEST_F(ExecutorCli, TrainRefusesLayoutsItCannotRunNamingTheField) {
   EXPECT_EQ(r.err, "stepcast: error: plan.tp: 3 does not divide model.num_attention_heads (4)\n");
   r = run({"execute", "--train", kScenario, "--layout", "tq=1"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "stepcast: error: --layout: \"tq\" is not a layout key (tp, pp, dp, cp, ep, zero, gpus)\n");
+  EXPECT_EQ(r.err, "stepcast: error: --layout: \"tq\" is not a layout key (tp, pp, dp, cp, ep, etp, zero, gpus)\n");
   r = run({"execute", "--train", kScenario, "--omit", "rng,weights"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,

@@ -342,6 +342,8 @@ TEST(MoeLayer, FoldedExpertsDoTheSameFlopsOnHalfTheRowsAtFullWidth) {
   const double expert_folded = 2 * 4096 * (2 * Fe) * h + 2 * 4096 * h * Fe;
   EXPECT_DOUBLE_EQ(folded.mlp_flops, router + expert_folded);
   EXPECT_DOUBLE_EQ(expert_folded, expert_unfolded);
+  // The experts' activation traffic follows the rank's rows: T k F_e / t per rank either way.
+  EXPECT_DOUBLE_EQ(folded.mlp_elem_s, unfolded.mlp_elem_s);
 }
 
 // The all-to-all dispatcher's memory traffic (Megatron-Core token_dispatcher.py), counted by

@@ -421,8 +421,8 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
   // - MoE EP4 TP2 PP2 DP4: 1.23051 vs 1.23326 (-0.22 %). pp 3.0 vs 6.0 ms (recvs only),
   //   bubble 131.2 vs 131.0 ms, DP 1.8 vs 1.7 ms; the TP collectives (49.1 ms) and EP
   //   all-to-alls (38.8 ms) are on the critical path in both.
-  // - MoE folded EP8 ETP1 TP2 PP2 DP4 (EP over all 8 ranks of a stage): 1.3500 vs 1.3530
-  //   (-0.22 %). pp 3.0 vs 6.1 ms (recvs only); TP (49.1 ms) and EP (49.7 ms) on the
+  // - MoE folded EP8 ETP1 TP2 PP2 DP4 (EP over all 8 ranks of a stage): 1.2917 vs 1.2951
+  //   (-0.26 %). pp 3.0 vs 6.1 ms (recvs only); TP (49.1 ms) and EP (49.7 ms) on the
   //   critical path in both.
   // - GPipe TP2 PP4: 0.90556 vs 0.90855 (-0.33 %). With all forwards first, the last
   //   stage's recvs are ready before it needs them (it is the slowest: it adds the output

@@ -20,11 +20,13 @@ struct MemoryBreakdown {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
-  double buffers = 0;       // CUDA context/workspaces, NCCL, FSDP gather units
+  double buffers = 0;       // CUDA context/workspaces, NCCL, FSDP gather units, offload staging
   double total = 0;
   double capacity = 0;      // hbm_GiB * 2^30
   double usable = 0;        // capacity * (1 - memory_headroom)
-  bool fits = false;        // total <= usable
+  double host = 0;          // offload: bytes this rank keeps in host memory
+  double host_usable = 0;   // its share of the node's host memory (host_memory_GiB / gpus_per_node)
+  bool fits = false;        // total <= usable and host <= host_usable
   int stage = 0;            // the pipeline stage this is for
 };
 
@@ -32,6 +34,9 @@ struct MemoryBreakdown {
 // REQUIRES: a validated layout. `moe_layer` selects the expert FFN terms.
 double layer_activation_bytes(const ModelSpec& model, const Plan& plan, std::int64_t seq_len,
                               bool moe_layer);
+
+// Of the first `n` layers of pipeline stage `stage` (model order), how many are MoE layers.
+int moe_layers_among_first(const ModelSpec& model, const Plan& plan, int stage, int n);
 
 // Microbatch-equivalents of activations held at peak by pipeline stage `stage`
 // (GPipe m; 1F1B min(p - stage, m); interleaved Megatron warm-up + 1, in chunks / v).
@@ -48,7 +53,8 @@ struct StepBreakdown {
   double wait = 0;
   double optimizer = 0;
   double input = 0;
-  double host = 0;          // GPU idle waiting for the host to dispatch kernels (section 4.3)
+  double host = 0;          // GPU idle waiting for the host: kernel dispatch (section 4.3) and
+                            // offload transfers not hidden by the layers' compute
 };
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
@@ -61,7 +67,8 @@ struct StageTimes {
   double tp = 0, cp = 0, ep = 0, pp = 0, fsdp = 0;  // exposed communication per microbatch
   double pp_fill = 0;  // with p2p overlap: one chunk-boundary transfer (fill and drain latency)
   double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
-  double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host; }
+  double offload = 0;        // exposed activation and weight offload transfers per microbatch
+  double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host + offload; }
 };
 struct LayerCost;
 struct LayerComm;

@@ -127,9 +127,32 @@ struct LogitsCost {
 LogitsCost logits_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                        std::int64_t seq_len);
 
+// Offload (Plan::offload_*; docs/model-reference.md "Offload"). A fraction f of a stage's
+// layers is offloaded whole: the stage's first round(f x layers) layers in model order.
+int offloaded_layers(double fraction, int layers);
+// Each offloaded layer moves, per microbatch, its activations to host memory during the
+// forward and back during the backward (activation offload), and fetches its 16-bit weights
+// before each pass (weight offload), over the GPU's host link at host efficiency. Each
+// transfer hides behind its layer's compute of that pass; a layer offloaded both ways pays
+// both exposed parts (they are not overlapped with each other).
+struct LayerOffload {
+  double act_bytes = 0, weight_bytes = 0;
+  double act_fwd_s = 0, act_bwd_s = 0;       // exposed, one activation-offloaded layer
+  double weight_fwd_s = 0, weight_bwd_s = 0; // exposed, one weight-offloaded layer
+};
+LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const LayerCost& cost, double act_bytes,
+                           double weight_bytes);
+
 // The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:
-// 26 + grad bytes per parameter; SGD with momentum 18 + grad bytes).
+// 26 + grad bytes per parameter; SGD with momentum 18 + grad bytes). With optimizer offload
+// the fraction f of them is updated by the host after the GPU's share (docs/model-reference.md
+// "Offload"): gradients down and 16-bit weights up the host link, the host step at the
+// GPU's share of the node's host memory bandwidth (28 + 2 bytes per Adam parameter), the
+// transfers pipelined with the host step: max(link, host).
+double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
+// The host part of it alone (0 without optimizer offload).
+double host_optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
 double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
 
 }  // namespace stepcast

@@ -41,6 +41,9 @@ struct SearchSpec {
   // the experts with etp = tp, true with etp = 1 (EP then spans tp x cp x dp). Only MoE
   // layouts with tp > 1 take true; the others are listed once, unfolded.
   std::vector<bool> fold_experts;
+  // Offload fractions (Plan::offload_*), each in 0..1, ascending; empty: the plan's own value
+  // only. Every layout is evaluated with each combination (docs/planner.md "Offload").
+  std::vector<double> offload_optimizer, offload_activations, offload_weights;
   // Software stacks (plan.stack, models/data/stacks.json), in enum order; empty: the plan's
   // own only. Each layout is evaluated under each listed stack.
   std::vector<Stack> stack;

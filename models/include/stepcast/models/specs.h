@@ -123,6 +123,14 @@ struct ClusterSpec {
   // NICs: the node's NICs do not bound a checkpoint's write or read.
   bool storage_local = false;
   double host_memory_GiB = 2048;
+  // The host side of offload (docs/model-reference.md "Offload"): each GPU's link to host
+  // memory, GB/s per direction (PCIe Gen5 x16: 63; Gen4 x16: 31.5; GH200 NVLink-C2C: 450);
+  // the node's host memory bandwidth, GB/s (CPU sockets x channels x DIMM rate), which the
+  // node's GPUs share for host optimizer steps; and the fraction of both that transfers and
+  // streaming kernels achieve [U].
+  double host_link_GBps = 63;
+  double host_memory_bandwidth_GBps = 614.4;
+  double host_efficiency = 0.8;
   // GPU-to-GPU speed spread of a healthy cluster (relative 1-sigma of a GPU's sustained
   // speed, same SKU): a synchronous job runs at the pace of its slowest GPU (compute.h
   // job_pace). 0.0148 derives from Sinha et al., SC'22 (arXiv 2208.11035): 8 % average
@@ -187,6 +195,18 @@ struct Plan {
   // The framework (plan.stack, default "megatron-core"): host dispatch cost per kernel and
   // kernel counts per layer come from its profile (stack.h).
   Stack stack = Stack::kMegatronCore;
+  // Offload to host memory (docs/model-reference.md "Offload"), fractions 0..1:
+  // optimizer: of this rank's optimizer states (fp32 master and moments), updated by the host
+  //   (Megatron-Core optimizer_cpu_offload + optimizer_offload_fraction; DeepSpeed
+  //   ZeRO-Offload is 1);
+  // activations: of each stage's layers whose saved activations wait in host memory between
+  //   their forward and backward (Megatron-Core cpu_offloading_num_layers / layers);
+  // weights: of the rank's 16-bit layer weights kept in host memory and fetched for each
+  //   pass (ZeRO-Infinity parameter offload; Transformer Engine cpu_offloading_weights).
+  double offload_optimizer = 0;
+  double offload_activations = 0;
+  double offload_weights = 0;
+  bool offloads() const { return offload_optimizer > 0 || offload_activations > 0 || offload_weights > 0; }
 
   int world() const { return tp * pp * dp * cp; }
   // The expert tensor-parallel width and the expert-data-parallel group size
