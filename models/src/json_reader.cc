@@ -495,6 +495,12 @@ Result<json> parse_document(std::string_view text) {
 
 namespace stepcast {
 
+std::string seconds_text(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -9,6 +9,7 @@
 
 #include "stepcast/models/compute.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/text.h"
 
 namespace stepcast {
 
@@ -26,11 +27,7 @@ std::string human(double x) {  // 70553706496 -> "70.55 B"
   return fmt::format("{:.0f}", x);
 }
 
-std::string seconds(double s) {
-  if (s >= 1) return fmt::format("{:.3f} s", s);
-  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
-  return fmt::format("{:.1f} us", s * 1e6);
-}
+std::string seconds(double s) { return seconds_text(s); }
 
 }  // namespace
 

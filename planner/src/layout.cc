@@ -1,6 +1,7 @@
 #include "stepcast/planner/layout.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <charconv>
 #include <limits>
 #include <vector>
@@ -17,7 +18,8 @@ namespace {
 const std::vector<std::string>& keys() {
   static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "etp", "sp", "tpo", "tp_comm_overlap", "schedule", "v",
                                              "virtual_stages", "mb", "microbatch", "gb",
-                                             "global_batch", "zero", "recompute", "stack", "gpus"};
+                                             "global_batch", "zero", "recompute", "stack", "gpus",
+                                             "offload_optimizer", "offload_activations", "offload_weights"};
   return k;
 }
 
@@ -43,7 +45,10 @@ std::string layout_string(const Plan& p) {
                      p.tp_comm_overlap ? ",tpo=true" : "",
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute),
-                     p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack)));
+                     p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
+         (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
+         (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
+         (p.offload_weights > 0 ? fmt::format(",offload_weights={:g}", p.offload_weights) : "");
 }
 
 Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
@@ -76,7 +81,8 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         }
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
-      return Error{msg + " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, schedule, v, mb, gb, zero, recompute, stack, gpus)"};
+      return Error{msg + " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, schedule, v, mb, gb, zero, recompute, stack, gpus, "
+                         "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
     if (key == "virtual_stages") key = "v";
@@ -111,6 +117,16 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
                                  quoted_names<Schedule>())};
       }
       out.schedule_given = true;
+    } else if (key.rfind("offload_", 0) == 0) {
+      char* end = nullptr;
+      const std::string v(value);
+      const double f = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size() || !(f >= 0 && f <= 1)) {
+        return Error{fmt::format("{}: {}: expected a fraction 0 to 1, got \"{}\"", quoted, key, printable(value))};
+      }
+      (key == "offload_optimizer" ? out.plan.offload_optimizer
+       : key == "offload_activations" ? out.plan.offload_activations
+                                      : out.plan.offload_weights) = f;
     } else if (key == "stack") {
       if (auto x = parse_stack(value)) out.plan.stack = *x;
       else {

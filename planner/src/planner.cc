@@ -18,6 +18,7 @@
 #include "stepcast/models/compute.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/program.h"
+#include "stepcast/models/text.h"
 #include "stepcast/planner/goodput.h"
 #include "stepcast/planner/layout.h"
 #include "stepcast/sim/run.h"
@@ -937,6 +938,38 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
 
 }  // namespace
 
+namespace {
+
+// For a layout that does not fit in HBM: the least offload that makes it fit, in words
+// (optimizer states first, then activations, then weights), or nullopt.
+std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpec& c, const Plan& p) {
+  const std::array<std::array<double, 3>, 3> steps = {{{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}};
+  for (const auto& f : steps) {
+    Plan q = p;
+    q.offload_optimizer = std::max(p.offload_optimizer, f[0]);
+    q.offload_activations = std::max(p.offload_activations, f[1]);
+    q.offload_weights = p.zero >= 3 ? p.offload_weights : std::max(p.offload_weights, f[2]);
+    if (q.offload_optimizer == p.offload_optimizer && q.offload_activations == p.offload_activations &&
+        q.offload_weights == p.offload_weights) {
+      continue;
+    }
+    const Estimate e = estimate(s.model, c, q, s.workload);
+    if (!e.memory.fits) continue;
+    const Estimate base = estimate(s.model, c, p, s.workload);
+    std::string keys;
+    if (q.offload_optimizer != p.offload_optimizer) keys += fmt::format(",offload_optimizer={:g}", q.offload_optimizer);
+    if (q.offload_activations != p.offload_activations) keys += fmt::format(",offload_activations={:g}", q.offload_activations);
+    if (q.offload_weights != p.offload_weights) keys += fmt::format(",offload_weights={:g}", q.offload_weights);
+    return fmt::format("offload would make it fit: with {} stage {} needs {:.1f} GiB ({:.1f} GiB in host memory per "
+                       "GPU) and the step takes {} instead of {}",
+                       keys.substr(1), e.memory.stage, e.memory.total / kGiB, e.memory.host / kGiB,
+                       seconds_text(e.step_time_s), seconds_text(base.step_time_s));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::string_view text) {
   auto ctx = make_context(s);
   if (!ctx.ok()) return ctx.error();
@@ -997,6 +1030,13 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
           mem.stage, mem.total / kGiB, mem.usable / kGiB, mem.capacity / kGiB, p.memory_headroom * 100,
           (mem.total - mem.usable) / kGiB, mem.params / kGiB, mem.grads / kGiB, mem.optimizer / kGiB,
           mem.activations / kGiB, mem.buffers / kGiB));
+      if (mem.host > mem.host_usable) {
+        ex.problems.push_back(fmt::format("memory: offload needs {:.1f} GiB of host memory per GPU, {:.1f} GiB is "
+                                          "each GPU's share",
+                                          mem.host / kGiB, mem.host_usable / kGiB));
+      } else if (auto fix = offload_that_fits(s, w.cluster, p)) {
+        ex.problems.push_back(*fix);
+      }
       reasons.push_back(Reject::kMemory);
     }
   }
@@ -1034,6 +1074,23 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
     ex.rank = before;
   }
   for (std::string& l : limits_of(x, r, *ex.evaluated, ex.rank)) ex.limits.push_back(std::move(l));
+  if (p.offloads()) {
+    // Is offload what makes it fit?
+    Plan none = p;
+    none.offload_optimizer = none.offload_activations = none.offload_weights = 0;
+    const Estimate without = estimate(s.model, w.cluster, none, s.workload);
+    ex.limits.push_back(fmt::format(
+        "offload (optimizer {:g}, activations {:g}, weights {:g}): {:.1f} GiB in host memory per GPU; the host costs "
+        "{} of the step ({} optimizer step, {} waits for transfers); {}",
+        p.offload_optimizer, p.offload_activations, p.offload_weights, e->memory.host / kGiB,
+        seconds_text(e->breakdown.optimizer - without.breakdown.optimizer + e->breakdown.host - without.breakdown.host),
+        seconds_text(e->breakdown.optimizer - without.breakdown.optimizer),
+        seconds_text(e->breakdown.host - without.breakdown.host),
+        without.memory.fits ? "it also fits without offload"
+                            : fmt::format("offload is what makes it fit: without it stage {} needs {:.1f} GiB, {:.1f} "
+                                          "GiB usable",
+                                          without.memory.stage, without.memory.total / kGiB, without.memory.usable / kGiB)));
+  }
   return ex;
 }
 

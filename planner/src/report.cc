@@ -74,6 +74,8 @@ ojson band_json(const Band& b, double unit = 1.0) { return {{"p10", b.p10 / unit
 struct Columns {
   bool train = false, cost = false, failures = false;
   bool stack = false;  // more than one stack searched
+  bool etp = false;      // a ranked layout folds its experts (etp != tp)
+  bool offload = false;  // a ranked layout offloads
 };
 
 Columns columns_of(const Scenario& s, const PlanResult& r) {
@@ -82,6 +84,10 @@ Columns columns_of(const Scenario& s, const PlanResult& r) {
   c.cost = r.search.price_per_gpu_hour > 0 && c.train;
   c.failures = s.faults.failures.has_value();
   c.stack = r.search.stack.size() > 1;
+  for (const Candidate& x : r.ranked) {
+    c.etp = c.etp || x.plan.expert_tp() != x.plan.tp;
+    c.offload = c.offload || x.plan.offloads();
+  }
   return c;
 }
 
@@ -105,6 +111,8 @@ std::string table_header(const Columns& c) {
   if (c.train) h += fmt::format("  {:>8}", "train d");
   if (c.cost) h += fmt::format("  {:>9}", "cost $");
   if (c.stack) h += fmt::format("  {:<14}", "stack");
+  if (c.etp) h += fmt::format("  {:>3}", "etp");
+  if (c.offload) h += fmt::format("  {:<14}", "offload o/a/w");
   return h + "\n";
 }
 
@@ -123,6 +131,12 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
   if (c.train) row += fmt::format("  {:>8.1f}", f.time_to_train_s / 86400.0);
   if (c.cost) row += fmt::format("  {:>9}", money(f.cost));
   if (c.stack) row += fmt::format("  {:<14}", to_string(p.stack));
+  if (c.etp) row += fmt::format("  {:>3}", p.expert_tp());
+  if (c.offload) {
+    row += fmt::format("  {:<14}", p.offloads() ? fmt::format("{:g}/{:g}/{:g}", p.offload_optimizer,
+                                                             p.offload_activations, p.offload_weights)
+                                                : "-");
+  }
   return row + "\n";
 }
 

@@ -414,3 +414,52 @@ TEST(Fp8, QuantizedOperandsOfOneLayerByHand) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// The host optimizer step (docs/model-reference.md §3.5) on a DGX H100 for P parameters:
+// gradients down (4 B) and 16-bit weights up (2 B) at 63 GB/s x 0.8, Adam on the host at
+// the GPU's share of 614.4 GB/s x 0.8 / 8 GPUs = 61.44 GB/s, 30 B per parameter; the two
+// pipelined (max); the GPU's share (26 + 4 B at HBM 3350 GB/s x 0.8) before it.
+TEST(Offload, OptimizerStepOnTheHostByHand) {
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  const double P = 8.8e9;
+  const double host = std::max(P * 6 / (63e9 * 0.8), P * 30 / 61.44e9);  // 4.297 s (host-bound)
+  EXPECT_NEAR(host, 4.296875, 1e-9);
+  p.offload_optimizer = 1;
+  EXPECT_NEAR(optimizer_time_s(c, p, P), host, 1e-12 * host);
+  EXPECT_NEAR(host_optimizer_time_s(c, p, P), host, 1e-12 * host);
+  p.offload_optimizer = 0.5;
+  const double gpu = job_pace(c) * 0.5 * P * 30 / (3350e9 * 0.8);
+  EXPECT_NEAR(optimizer_time_s(c, p, P), gpu + host / 2, 1e-12 * host);
+  p.offload_optimizer = 0;
+  EXPECT_EQ(host_optimizer_time_s(c, p, P), 0.0);
+}
+
+// A layer's offload transfers hide behind its own compute of that pass; only the excess is
+// exposed. On a host link of 1 GB/s (efficiency 1) a layer whose activations take far longer
+// than its compute exposes nearly all of them.
+TEST(Offload, LayerTransfersExposeOnlyWhatTheirComputeDoesNotHide) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.host_link_GBps = 1;
+  c.host_efficiency = 1;
+  Plan p;
+  p.offload_activations = 1;
+  p.offload_weights = 1;
+  const LayerCost lc = layer_cost(m, c, p, 4096, false);
+  const LayerOffload o = layer_offload(c, p, lc, 2e9, 0.4e9);  // 2 s and 0.4 s over the link
+  EXPECT_NEAR(o.act_fwd_s, 2.0 - lc.fwd_s(), 1e-12);
+  EXPECT_NEAR(o.act_bwd_s, 2.0 - lc.bwd_s(), 1e-12);
+  EXPECT_NEAR(o.weight_fwd_s, 0.4 - lc.fwd_s(), 1e-12);
+  c.host_link_GBps = 1e6;  // a fast link: everything hidden
+  const LayerOffload fast = layer_offload(c, p, lc, 2e9, 0.4e9);
+  EXPECT_EQ(fast.act_fwd_s + fast.act_bwd_s + fast.weight_fwd_s + fast.weight_bwd_s, 0.0);
+  EXPECT_EQ(offloaded_layers(0.5, 32), 16);
+  EXPECT_EQ(offloaded_layers(0.3, 10), 3);
+}
+
+}  // namespace
+}  // namespace stepcast

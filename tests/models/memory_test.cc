@@ -293,3 +293,68 @@ TEST(Memory, Fp8AddsTwoBytesPerLayerParameterForTheWeightCache) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// Offload (docs/model-reference.md §3.5), Llama-3-70B on one DGX H100, tp 8, sequence
+// parallelism, ZeRO 0, one 8192-token microbatch (1F1B on one stage: one in flight). P is
+// the rank's parameter count (params_test counts it).
+TEST(Offload, MemoryMovesToTheHostByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  p.global_batch = 1;
+  const Workload w{8192, 0, 0};
+  const MemoryBreakdown base = stage_memory(m, c, p, w, 0);
+  const double P = rank_params(m, p, 0).dense;
+  const double layer = layer_rank_params(m, p, false).dense;
+  const double a = layer_activation_bytes(m, p, 8192, false);
+  EXPECT_EQ(base.host, 0.0);
+  // Optimizer states (12 B) and an fp32 gradient copy (4 B) per parameter go to the host.
+  p.offload_optimizer = 1;
+  MemoryBreakdown mem = stage_memory(m, c, p, w, 0);
+  EXPECT_EQ(mem.optimizer, 0.0);
+  EXPECT_DOUBLE_EQ(mem.host, 16 * P);
+  // Activations of half the 80 layers (the first 40), one layer's worth kept for the transfer.
+  p.offload_activations = 0.5;
+  mem = stage_memory(m, c, p, w, 0);
+  EXPECT_NEAR(mem.activations, base.activations - 40 * a, 1e-3 * a);
+  EXPECT_NEAR(mem.buffers, base.buffers + a, 1e-3 * a);
+  EXPECT_NEAR(mem.host, 16 * P + 40 * a, 1e-3 * a);
+  // Weights of a quarter of the layers (20), two layers' weights staged (in use, prefetched).
+  p.offload_weights = 0.25;
+  mem = stage_memory(m, c, p, w, 0);
+  EXPECT_NEAR(mem.params, base.params - 2 * 20 * layer, 1.0);
+  EXPECT_NEAR(mem.buffers, base.buffers + a + 2 * 2 * layer, 1.0);
+  EXPECT_NEAR(mem.host, 16 * P + 40 * a + 2 * 20 * layer, 1.0);
+  // Each GPU's share of the node's 2 TiB host memory: 256 GiB.
+  EXPECT_DOUBLE_EQ(mem.host_usable, 256.0 * 1024 * 1024 * 1024);
+  EXPECT_TRUE(mem.fits);
+}
+
+TEST(Offload, HostMemoryIsPartOfTheFit) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.host_memory_GiB = 512;  // 64 GiB per GPU: less than the 8.8 G x 16 B the optimizer needs
+  Plan p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  p.global_batch = 1;
+  p.recompute = Recompute::kFull;
+  p.offload_optimizer = 1;
+  const Estimate e = estimate(m, c, p, Workload{8192, 0, 0});
+  EXPECT_LT(e.memory.total, e.memory.usable);
+  EXPECT_FALSE(e.memory.fits);
+  ASSERT_FALSE(e.notes.empty());
+  EXPECT_EQ(e.notes.back().rfind("does not fit in host memory: stage 0 offloads 131.4 GiB per GPU, 64.0 GiB is each "
+                                 "GPU's share of the node's 512 GiB",
+                                 0),
+            0u)
+      << e.notes.back();
+}
+
+}  // namespace
+}  // namespace stepcast

@@ -818,3 +818,25 @@ TEST(ScenarioLoads, ExpertParallelismOnAnMoeModel) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+TEST(ScenarioErrors, OffloadFractionsAndHostFiguresAreChecked) {
+  EXPECT_EQ(load_error(scenario(R"("llama3-8b")", R"("dgx-h100")", R"({"tp": 1, "dp": 8, "offload_optimizer": 1.5})")),
+            "plan.offload_optimizer: 1.5 is out of range (0 to 1)");
+  EXPECT_EQ(load_error(scenario(R"("llama3-8b")", R"("dgx-h100")",
+                                R"({"tp": 1, "dp": 8, "zero": 3, "offload_weights": 0.5})")),
+            "plan.offload_weights: 0.5 with zero 3 is not expressed (stepcast offloads whole replicated layer weights; "
+            "ZeRO-3 shards them)");
+  EXPECT_EQ(load_error(scenario(R"("llama3-8b")", R"({"preset": "dgx-h100", "host": {"link_GBps": -3}})",
+                                R"({"tp": 1, "dp": 8})")),
+            "cluster.host.link_GBps: expected a positive number, got -3");
+  // The presets' host figures: PCIe Gen5 x16 and 2 x 8 DDR5-4800 channels (dgx-h100).
+  const Scenario s = load_ok(scenario(R"("llama3-8b")", R"("dgx-h100")", R"({"tp": 1, "dp": 8})"));
+  EXPECT_DOUBLE_EQ(s.cluster.host_link_GBps, 63.0);
+  EXPECT_DOUBLE_EQ(s.cluster.host_memory_bandwidth_GBps, 2 * 8 * 38.4);
+}
+
+}  // namespace
+}  // namespace stepcast

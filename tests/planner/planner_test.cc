@@ -702,6 +702,50 @@ TEST(PlannerFolding, ExpertParallelismBeyondDataParallelRunsFolded) {
   EXPECT_TRUE(none.ranked.empty());
 }
 
+// search.offload_*: Llama-3-70B on one DGX H100 (tp 8) does not fit without offloading the
+// optimizer (98.6 GiB of states per GPU); with offload_optimizer [0, 1] every ranked layout
+// offloads, and --explain says what offload costs and that it is what makes the layout fit.
+TEST(PlannerOffload, SearchedAndExplainedAsWhatMakesALayoutFit) {
+  const std::string text = R"({"name": "llama3-70b one node", "model": "llama3-70b",
+      "cluster": {"preset": "dgx-h100", "nodes": 1}, "workload": {"seq_len": 8192},
+      "search": {"tp": [8], "pp": [1], "cp": [1], "global_batch": [8], "microbatch": [1], "zero": [0],
+                 "sequence_parallel": [true], "tp_comm_overlap": [false], "recompute": ["full"],
+                 "offload_optimizer": [0, 1], "top_k": 0}})";
+  const Scenario s = load_text(text);
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.size, 2);
+  ASSERT_EQ(r.ranked.size(), 1u);
+  EXPECT_EQ(r.ranked[0].plan.offload_optimizer, 1.0);
+  EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 1);
+  const std::string layout = layout_string(r.ranked[0].plan);
+  EXPECT_NE(layout.find(",offload_optimizer=1"), std::string::npos) << layout;
+  EXPECT_EQ(layout_string(parse_layout(layout, Plan{})->plan), layout);
+  // Rejected without offload: the problem names the offload that would make it fit.
+  auto without = explain_layout(s, r, "tp=8,sp=true,zero=0,recompute=full");
+  ASSERT_TRUE(without.ok());
+  ASSERT_EQ(without->problems.size(), 2u);
+  EXPECT_EQ(without->problems[1].rfind("offload would make it fit: with offload_optimizer=1 stage 0 needs 52.8 GiB "
+                                       "(131.4 GiB in host memory per GPU)",
+                                       0),
+            0u)
+      << without->problems[1];
+  // Ranked with it: the host's cost and that offload is what makes it fit.
+  auto with = explain_layout(s, r, "tp=8,sp=true,zero=0,recompute=full,offload_optimizer=1");
+  ASSERT_TRUE(with.ok());
+  ASSERT_TRUE(with->rank.has_value());
+  const std::string& last = with->limits.back();
+  EXPECT_EQ(last.rfind("offload (optimizer 1, activations 0, weights 0): 131.4 GiB in host memory per GPU; the host "
+                       "costs ",
+                       0),
+            0u)
+      << last;
+  EXPECT_NE(last.find("offload is what makes it fit: without it stage 0 needs 151.4 GiB, 76.0 GiB usable"),
+            std::string::npos)
+      << last;
+  EXPECT_EQ(parse_layout("tp=8,offload_optimizer=2", Plan{}).error().message,
+            "\"tp=8,offload_optimizer=2\": offload_optimizer: expected a fraction 0 to 1, got \"2\"");
+}
+
 TEST(PlannerExplain, TensorParallelismAcrossNodesIsNamed) {
   const Scenario s = load_text(R"({"model": "llama2-7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
       "workload": {"seq_len": 4096}, "search": {"global_batch": [32], "top_k": 0}})");
@@ -729,7 +773,7 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   };
   EXPECT_EQ(message("tp=8,pq=4,gpus=8"),
             "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, "
-            "schedule, v, mb, gb, zero, recompute, stack, gpus)");
+            "schedule, v, mb, gb, zero, recompute, stack, gpus, offload_optimizer, offload_activations, offload_weights)");
   EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");
   EXPECT_EQ(message("tp"), "\"tp\": \"tp\" is not key=value");
   EXPECT_EQ(message("tp=8,tp=4"), "\"tp=8,tp=4\": tp is given twice");

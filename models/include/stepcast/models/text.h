@@ -13,4 +13,7 @@ std::string printable(std::string_view text);
 // Levenshtein distance, for "did you mean".
 int edit_distance(std::string_view a, std::string_view b);
 
+// A duration for reports: "1.234 s", "12.34 ms", "56.7 us".
+std::string seconds_text(double s);
+
 }  // namespace stepcast
