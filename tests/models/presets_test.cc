@@ -24,6 +24,12 @@ const std::vector<std::pair<std::string, std::int64_t>>& reference_totals() {
       {"llama3-70b", 70'553'706'496},   {"llama3-405b", 405'853'388'800},
       {"llama2-7b", 6'738'415'616},     {"llama2-70b", 68'976'648'192},
       {"mixtral-8x7b", 46'702'792'704}, {"deepseek-v3", 671'026'419'200},
+      // Qwen3 MoE, by hand (docs/model-reference.md §1): per layer attention h (a + 2g) d_h +
+      // a d_h h, router h E, experts E 3 h F_e, norms 2h; untied embeddings 2 V h; final norm h.
+      // 30B-A3B: 48 x 623,120,384 + 622,329,856 + 2,048.
+      {"qwen3-30b-a3b", 30'532'110'336},
+      // 235B-A22B: 94 x 2,487,754,752 + 1,244,659,712 + 4,096.
+      {"qwen3-235b-a22b", 235'093'610'496},
   };
   return kTotals;
 }
