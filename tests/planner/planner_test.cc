@@ -746,6 +746,29 @@ TEST(PlannerOffload, SearchedAndExplainedAsWhatMakesALayoutFit) {
             "\"tp=8,offload_optimizer=2\": offload_optimizer: expected a fraction 0 to 1, got \"2\"");
 }
 
+// The shipped MoE planning scenario: Megatron-Bridge's Qwen3-235B-A22B recipe (ep 32 folded
+// over tp 2 x dp 16) is accepted, ranked, and --explain names why it ranks where it does: its
+// EP groups of 32 consecutive ranks span 4 nodes of 8 (checked on the placement), so the
+// all-to-alls cross the NICs and are the largest overhead, where the best layouts keep EP 8
+// inside a node.
+TEST(PlannerMoe, RecipeIsRankedAndItsLargestOverheadIsTheAllToAllAcrossNodes) {
+  const Scenario s = load_file("scenarios/plan/qwen3-235b-a22b-256xh100-recipe.json");
+  const PlanResult r = search(s, 2, 0);
+  ASSERT_FALSE(r.ranked.empty());
+  auto ex = explain_layout(s, r, "tp=2,pp=8,v=4,ep=32,etp=1,sp=true,tpo=true,mb=1,zero=1");
+  ASSERT_TRUE(ex.ok());
+  ASSERT_TRUE(ex->rank.has_value()) << (ex->problems.empty() ? "" : ex->problems[0]);
+  const Placement pl = Placement::of(ex->evaluated->plan, 8);
+  EXPECT_EQ(group_shape(32, pl.group_stride(GroupKind::kEp), 8).nodes, 4);
+  ASSERT_GE(ex->limits.size(), 2u);
+  EXPECT_EQ(ex->limits[1].rfind("largest overhead: exposed EP all-to-all", 0), 0u) << ex->limits[1];
+  // The best layouts keep the all-to-all on NVLink: EP inside one node.
+  const Plan& best = r.ranked[0].plan;
+  EXPECT_EQ(group_shape(best.ep, Placement::of(best, 8).group_stride(GroupKind::kEp), 8).nodes, 1)
+      << layout_string(best);
+  EXPECT_LT(r.ranked[0].figures().step_time_s, ex->evaluated->figures().step_time_s);
+}
+
 TEST(PlannerExplain, TensorParallelismAcrossNodesIsNamed) {
   const Scenario s = load_text(R"({"model": "llama2-7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
       "workload": {"seq_len": 4096}, "search": {"global_batch": [32], "top_k": 0}})");
