@@ -231,7 +231,17 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // Megatron: 2 per pass (attention out-proj, FFN down-proj forward; QKV and FFN up-proj
     // input gradients backward); a recomputed forward repeats its 2.
     const double one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
-    out.tp_exposed_s = 2 * one * recompute_factor;
+    double mlp_pair = one;
+    out.moe_tp_bytes = out.tp_bytes;
+    if (moe && sp) {
+      // The MoE block: the expert-TP gather/scatter of T_e k rows (T_e = T etp / tp).
+      const double etp = p.expert_tp();
+      out.moe_tp_bytes = etp > 1 ? T * etp / p.tp * m.moe->top_k * h * kActBytes : 0.0;
+      mlp_pair = out.moe_tp_bytes > 0 ? collective_cost(c, CollKind::kAllGather, g, out.moe_tp_bytes).time_s +
+                                            collective_cost(c, CollKind::kReduceScatter, g, out.moe_tp_bytes).time_s
+                                      : 0.0;
+    }
+    out.tp_exposed_s = (one + mlp_pair) * recompute_factor;
     if (lc.tp_overlap) {
       // Transformer Engine userbuffers (docs/model-reference.md): forward AG|qkv and AG|fc1
       // ring exchange, RS|proj and RS|fc2 pipelined; backward AG of the output gradient

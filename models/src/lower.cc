@@ -210,16 +210,22 @@ class StageBuilder {
 
   // TP collectives around a block: with SP an all-gather before and a reduce-scatter
   // after; without SP an all-reduce after.
-  std::uint32_t tp_before(std::uint32_t prev, int layer, int mb, const std::string& what) {
-    if (!sp_) return prev;
-    return add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-               "tp.ag " + what, {prev});
+  // An MoE block's pair is the expert-TP gather and scatter of the dispatched tokens
+  // (layer_comm's moe_tp_bytes; none when the experts are folded, etp = 1).
+  double tp_bytes_of(int layer, bool mlp_block) const {
+    return mlp_block && is_moe(layer) ? moe_comm_.moe_tp_bytes : dense_comm_.tp_bytes;
   }
-  std::uint32_t tp_after(std::uint32_t prev, int layer, int mb, const std::string& what) {
-    if (p_.tp <= 1) return prev;
+  std::uint32_t tp_before(std::uint32_t prev, int layer, int mb, const std::string& what, bool mlp_block) {
+    const double bytes = tp_bytes_of(layer, mlp_block);
+    if (!sp_ || bytes <= 0) return prev;
+    return add(collective(CollKind::kAllGather, GroupKind::kTp, bytes, layer, mb), "tp.ag " + what, {prev});
+  }
+  std::uint32_t tp_after(std::uint32_t prev, int layer, int mb, const std::string& what, bool mlp_block) {
+    const double bytes = tp_bytes_of(layer, mlp_block);
+    if (p_.tp <= 1 || bytes <= 0) return prev;
     const CollKind k = sp_ ? CollKind::kReduceScatter : CollKind::kAllReduce;
-    return add(collective(k, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-               std::string(sp_ ? "tp.rs " : "tp.ar ") + what, {prev});
+    return add(collective(k, GroupKind::kTp, bytes, layer, mb), std::string(sp_ ? "tp.rs " : "tp.ar ") + what,
+               {prev});
   }
 
   // Attention block (forward or backward or recompute) with CP ring exchange overlapped
@@ -365,12 +371,12 @@ class StageBuilder {
   std::uint32_t layer_forward(std::uint32_t prev, int layer, int mb, char pass) {
     if (!is_moe(layer) && dense_.tp_overlap) return layer_forward_overlap(prev, layer, mb, pass);
     const std::string tag_s = fmt::format("{} mb{} L{}", pass, mb, layer);
-    std::uint32_t x = tp_before(prev, layer, mb, tag_s + " attn");
+    std::uint32_t x = tp_before(prev, layer, mb, tag_s + " attn", false);
     x = attention(x, layer, mb, pass);
-    x = tp_after(x, layer, mb, tag_s + " attn");
-    x = tp_before(x, layer, mb, tag_s + " mlp");
+    x = tp_after(x, layer, mb, tag_s + " attn", false);
+    x = tp_before(x, layer, mb, tag_s + " mlp", true);
     x = mlp(x, layer, mb, pass);
-    return tp_after(x, layer, mb, tag_s + " mlp");
+    return tp_after(x, layer, mb, tag_s + " mlp", true);
   }
 
   // The GPU's wait for the host after a launch-bound layer's pass ('F', or 'B' with its
@@ -501,12 +507,12 @@ class StageBuilder {
         x = layer_backward_overlap(x, layer, mb);
       } else {
         const std::string t = fmt::format("B mb{} L{}", mb, layer);
-        x = tp_before(x, layer, mb, t + " mlp");
+        x = tp_before(x, layer, mb, t + " mlp", true);
         x = mlp(x, layer, mb, 'B');
-        x = tp_after(x, layer, mb, t + " mlp");
-        x = tp_before(x, layer, mb, t + " attn");
+        x = tp_after(x, layer, mb, t + " mlp", true);
+        x = tp_before(x, layer, mb, t + " attn", false);
         x = attention(x, layer, mb, 'B');
-        x = tp_after(x, layer, mb, t + " attn");
+        x = tp_after(x, layer, mb, t + " attn", false);
       }
       x = host_wait(x, layer, mb, 'B');
       done[static_cast<std::size_t>(idx)] = x;

@@ -344,6 +344,19 @@ TEST(MoeLayer, FoldedExpertsDoTheSameFlopsOnHalfTheRowsAtFullWidth) {
   EXPECT_DOUBLE_EQ(expert_folded, expert_unfolded);
   // The experts' activation traffic follows the rank's rows: T k F_e / t per rank either way.
   EXPECT_DOUBLE_EQ(folded.mlp_elem_s, unfolded.mlp_elem_s);
+  // The MoE block's TP pair: with etp = tp = 2 the expert-TP all-gather / reduce-scatter of
+  // the dispatched rows, T k h x 2 bytes = 4096 x 2 x 4096 x 2 = 67,108,864; folded, none:
+  // only the attention block's pair on T h x 2 = 33,554,432 bytes remains.
+  Plan q = p;
+  q.etp = 0;
+  const LayerComm cu = layer_comm(m, c, q, 4096, true, unfolded);
+  const LayerComm cf = layer_comm(m, c, p, 4096, true, folded);
+  EXPECT_DOUBLE_EQ(cu.moe_tp_bytes, 67'108'864.0);
+  EXPECT_DOUBLE_EQ(cf.moe_tp_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(cf.tp_bytes, 33'554'432.0);
+  const double pair = cf.tp_allgather_s + cf.tp_reducescatter_s;
+  EXPECT_NEAR(cf.tp_exposed_s, 2 * pair, 1e-15);  // forward and backward, attention only
+  EXPECT_GT(cu.tp_exposed_s, 2 * (pair + pair));   // the MoE pair moves twice the bytes
 }
 
 // The all-to-all dispatcher's memory traffic (Megatron-Core token_dispatcher.py), counted by

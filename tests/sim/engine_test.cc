@@ -418,12 +418,13 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
   //   attention core in both (cp 0). DP tail 32.9 vs 27.9 ms: the engine's last bucket is
   //   layer 0 with the input embedding (reduce-scatter 5.1 ms), then the ZeRO-1
   //   all-gather (27.8 ms).
-  // - MoE EP4 TP2 PP2 DP4: 1.23051 vs 1.23326 (-0.22 %). pp 3.0 vs 6.0 ms (recvs only),
-  //   bubble 131.2 vs 131.0 ms, DP 1.8 vs 1.7 ms; the TP collectives (49.1 ms) and EP
-  //   all-to-alls (38.8 ms) are on the critical path in both.
-  // - MoE folded EP8 ETP1 TP2 PP2 DP4 (EP over all 8 ranks of a stage): 1.2917 vs 1.2951
-  //   (-0.26 %). pp 3.0 vs 6.1 ms (recvs only); TP (49.1 ms) and EP (49.7 ms) on the
+  // - MoE EP4 TP2 PP2 DP4: 1.35003 vs 1.35343 (-0.25 %). pp 3.0 vs 6.0 ms (recvs only),
+  //   bubble 144.2 ms in both; the TP collectives (72.4 ms: the MoE block's pair gathers
+  //   the k = 2 dispatched copies of each token) and EP all-to-alls (38.8 ms) are on the
   //   critical path in both.
+  // - MoE folded EP8 ETP1 TP2 PP2 DP4 (EP over all 8 ranks of a stage): 1.2641 vs 1.2675
+  //   (-0.27 %). pp 3.0 vs 6.1 ms (recvs only); TP (24.6 ms, attention only: folded
+  //   experts have no expert-TP pair) and EP (49.7 ms) on the critical path in both.
   // - GPipe TP2 PP4: 0.90556 vs 0.90855 (-0.33 %). With all forwards first, the last
   //   stage's recvs are ready before it needs them (it is the slowest: it adds the output
   //   layer), so the engine exposes one transfer (0.1 ms) against the closed form's 3.0 ms.

@@ -85,8 +85,12 @@ Fp8Elements fp8_quantized_elements(const ModelSpec& model, const Plan& plan, dou
 // fabric) and bytes (nccl-tests sizes).
 struct LayerComm {
   // Tensor parallel: per direction two all-reduces, or with SP two all-gather +
-  // reduce-scatter pairs, each on `tp_bytes`.
+  // reduce-scatter pairs, each on `tp_bytes`. An MoE layer's second pair (with SP) is the
+  // expert-TP all-gather of the dispatched tokens after the all-to-all and its reduce-scatter
+  // before the combine (Megatron-Core's all-to-all dispatcher), on `moe_tp_bytes` = the
+  // gathered T_e k h 16-bit rows; 0 with folded experts (etp 1: no expert-TP group).
   double tp_bytes = 0;
+  double moe_tp_bytes = 0;
   double tp_allreduce_s = 0, tp_allgather_s = 0, tp_reducescatter_s = 0;
   // With TP communication overlap (LayerCost::tp_overlap), exposed seconds of each pass
   // (one layer, one microbatch): a collective of c seconds over n = tp ranks pipelined
