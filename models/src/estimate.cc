@@ -28,16 +28,19 @@ double optimizer_state_bytes(const Plan& p) { return p.optimizer == Optimizer::k
 
 int dense_layers_of(const ModelSpec& m) { return m.moe ? m.moe->num_dense_layers : m.num_layers; }
 
+// Output layer and cross entropy (Megatron estimator): 4 T h (1 + V/h) / t per microbatch
+// whose backward has not run: all m with GPipe, one with 1F1B schedules.
+double output_head_bytes(const ModelSpec& m, const Plan& p, double seq) {
+  const double T = p.microbatch * seq / p.cp;
+  const double held = p.schedule == Schedule::kGpipe ? static_cast<double>(p.accumulation()) : 1.0;
+  return held * 4.0 * T * (static_cast<double>(m.hidden_size) + m.vocab_size) / p.tp;
+}
+
 double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stage, double inflight) {
   const double T = p.microbatch * seq / p.cp;
   double bytes = 0;
   if (stage == 0) bytes += 8.0 * T * inflight;  // token ids (int64)
-  if (stage == p.pp - 1) {
-    // Output layer and cross entropy (Megatron estimator): 4 T h (1 + V/h) / t per
-    // microbatch whose backward has not run: all m with GPipe, one with 1F1B schedules.
-    const double held = p.schedule == Schedule::kGpipe ? static_cast<double>(p.accumulation()) : 1.0;
-    bytes += held * 4.0 * T * (static_cast<double>(m.hidden_size) + m.vocab_size) / p.tp;
-  }
+  if (stage == p.pp - 1) bytes += output_head_bytes(m, p, seq);
   return bytes;
 }
 
@@ -166,6 +169,14 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
   mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +
                     activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
+  if (stage == p.pp - 1 && m.mtp_layers > 0) {
+    // Per module and microbatch in flight: its layer, the projection's 2h input and the
+    // embedding of the shifted tokens (h); and one more output-head buffer like the model's.
+    const double T = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
+    const double h = static_cast<double>(m.hidden_size);
+    const double per = (m.moe ? a_moe : a_dense) + kActBytes * T * 3 * h / (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
+    mem.activations += m.mtp_layers * (inflight * per + output_head_bytes(m, p, static_cast<double>(w.seq_len)));
+  }
   // Offload: whole layers, the stage's first ones (layer_cost.h offloaded_layers).
   if (const int n = offloaded_layers(p.offload_activations, rp.layers); n > 0) {
     const int n_moe = moe_layers_among_first(m, p, stage, n);
@@ -218,6 +229,7 @@ struct Layers {
   LayerOffload dense_off, moe_off;
   double dense_stall = 0, moe_stall = 0;  // host-bound wait per layer and microbatch
   double logits_fwd = 0, logits_bwd = 0, logits_flops = 0;
+  double mtp_proj_fwd = 0, mtp_proj_flops = 0;  // one MTP module's 2h -> h projection, forward
 };
 
 }  // namespace
@@ -255,6 +267,11 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
                                 kWeightBytes * (ml.dense + ml.expert));
     }
   }
+  if (m.mtp_layers > 0) {
+    const MtpProjection mp = mtp_projection_cost(m, c, p, w.seq_len);
+    L.mtp_proj_fwd = mp.fwd_s;
+    L.mtp_proj_flops = mp.flops;
+  }
   const LogitsCost lg = logits_cost(m, c, p, w.seq_len);
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;
@@ -277,10 +294,23 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     st.backward += L.logits_bwd;
     fl += L.logits_flops;
   }
-  st.tp = dense_n * L.dense_comm.tp_exposed_s + moe_n * L.moe_comm.tp_exposed_s;
-  st.cp = dense_n * L.dense_comm.cp_exposed_s + moe_n * L.moe_comm.cp_exposed_s;
-  st.ep = moe_n * L.moe_comm.ep_exposed_s;
-  st.host = dense_n * L.dense_stall + moe_n * L.moe_stall;
+  // Multi-token prediction on the last stage: per module the projection, one layer of the
+  // model's last kind (its collectives and host stall too) and the output head again.
+  const int mtp = stage == p.pp - 1 ? m.mtp_layers : 0;
+  const bool mtp_moe = m.moe.has_value();
+  const int mtp_dense = mtp_moe ? 0 : mtp, mtp_moe_n = mtp_moe ? mtp : 0;
+  if (mtp > 0) {
+    st.forward += mtp * (L.mtp_proj_fwd + L.logits_fwd);
+    st.backward += mtp * (2 * L.mtp_proj_fwd + L.logits_bwd);
+    fl += mtp * (3 * L.mtp_proj_flops + L.logits_flops);
+  }
+  st.forward += mtp_dense * L.dense.fwd_s() + mtp_moe_n * L.moe.fwd_s();
+  st.backward += mtp_dense * L.dense.bwd_s() + mtp_moe_n * L.moe.bwd_s();
+  fl += mtp_dense * L.dense.flops() + mtp_moe_n * L.moe.flops();
+  st.tp = (dense_n + mtp_dense) * L.dense_comm.tp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.tp_exposed_s;
+  st.cp = (dense_n + mtp_dense) * L.dense_comm.cp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.cp_exposed_s;
+  st.ep = (moe_n + mtp_moe_n) * L.moe_comm.ep_exposed_s;
+  st.host = (dense_n + mtp_dense) * L.dense_stall + (moe_n + mtp_moe_n) * L.moe_stall;
   if (p.offload_activations > 0 || p.offload_weights > 0) {
     // Whole layers, the stage's first ones; a layer's exposed transfers of each kind.
     auto exposed = [&](double fraction, bool act) {

@@ -306,6 +306,15 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   return out;
 }
 
+MtpProjection mtp_projection_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len) {
+  MtpProjection out;
+  const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden_size);
+  out.fwd_s = job_pace(c) * gemm_time_s(c.gpu, p.precision, T, h / p.tp, 2 * h);
+  out.flops = 2 * T * (h / p.tp) * 2 * h;
+  return out;
+}
+
 int offloaded_layers(double fraction, int layers) {
   return static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * layers));
 }

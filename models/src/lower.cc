@@ -60,6 +60,7 @@ class StageBuilder {
     host_dense_ = host_stall(m, p, dense_, dense_comm_, false);
     if (m.moe) host_moe_ = host_stall(m, p, moe_, moe_comm_, true);
     logits_ = logits_cost(m, c, p, w.seq_len);
+    if (m.mtp_layers > 0) mtp_ = mtp_projection_cost(m, c, p, w.seq_len);
     chunks_ = p.pp * p.virtual_stages;
     tokens_ = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
     act_dense_ = layer_activation_bytes(m, p, w.seq_len, false);
@@ -441,6 +442,19 @@ class StageBuilder {
       x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
                        fmt::format("F mb{} logits+loss", mb), {x}),
                    logits_.ce_s / 2, 0);
+      // Multi-token prediction modules (estimate.cc): the projection, a layer of the model's
+      // last kind (index num_layers + i), the output head again.
+      for (int i = 0; i < m_.mtp_layers; ++i) {
+        const int layer = m_.num_layers + i;
+        x = memory(true, mtp_act_bytes(), fmt::format("alloc mtp act mb{} M{}", mb, i), x);
+        x = add(compute(ComputeClass::kGemm, SimTime::from_s(mtp_.fwd_s), mtp_.flops, layer, mb),
+                fmt::format("F mb{} M{} proj", mb, i), {x});
+        x = host_wait(layer_forward(x, layer, mb, 'F'), layer, mb, 'F');
+        x = memory(true, logits_bytes(), fmt::format("alloc mtp logits mb{} M{}", mb, i), x);
+        x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
+                         fmt::format("F mb{} M{} logits+loss", mb, i), {x}),
+                     logits_.ce_s / 2, 0);
+      }
     } else {
       const Op s = p2p(OpKind::kSend, stage_of_chunk(k + 1), tag(mb, k, false), mb);
       add(s, fmt::format("pp.send F mb{} chunk{}", mb, k), {x});
@@ -454,8 +468,20 @@ class StageBuilder {
     const int n = chunk_layers(m_.num_layers, chunks_, k);
     std::uint32_t x = kNone;
     if (k == chunks_ - 1) {
+      x = last_compute_;
+      for (int i = m_.mtp_layers - 1; i >= 0; --i) {
+        const int layer = m_.num_layers + i;
+        x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
+                         fmt::format("B mb{} M{} logits", mb, i), {x}),
+                     logits_.ce_s / 2, 0);
+        x = memory(false, logits_bytes(), fmt::format("free mtp logits mb{} M{}", mb, i), x);
+        x = layer_backward_plain(x, layer, mb);
+        x = add(compute(ComputeClass::kGemm, SimTime::from_s(2 * mtp_.fwd_s), 2 * mtp_.flops, layer, mb),
+                fmt::format("B mb{} M{} proj", mb, i), {x});
+        x = memory(false, mtp_act_bytes(), fmt::format("free mtp act mb{} M{}", mb, i), x);
+      }
       x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
-                       fmt::format("B mb{} logits", mb), {last_compute_}),
+                       fmt::format("B mb{} logits", mb), {x}),
                    logits_.ce_s / 2, 0);
     } else {
       x = recv;
@@ -464,7 +490,10 @@ class StageBuilder {
     std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);
     double bucket_dense = 0, bucket_expert = 0;
     std::uint32_t bucket_n = 0;
-    if (last_mb && k == chunks_ - 1) bucket_dense += extra_params_last();
+    if (last_mb && k == chunks_ - 1) {
+      bucket_dense += extra_params_last();
+      bucket_expert += mtp_params().expert;
+    }
     // FSDP: the reduce-scatter of a layer's gradients is issued after the next layer's
     // prefetch gather. The DP stream runs in program order, so a reduce-scatter placed
     // before that gather would hold it until the layer's backward is done: no prefetch.
@@ -606,12 +635,42 @@ class StageBuilder {
     const ParamCounts c = count_params(m_);
     return static_cast<double>(c.embedding_input) / p_.tp + static_cast<double>(c.position_embedding);
   }
+  // A multi-token prediction layer's backward (with its recomputation under full
+  // recomputation), as the main layers' without FSDP or TP overlap.
+  std::uint32_t layer_backward_plain(std::uint32_t x, int layer, int mb) {
+    if (p_.recompute == Recompute::kFull) x = layer_forward(x, layer, mb, 'R');
+    const std::string t = fmt::format("B mb{} L{}", mb, layer);
+    x = tp_before(x, layer, mb, t + " mlp", true);
+    x = mlp(x, layer, mb, 'B');
+    x = tp_after(x, layer, mb, t + " mlp", true);
+    x = tp_before(x, layer, mb, t + " attn", false);
+    x = attention(x, layer, mb, 'B');
+    x = tp_after(x, layer, mb, t + " attn", false);
+    return host_wait(x, layer, mb, 'B');
+  }
+  // Activations of one MTP module and microbatch (estimate.cc: its layer, the 3h input).
+  double mtp_act_bytes() const {
+    const double h = static_cast<double>(m_.hidden_size);
+    return (m_.moe ? act_moe_ : act_dense_) + 2.0 * tokens_ * 3 * h / (sp_ ? p_.tp : 1);
+  }
+
   double extra_params_last() const {
     const ParamCounts c = count_params(m_);
     double x = static_cast<double>(c.final_norm);
     if (p_.pp == 1) x += static_cast<double>(c.output_projection) / p_.tp;
     else x += static_cast<double>(m_.tied_embeddings ? c.embedding_input : c.output_projection) / p_.tp;
-    return x;
+    return x + mtp_params().dense;
+  }
+  // The last stage's multi-token prediction parameters (params.cc rank_params).
+  LayerRankParams mtp_params() const {
+    LayerRankParams r;
+    if (m_.mtp_layers <= 0) return r;
+    const double h = static_cast<double>(m_.hidden_size);
+    const ParamCounts c = count_params(m_);
+    const LayerRankParams& last = m_.moe ? layer_moe_ : layer_dense_;
+    r.dense = m_.mtp_layers * (2 * h * h / p_.tp + static_cast<double>(c.mtp_extra_per_module) - 2 * h * h + last.dense);
+    r.expert = m_.mtp_layers * last.expert;
+    return r;
   }
 
   Program& prog_;
@@ -627,6 +686,7 @@ class StageBuilder {
   LayerOffload off_dense_, off_moe_;
   int act_off_end_ = -1, weight_off_end_ = -1;  // layers below these (on this stage) are offloaded
   LogitsCost logits_;
+  MtpProjection mtp_;
   LayerRankParams layer_dense_, layer_moe_;
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
   double tokens_ = 0, act_dense_ = 0, act_moe_ = 0, full_dense_ = 0, full_moe_ = 0;

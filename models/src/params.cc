@@ -48,6 +48,11 @@ ParamCounts count_params(const ModelSpec& m) {
                  c.shared_per_layer + c.router_per_layer;
   }
   c.active = c.dense_layers * (common + c.dense_ffn_per_layer) + c.moe_layers * active_moe + outside;
+  if (m.mtp_layers > 0) {
+    c.mtp_extra_per_module = 2 * h * h + 3 * norm;
+    const std::int64_t layer = m.moe ? moe_layer : common + c.dense_ffn_per_layer;
+    c.mtp_total = m.mtp_layers * (c.mtp_extra_per_module + layer);
+  }
   return c;
 }
 
@@ -124,6 +129,15 @@ RankParams rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p, 
     if (n - dense_end > 0) r.largest_layer = std::max(r.largest_layer, moe_common + moe_expert);
   }
   if (stage == 0) r.dense += c.embedding_input / t + c.position_embedding;
+  if (stage == p.pp - 1 && m.mtp_layers > 0) {
+    // Multi-token prediction on the last stage: the projection (column-parallel), its norms
+    // and one layer of the model's last kind per module.
+    const LayerRankParams& last = m.moe ? ml : dl;
+    r.dense += m.mtp_layers * (static_cast<double>(2 * m.hidden_size * m.hidden_size) / t +
+                               static_cast<double>(c.mtp_extra_per_module - 2 * m.hidden_size * m.hidden_size) +
+                               last.dense);
+    r.expert += m.mtp_layers * last.expert;
+  }
   if (stage == p.pp - 1) {
     r.dense += c.final_norm;
     if (p.pp == 1) r.dense += c.output_projection / t;

@@ -158,9 +158,10 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
   auto train_seq = r.integer("train_seq_len", 1, kMaxSeq);
   set(m.source, r.string("source"));
   if (auto p = r.integer("params_total", 0, std::int64_t{1} << 60)) m.reference_params_total = *p;
+  if (auto k = r.integer("mtp_modules", 0, 16)) m.mtp_layers = static_cast<int>(*k);
   r.number("rope_theta", 0, 1e12, /*allow_null=*/true);
   r.ignore({"notes", "verification", "params_official", "params_per_layer", "params_active",
-            "params_embedding_input", "params_attention_per_layer", "mtp_modules", "preset"});
+            "params_embedding_input", "params_attention_per_layer", "preset"});
   m.moe = read_moe(r, m.moe);
   m.mla = read_mla(r, m.mla);
 

@@ -255,3 +255,42 @@ TEST(Params, FoldedExpertsAreSplitByEpOnlyAndShardedOverEdp) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// DeepSeek-V3's multi-token prediction module (mtp_modules 1), by hand from its config
+// (h 7168, MLA q_lora 1536, kv_lora 512, 128 heads, nope 128, rope 64, v 128; 256 experts of
+// 2048 plus one shared, router with bias): the 2h x h projection 102,760,448 and three norms
+// 21,504; one MoE layer: MLA 187,107,328 (q: 7168 x 1536 + 1536 + 1536 x 128 x 192; kv:
+// 7168 x 576 + 512 + 512 x 128 x 256; out: 128 x 128 x 7168), norms 14,336, experts
+// 11,274,289,152, shared 44,040,192, router 1,835,264. Total 11,610,068,224, against
+// README_WEIGHTS.md's "11.5B unique parameters" of the MTP module. Not in the model total.
+TEST(Params, DeepSeekV3MtpModuleByHand) {
+  const ModelSpec& m = preset_model("deepseek-v3");
+  ASSERT_EQ(m.mtp_layers, 1);
+  const ParamCounts c = count_params(m);
+  EXPECT_EQ(c.mtp_extra_per_module, 102'760'448 + 21'504);
+  EXPECT_EQ(c.mtp_total, 11'610'068'224);
+  EXPECT_NEAR(static_cast<double>(c.mtp_total) / 11.5e9, 1.0, 0.01);
+  EXPECT_EQ(c.total, 671'026'419'200);  // unchanged: the module is not part of the 671B
+  // On the last pipeline stage only: tp 2, ep 64, etp 1 -> projection / 2, the layer's
+  // experts / 64.
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 64;
+  p.ep = 64;
+  p.etp = 1;
+  const LayerRankParams ml = layer_rank_params(m, p, true);
+  Plan no = p;
+  ModelSpec without = m;
+  without.mtp_layers = 0;
+  const RankParams last = rank_params(m, p, 1), base = rank_params(without, no, 1);
+  EXPECT_NEAR(last.dense - base.dense, 102'760'448.0 / 2 + 21'504 + ml.dense, 1.0);
+  EXPECT_NEAR(last.expert - base.expert, 11'274'289'152.0 / 64, 1.0);
+  EXPECT_EQ(rank_params(m, p, 0).dense, rank_params(without, no, 0).dense);
+}
+
+}  // namespace
+}  // namespace stepcast

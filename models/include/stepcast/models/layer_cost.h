@@ -131,6 +131,15 @@ struct LogitsCost {
 LogitsCost logits_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                        std::int64_t seq_len);
 
+// One multi-token prediction module's projection of the concatenated normalised hidden
+// state and shifted-token embedding (2h -> h, column-parallel over TP), forward.
+struct MtpProjection {
+  double fwd_s = 0;
+  double flops = 0;  // forward
+};
+MtpProjection mtp_projection_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                                  std::int64_t seq_len);
+
 // Offload (Plan::offload_*; docs/model-reference.md "Offload"). A fraction f of a stage's
 // layers is offloaded whole: the stage's first round(f x layers) layers in model order.
 int offloaded_layers(double fraction, int layers);

@@ -22,6 +22,10 @@ struct ParamCounts {
   std::int64_t final_norm = 0;
   int dense_layers = 0;
   int moe_layers = 0;
+  // One multi-token prediction module besides its transformer layer (counted as a layer of
+  // the model's last kind): the 2h x h projection and its two input norms and output norm.
+  std::int64_t mtp_extra_per_module = 0;
+  std::int64_t mtp_total = 0;           // all modules, layers included (not in `total`)
 };
 
 ParamCounts count_params(const ModelSpec& model);

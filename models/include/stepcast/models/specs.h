@@ -56,6 +56,11 @@ struct ModelSpec {
   std::int64_t train_seq_len = 0;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
+  // Multi-token prediction modules (DeepSeek-V3: 1), each a projection of the concatenated
+  // normalised hidden state and next-token embedding (2h -> h) feeding one more transformer
+  // layer (an MoE layer when the model has experts) and the shared output head, on the last
+  // pipeline stage (docs/model-reference.md "Multi-token prediction"). Not in params total.
+  int mtp_layers = 0;
   std::string source;                  // where the figures come from
   std::optional<std::int64_t> reference_params_total;  // params_total recorded in the preset
 };
