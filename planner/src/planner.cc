@@ -851,6 +851,14 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   if (p.tp > 1 && std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
     out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));
   }
+  const bool offload_searched = std::any_of(x.offloads.begin(), x.offloads.end(), [&](const std::array<double, 3>& o) {
+    return o[0] == p.offload_optimizer && o[1] == p.offload_activations && o[2] == p.offload_weights;
+  });
+  if (!offload_searched) {
+    out.push_back(fmt::format("offload = {:g}/{:g}/{:g} (optimizer/activations/weights) is not searched "
+                              "(search.offload_optimizer, offload_activations, offload_weights)",
+                              p.offload_optimizer, p.offload_activations, p.offload_weights));
+  }
   if (std::find(x.stacks.begin(), x.stacks.end(), p.stack) == x.stacks.end()) {
     out.push_back(fmt::format("stack = {} is not searched (search.stack{})", to_string(p.stack),
                               x.q.stack.empty() ? ", default: the plan's" : ""));
@@ -1022,7 +1030,7 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   std::optional<Estimate> e;
   if (errors.empty()) {
     e = estimate(s.model, w.cluster, p, s.workload);
-    if (!e->memory.fits) {
+    if (!e->memory.fits && e->memory.total > e->memory.usable) {
       const MemoryBreakdown& mem = e->memory;
       ex.problems.push_back(fmt::format(
           "memory: stage {} needs {:.1f} GiB but {:.1f} GiB are usable ({:.1f} GiB HBM less {:.0f}% headroom): "
@@ -1030,13 +1038,16 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
           mem.stage, mem.total / kGiB, mem.usable / kGiB, mem.capacity / kGiB, p.memory_headroom * 100,
           (mem.total - mem.usable) / kGiB, mem.params / kGiB, mem.grads / kGiB, mem.optimizer / kGiB,
           mem.activations / kGiB, mem.buffers / kGiB));
-      if (mem.host > mem.host_usable) {
-        ex.problems.push_back(fmt::format("memory: offload needs {:.1f} GiB of host memory per GPU, {:.1f} GiB is "
-                                          "each GPU's share",
-                                          mem.host / kGiB, mem.host_usable / kGiB));
-      } else if (auto fix = offload_that_fits(s, w.cluster, p)) {
-        ex.problems.push_back(*fix);
+      if (mem.host <= mem.host_usable) {
+        if (auto fix = offload_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
       }
+      reasons.push_back(Reject::kMemory);
+    }
+    if (!e->memory.fits && e->memory.host > e->memory.host_usable) {
+      ex.problems.push_back(fmt::format("memory: offload needs {:.1f} GiB of host memory per GPU, {:.1f} GiB is "
+                                        "each GPU's share of the node's {:.0f} GiB",
+                                        e->memory.host / kGiB, e->memory.host_usable / kGiB,
+                                        w.cluster.host_memory_GiB));
       reasons.push_back(Reject::kMemory);
     }
   }

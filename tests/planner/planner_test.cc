@@ -742,6 +742,23 @@ TEST(PlannerOffload, SearchedAndExplainedAsWhatMakesALayoutFit) {
   EXPECT_NE(last.find("offload is what makes it fit: without it stage 0 needs 151.4 GiB, 76.0 GiB usable"),
             std::string::npos)
       << last;
+  // A fraction the search does not list is evaluated but named as outside the space.
+  auto other = explain_layout(s, r, "tp=8,sp=true,zero=0,recompute=full,offload_optimizer=0.9");
+  ASSERT_TRUE(other.ok());
+  ASSERT_EQ(other->outside.size(), 1u);
+  EXPECT_EQ(other->outside[0], "offload = 0.9/0/0 (optimizer/activations/weights) is not searched "
+                               "(search.offload_optimizer, offload_activations, offload_weights)");
+  EXPECT_TRUE(with->outside.empty());
+  // Host memory short (a 64 GiB node): named as such, without an HBM line.
+  std::string small = text;
+  const std::string node = R"("nodes": 1})";
+  small.replace(small.find(node), node.size(), R"("nodes": 1, "host_memory_GiB": 64})");
+  const Scenario tight = load_text(small);
+  auto host = explain_layout(tight, search(tight), "tp=8,sp=true,zero=0,recompute=full,offload_optimizer=1");
+  ASSERT_TRUE(host.ok());
+  ASSERT_EQ(host->problems.size(), 1u);
+  EXPECT_EQ(host->problems[0], "memory: offload needs 131.4 GiB of host memory per GPU, 8.0 GiB is each GPU's share "
+                               "of the node's 64 GiB");
   EXPECT_EQ(parse_layout("tp=8,offload_optimizer=2", Plan{}).error().message,
             "\"tp=8,offload_optimizer=2\": offload_optimizer: expected a fraction 0 to 1, got \"2\"");
 }
