@@ -126,6 +126,8 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                                                                       : p.ep);
                                        }});
   }
+  addField(plan, tr("Expert tensor parallel (etp)"), {{"plan", "etp"}, Kind::kInt, nullptr, nullptr,
+                                                      [](S s) { return QVariant(s.plan.expert_tp()); }});
   addField(plan, tr("Sequence parallel"), {{"plan", "sequence_parallel"}, Kind::kBool, nullptr, nullptr,
                                            [](S s) { return QVariant(s.plan.sequence_parallel); }});
   addField(plan, tr("TP comm overlap"), {{"plan", "tp_comm_overlap"}, Kind::kBool, nullptr, nullptr,
@@ -154,6 +156,12 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                           return QVariant(QString::fromStdString(std::string(to_string(s.plan.stack))));
                                         }});
   static_cast<QComboBox*>(fields_.back().input)->addItems(keys(presets.stacks));
+  addField(plan, tr("Offload optimizer"), {{"plan", "offload_optimizer"}, Kind::kNumber, nullptr, nullptr,
+                                           [](S s) { return QVariant(s.plan.offload_optimizer); }});
+  addField(plan, tr("Offload activations"), {{"plan", "offload_activations"}, Kind::kNumber, nullptr, nullptr,
+                                             [](S s) { return QVariant(s.plan.offload_activations); }});
+  addField(plan, tr("Offload weights"), {{"plan", "offload_weights"}, Kind::kNumber, nullptr, nullptr,
+                                         [](S s) { return QVariant(s.plan.offload_weights); }});
 
   QFormLayout* workload = group(tr("Workload"), "workload");
   addField(workload, tr("Sequence length"), {{"workload", "seq_len"}, Kind::kInt, nullptr, nullptr,

@@ -558,6 +558,13 @@ void PlannerView::adoptSelected() {
       {{"plan", "recompute"}, std::string(name_of(p.recompute))},
       {{"plan", "stack"}, std::string(name_of(p.stack))},
   };
+  // Folded experts and offload: written when the layout has them or the plan names them.
+  if (p.expert_tp() != p.tp || document()->value({"plan", "etp"})) edits.push_back({{"plan", "etp"}, p.expert_tp()});
+  for (const auto& [key, value] : {std::pair<const char*, double>{"offload_optimizer", p.offload_optimizer},
+                                   {"offload_activations", p.offload_activations},
+                                   {"offload_weights", p.offload_weights}}) {
+    if (value > 0 || document()->value({"plan", key})) edits.push_back({{"plan", key}, value});
+  }
   // Needed when tp exceeds the KV heads; written only then or when the plan names it.
   if (p.replicate_kv_heads || document()->value({"plan", "replicate_kv_heads"})) {
     edits.push_back({{"plan", "replicate_kv_heads"}, p.replicate_kv_heads});

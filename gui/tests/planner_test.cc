@@ -59,6 +59,7 @@ class PlannerTest : public QObject {
  private slots:
   void tableAndChartMatchADirectRun();
   void adoptingRowZeroWritesTheBestPlanAndUndoRestoresTheText();
+  void adoptingAFoldedOffloadedLayoutWritesEtpAndOffload();
   void cancelFromAProgressSignalLeavesNoResult();
   void eventLoopNeverBlocksDuringALongSearch();
 };
@@ -152,6 +153,33 @@ void PlannerTest::adoptingRowZeroWritesTheBestPlanAndUndoRestoresTheText() {
 
   doc.undoStack()->undo();
   QVERIFY(doc.text() == before);
+}
+
+// A MoE layout that only runs folded (ep 8 > dp 4 on one node, tp 2) with the optimizer
+// offloaded: adopting it must write etp and offload_optimizer, or the scenario would not load
+// (ep 8 does not divide dp 4) or lose the offload.
+void PlannerTest::adoptingAFoldedOffloadedLayoutWritesEtpAndOffload() {
+  ScenarioDocument doc;
+  doc.setText(R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [8], "global_batch": [8], "microbatch": [1],
+                 "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0,
+                 "offload_optimizer": [1]}})");
+  QVERIFY2(doc.planScenario().has_value(), qPrintable(doc.error()));
+  PlannerView view(&doc);
+  view.startSearch();
+  QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 120000);
+  view.table()->selectRow(0);
+  view.adoptSelected();
+  QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
+  const stepcast::Plan& p = doc.scenario()->plan;
+  QCOMPARE(p.ep, 8);
+  QCOMPARE(p.expert_tp(), 1);
+  QCOMPARE(p.offload_optimizer, 1.0);
+  QCOMPARE(p.offload_activations, 0.0);
 }
 
 void PlannerTest::cancelFromAProgressSignalLeavesNoResult() {
