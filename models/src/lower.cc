@@ -532,17 +532,7 @@ class StageBuilder {
         x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), fmt::format("wait fsdp.ag B mb{} L{}", mb, layer),
                 {x, gather});
       }
-      if (!moe && dense_.tp_overlap) {
-        x = layer_backward_overlap(x, layer, mb);
-      } else {
-        const std::string t = fmt::format("B mb{} L{}", mb, layer);
-        x = tp_before(x, layer, mb, t + " mlp", true);
-        x = mlp(x, layer, mb, 'B');
-        x = tp_after(x, layer, mb, t + " mlp", true);
-        x = tp_before(x, layer, mb, t + " attn", false);
-        x = attention(x, layer, mb, 'B');
-        x = tp_after(x, layer, mb, t + " attn", false);
-      }
+      x = (!moe && dense_.tp_overlap) ? layer_backward_overlap(x, layer, mb) : layer_backward_blocks(x, layer, mb);
       x = host_wait(x, layer, mb, 'B');
       done[static_cast<std::size_t>(idx)] = x;
       const double act = layer < act_off_end_ ? 0.0
@@ -635,18 +625,22 @@ class StageBuilder {
     const ParamCounts c = count_params(m_);
     return static_cast<double>(c.embedding_input) / p_.tp + static_cast<double>(c.position_embedding);
   }
-  // A multi-token prediction layer's backward (with its recomputation under full
-  // recomputation), as the main layers' without FSDP or TP overlap.
-  std::uint32_t layer_backward_plain(std::uint32_t x, int layer, int mb) {
-    if (p_.recompute == Recompute::kFull) x = layer_forward(x, layer, mb, 'R');
+  // A layer's backward: the MLP (or MoE) block, then the attention block, each between its
+  // TP collectives.
+  std::uint32_t layer_backward_blocks(std::uint32_t x, int layer, int mb) {
     const std::string t = fmt::format("B mb{} L{}", mb, layer);
     x = tp_before(x, layer, mb, t + " mlp", true);
     x = mlp(x, layer, mb, 'B');
     x = tp_after(x, layer, mb, t + " mlp", true);
     x = tp_before(x, layer, mb, t + " attn", false);
     x = attention(x, layer, mb, 'B');
-    x = tp_after(x, layer, mb, t + " attn", false);
-    return host_wait(x, layer, mb, 'B');
+    return tp_after(x, layer, mb, t + " attn", false);
+  }
+  // A multi-token prediction layer's backward (with its recomputation under full
+  // recomputation), as the main layers' without FSDP or TP overlap.
+  std::uint32_t layer_backward_plain(std::uint32_t x, int layer, int mb) {
+    if (p_.recompute == Recompute::kFull) x = layer_forward(x, layer, mb, 'R');
+    return host_wait(layer_backward_blocks(x, layer, mb), layer, mb, 'B');
   }
   // Activations of one MTP module and microbatch (estimate.cc: its layer, the 3h input).
   double mtp_act_bytes() const {
