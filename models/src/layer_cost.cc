@@ -139,6 +139,9 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.mlp_flops += one_f * local;
     if (e.num_shared_experts > 0) {
       const double Fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
+      double unused = 0;
+      gemm(lc.shared_gemm_s, unused, T, (G - 1) * Fs, h);
+      gemm(lc.shared_gemm_s, unused, T, h, Fs);
       gemm(lc.mlp_gemm_s, lc.mlp_flops, T, (G - 1) * Fs, h);
       gemm(lc.mlp_gemm_s, lc.mlp_flops, T, h, Fs);
       ffn_inner += Fs;
@@ -279,6 +282,15 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.ep_bytes = tokens * m.moe->top_k * h * kActBytes;
     out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
     out.ep_exposed_s = 2 * out.ep_a2a_s * recompute_factor;  // dispatch + combine per pass
+    if (p.moe_shared_expert_overlap && lc.shared_gemm_s > 0) {
+      // Megatron-Core moe_shared_expert_overlap (shared_experts.py): the shared experts run on
+      // their own stream beside the pass's first all-to-all (the dispatch forward, the
+      // combine's gradient backward), hiding it up to their GEMM time (backward: twice).
+      const double a = out.ep_a2a_s;
+      const double fwd = a + std::max(0.0, a - lc.shared_gemm_s);
+      const double bwd = a + std::max(0.0, a - 2 * lc.shared_gemm_s);
+      out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd;
+    }
   }
   return out;
 }

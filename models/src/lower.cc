@@ -253,6 +253,18 @@ class StageBuilder {
       const std::uint32_t a = add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),
                                   fmt::format("ep.a2a {} mb{} L{} {}", pass, mb, layer, bwd ? "combine" : "dispatch"),
                                   {prev});
+      if (p_.moe_shared_expert_overlap && lc.shared_gemm_s > 0) {
+        // The shared experts beside the all-to-all (their own op after `prev`, not after `a`);
+        // the routed experts wait for both (layer_comm: the closed form's exposure).
+        const double shared = (bwd ? 2 : 1) * lc.shared_gemm_s;
+        const std::uint32_t sh = add(compute(ComputeClass::kGemm, SimTime::from_s(shared), 0, layer, mb),
+                                     fmt::format("{} mb{} L{} shared experts", pass, mb, layer), {prev});
+        const std::uint32_t e = annotate(
+            add(compute(ComputeClass::kGemm, SimTime::from_s(t - shared), flops, layer, mb), name, {a, sh}),
+            (bwd ? 2 : 1) * lc.mlp_elem_s, 0);
+        return add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),
+                   fmt::format("ep.a2a {} mb{} L{} {}", pass, mb, layer, bwd ? "dispatch" : "combine"), {e});
+      }
       const std::uint32_t e = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {a}),
                                        (bwd ? 2 : 1) * lc.mlp_elem_s, 0);
       return add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),

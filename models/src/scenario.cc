@@ -61,6 +61,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.overlap_grad_reduce, r.boolean("overlap_grad_reduce"));
   set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
+  set(p.moe_shared_expert_overlap, r.boolean("moe_shared_expert_overlap"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
   set(p.offload_optimizer, r.number("offload_optimizer", 0, 1));

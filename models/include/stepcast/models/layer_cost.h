@@ -26,6 +26,7 @@ struct LayerCost {
   double mlp_gemm_s = 0;        // dense FFN, or router + shared experts + routed experts
   double mlp_elem_s = 0;        // norm, activation function, residual (+ moe_route_s)
   double moe_route_s = 0;       // MoE layers: router softmax/top-k, token permutation (in mlp_elem_s)
+  double shared_gemm_s = 0;     // MoE layers: the shared experts' forward GEMMs (in mlp_gemm_s)
   double fp8_quant_bytes = 0;   // FP8: bytes moved quantizing GEMM operands, fwd + bwd (in *_elem_s)
   double core_bwd_factor = 2.5; // attention backward / forward (FlashAttention recomputes)
   // Executed FLOPs of the forward pieces.

@@ -194,6 +194,9 @@ struct Plan {
   // before the current step computes, so its transfer hides behind that compute. Off, or
   // with 1F1B / GPipe, a stage receives only when it reaches the step (blocking exchange).
   bool overlap_p2p_comm = true;
+  // MoE shared-expert overlap (Megatron-Core moe_shared_expert_overlap, off by default there):
+  // the shared experts compute on their own stream beside each pass's first all-to-all.
+  bool moe_shared_expert_overlap = false;
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
   // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
   std::array<int, 4> placement = {0, 1, 2, 3};
