@@ -83,6 +83,7 @@ ValidationRow row_of(Record& r) {
   row.gpus = static_cast<int>(r.gpus);
   row.layout = validation::layout_of(r);
   row.stack = parse_stack(r.stack).value_or(Stack::kMegatronCore);
+  row.moe = !r.moe.empty();
   row.measured_tflops = r.tflops;
   row.measured_iteration_s = r.iteration_s;
   row.measured_samples_per_s = r.samples_per_s;
@@ -110,8 +111,12 @@ ValidationRow row_of(Record& r) {
 void summarize(ValidateReport& rep) {
   std::vector<double> abs_errors;
   double sum = 0, it_abs = 0, mem = 0, mem_abs = 0;
+  double moe_sum = 0;
   for (const ValidationRow& r : rep.rows) {
-    if (r.has_throughput_error()) {
+    if (r.has_throughput_error() && r.moe) {
+      ++rep.moe_compared;
+      moe_sum += r.throughput_error();
+    } else if (r.has_throughput_error()) {
       const double e = r.throughput_error();
       abs_errors.push_back(std::fabs(e));
       sum += e;
@@ -128,6 +133,7 @@ void summarize(ValidateReport& rep) {
     }
   }
   rep.compared = static_cast<int>(abs_errors.size());
+  if (rep.moe_compared > 0) rep.moe_mean_error = moe_sum / rep.moe_compared;
   if (!abs_errors.empty()) {
     double abs_sum = 0;
     for (double x : abs_errors) abs_sum += x;
@@ -267,6 +273,11 @@ std::string validate_text(const ValidateReport& rep) {
   } else {
     line("throughput: no feasible record with a measurement");
   }
+  if (rep.moe_compared > 0) {
+    line(fmt::format("mixture-of-experts throughput, apart (not in the line above or the band residuals): {} "
+                     "record{} compared, mean signed error {}",
+                     rep.moe_compared, rep.moe_compared == 1 ? "" : "s", pct(rep.moe_mean_error)));
+  }
   if (rep.iteration_compared > 0) {
     line(fmt::format("iteration time: mean |error| {:.1f}% over {} record{}", 100 * rep.iteration_mean_abs_error,
                      rep.iteration_compared, rep.iteration_compared == 1 ? "" : "s"));
@@ -368,6 +379,8 @@ std::string validate_json(const ValidateReport& rep) {
                   {"mean_abs_error", or_null(rep.compared, rep.mean_abs_error)},
                   {"mean_error", or_null(rep.compared, rep.mean_error)},
                   {"within_10_percent", rep.within_10_percent},
+                  {"moe_compared", rep.moe_compared},
+                  {"moe_mean_error", or_null(rep.moe_compared, rep.moe_mean_error)},
                   {"iteration_compared", rep.iteration_compared},
                   {"iteration_mean_abs_error", or_null(rep.iteration_compared, rep.iteration_mean_abs_error)},
                   {"memory_compared", rep.memory_compared},

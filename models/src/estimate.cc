@@ -82,7 +82,10 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
     split += ffn_per_width *
              (static_cast<double>(e.top_k) * e.expert_ffn_hidden_size +
               static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size) / t;
-    split += (g_in + kActBytes) * e.top_k * h / t;  // dispatch (the experts' input) and combine buffers
+    // The dispatched tokens, the experts' fc1 input. Megatron-Core applies the routing
+    // probabilities inside the experts' activation (moe/experts.py activation_func_with_probs),
+    // so the combine's unpermute is a plain scatter-add whose backward keeps no tokens.
+    split += g_in * e.top_k * h / t;
   }
   // Core attention: the score matrix (softmax output 2, dropout mask 1, dropout output 2
   // bytes per score) unless FlashAttention or selective recomputation drops it;

@@ -24,6 +24,7 @@ struct ValidationRow {
   int gpus = 0;
   std::string layout;                    // "tp8 pp4 dp32 mb1 gbs1792"
   Stack stack = Stack::kMegatronCore;    // plan.stack, by the record's framework
+  bool moe = false;                      // a mixture-of-experts record (summarised apart)
   std::vector<std::string> assumptions;  // the record-specific rules applied
   std::string scenario_json;             // the scenario built for the record ("" if none)
   bool predicted = false;                // the scenario loaded and was estimated
@@ -70,12 +71,15 @@ struct ValidateReport {
   std::string path;                        // the file validated, as given
   std::vector<std::string> common_assumptions;
   std::vector<ValidationRow> rows;         // file order
-  // Throughput over the rows with has_throughput_error().
+  // Throughput over the dense rows with has_throughput_error(); the mixture-of-experts rows
+  // are summarised apart (moe_compared, moe_mean_error) and stay out of the band residuals.
   int compared = 0;
   double median_abs_error = 0;             // median |error| (mean of the middle two for an even count)
   double mean_abs_error = 0;
   double mean_error = 0;                   // signed (bias)
   int within_10_percent = 0;               // |error| <= 0.10
+  int moe_compared = 0;
+  double moe_mean_error = 0;               // signed, over the MoE rows with a throughput error
   int iteration_compared = 0;
   double iteration_mean_abs_error = 0;
   int memory_compared = 0;
