@@ -16,4 +16,6 @@ out=docs/data/planner
 "$bin" plan scenarios/plan/llama3-70b-64xh100.json --top 10 > "$out/plan-70b-top10.txt"
 "$bin" plan scenarios/plan/llama3-70b-64xh100-megatron-recipe.json --top 5 > "$out/plan-megatron-top5.txt"
 "$bin" plan scenarios/plan/llama3-70b-64xh100-megatron-recipe.json --explain "tp=4,pp=4,dp=2,cp=2,sp=true,tpo=true,v=5,mb=1,zero=1" > "$out/plan-megatron-explain.txt"
+"$bin" plan scenarios/plan/qwen3-235b-a22b-256xh100-recipe.json --top 6 > "$out/plan-qwen3-recipe-top6.txt"
+"$bin" plan scenarios/plan/qwen3-235b-a22b-256xh100-recipe.json --explain "tp=2,pp=8,v=4,ep=32,etp=1,sp=true,tpo=true,mb=1,zero=1" > "$out/plan-qwen3-recipe-explain.txt"
 echo "wrote $out"
