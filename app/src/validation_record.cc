@@ -333,15 +333,21 @@ std::optional<Nics> nics_of(const std::string& text, std::int64_t gpus_per_node)
 //   "fsdp2" or "torchtitan": fsdp2-compile if "compile" is named, else fsdp2-eager;
 //   "deepspeed" with ZeRO-3: deepspeed-zero (DeepSpeed's own engine shards the model);
 //   anything else (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed): megatron-core.
+// The member `k` of `o` when `o` is an object that has it, else nullptr.
+const json* field(const json& o, const char* k) { return o.is_object() && o.contains(k) ? &o.at(k) : nullptr; }
+
+// The record's source title ("" when it has none).
+std::string source_title(const json& rec) {
+  const json* src = field(rec, "source");
+  const json* title = src ? field(*src, "title") : nullptr;
+  return title && title->is_string() ? title->get<std::string>() : std::string();
+}
+
 void stack_rule(const json& rec, Record& r) {
-  std::string text;
+  std::string text = " " + source_title(rec);
   auto add = [&](const json* v) {
     if (v != nullptr && v->is_string()) text += " " + v->get<std::string>();
   };
-  auto field = [](const json& o, const char* k) -> const json* {
-    return o.is_object() && o.contains(k) ? &o.at(k) : nullptr;
-  };
-  if (const json* src = field(rec, "source")) add(field(*src, "title"));
   if (const json* lay = field(rec, "layout")) {
     for (const char* k : {"zero_fsdp", "techniques", "system", "schedule"}) add(field(*lay, k));
   }
@@ -404,10 +410,7 @@ void moe_rule(Record& r) {
 // distributed optimizer off), the performance scripts set grad_reduce_in_fp32=False, and
 // they enable TP communication overlap (tp_comm_overlap) where tp > 1.
 void bridge_rule(const json& rec, Record& r) {
-  const json* src = rec.is_object() && rec.contains("source") ? &rec.at("source") : nullptr;
-  const bool bridge = src && src->is_object() && src->contains("title") && src->at("title").is_string() &&
-                      contains(lower(src->at("title").get<std::string>()), "megatron-bridge");
-  if (!bridge) return;
+  if (!contains(lower(source_title(rec)), "megatron-bridge")) return;
   std::string applied;
   if (r.zero == 0) {
     r.zero = 1;

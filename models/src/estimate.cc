@@ -98,6 +98,13 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   return T * (replicated / (sp ? t : 1.0) + split);
 }
 
+double mtp_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t seq_len) {
+  const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden_size);
+  return layer_activation_bytes(m, p, seq_len, m.moe.has_value()) +
+         kActBytes * T * 3 * h / (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
+}
+
 int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) {
   if (!m.moe || n <= 0) return 0;
   const int chunks = p.pp * p.virtual_stages;
@@ -173,12 +180,10 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +
                     activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
   if (stage == p.pp - 1 && m.mtp_layers > 0) {
-    // Per module and microbatch in flight: its layer, the projection's 2h input and the
-    // embedding of the shifted tokens (h); and one more output-head buffer like the model's.
-    const double T = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
-    const double h = static_cast<double>(m.hidden_size);
-    const double per = (m.moe ? a_moe : a_dense) + kActBytes * T * 3 * h / (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
-    mem.activations += m.mtp_layers * (inflight * per + output_head_bytes(m, p, static_cast<double>(w.seq_len)));
+    // Per module: its activations for each microbatch in flight, and one more output-head
+    // buffer like the model's.
+    mem.activations += m.mtp_layers * (inflight * mtp_activation_bytes(m, p, w.seq_len) +
+                                       output_head_bytes(m, p, static_cast<double>(w.seq_len)));
   }
   // Offload: whole layers, the stage's first ones (layer_cost.h offloaded_layers).
   if (const int n = offloaded_layers(p.offload_activations, rp.layers); n > 0) {

@@ -21,6 +21,10 @@ double kv_heads_per_rank(const ModelSpec& m, const Plan& p) {
   return std::max(1.0, static_cast<double>(m.num_kv_heads) / p.tp);
 }
 
+double expert_tokens(const Plan& p, double T) {
+  return p.sequence_parallel && p.tp > 1 ? T * p.expert_tp() / p.tp : T;
+}
+
 HeadDims head_dims(const ModelSpec& m) {
   if (m.mla) {
     return {static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim),
@@ -57,9 +61,8 @@ Fp8Elements fp8_quantized_elements(const ModelSpec& m, const Plan& p, double T, 
     // Routed experts: the dispatched rows at the expert's width (layer_cost); the router
     // runs in higher precision. Shared experts: a TP-split dense FFN.
     const MoeSpec& e = *m.moe;
-    const double etp = p.expert_tp();
-    const double rows = (sp ? T * etp / t : T) * e.top_k;
-    ffn(rows, rows, static_cast<double>(e.expert_ffn_hidden_size) / etp);
+    const double rows = expert_tokens(p, T) * e.top_k;
+    ffn(rows, rows, static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp());
     if (e.num_shared_experts > 0) {
       ffn(T_sp, T, static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t);
     }
@@ -127,11 +130,10 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // tensor-parallel group: T/tp per rank with sequence parallelism, gathered over etp
     // ranks (T with etp = tp, as without SP). Each expert matrix is split etp ways.
     // Experts are identical: cost one.
-    const double etp = p.expert_tp();
     const double local = static_cast<double>(e.num_experts) / p.ep;
-    const double T_e = sp ? T * etp / t : T;
+    const double T_e = expert_tokens(p, T);
     const double rows = T_e * e.top_k * p.ep / e.num_experts;
-    const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / etp;
+    const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp();
     double one_t = 0, one_f = 0;
     gemm(one_t, one_f, rows, (G - 1) * Fe, h);
     gemm(one_t, one_f, rows, h, Fe);
@@ -139,11 +141,9 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.mlp_flops += one_f * local;
     if (e.num_shared_experts > 0) {
       const double Fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
-      double unused = 0;
-      gemm(lc.shared_gemm_s, unused, T, (G - 1) * Fs, h);
-      gemm(lc.shared_gemm_s, unused, T, h, Fs);
-      gemm(lc.mlp_gemm_s, lc.mlp_flops, T, (G - 1) * Fs, h);
-      gemm(lc.mlp_gemm_s, lc.mlp_flops, T, h, Fs);
+      gemm(lc.shared_gemm_s, lc.mlp_flops, T, (G - 1) * Fs, h);
+      gemm(lc.shared_gemm_s, lc.mlp_flops, T, h, Fs);
+      lc.mlp_gemm_s += lc.shared_gemm_s;
       ffn_inner += Fs;
     }
     ffn_inner += e.top_k * Fe * T_e / T;  // per token of T: the rank's T_e k expert rows
@@ -237,9 +237,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     double mlp_pair = one;
     out.moe_tp_bytes = out.tp_bytes;
     if (moe && sp) {
-      // The MoE block: the expert-TP gather/scatter of T_e k rows (T_e = T etp / tp).
-      const double etp = p.expert_tp();
-      out.moe_tp_bytes = etp > 1 ? T * etp / p.tp * m.moe->top_k * h * kActBytes : 0.0;
+      // The MoE block: the expert-TP gather/scatter of the T_e k dispatched rows.
+      out.moe_tp_bytes = p.expert_tp() > 1 ? expert_tokens(p, T) * m.moe->top_k * h * kActBytes : 0.0;
       mlp_pair = out.moe_tp_bytes > 0 ? collective_cost(c, CollKind::kAllGather, g, out.moe_tp_bytes).time_s +
                                             collective_cost(c, CollKind::kReduceScatter, g, out.moe_tp_bytes).time_s
                                       : 0.0;

@@ -60,7 +60,10 @@ class StageBuilder {
     host_dense_ = host_stall(m, p, dense_, dense_comm_, false);
     if (m.moe) host_moe_ = host_stall(m, p, moe_, moe_comm_, true);
     logits_ = logits_cost(m, c, p, w.seq_len);
-    if (m.mtp_layers > 0) mtp_ = mtp_projection_cost(m, c, p, w.seq_len);
+    if (m.mtp_layers > 0) {
+      mtp_ = mtp_projection_cost(m, c, p, w.seq_len);
+      mtp_act_ = mtp_activation_bytes(m, p, w.seq_len);
+    }
     chunks_ = p.pp * p.virtual_stages;
     tokens_ = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
     act_dense_ = layer_activation_bytes(m, p, w.seq_len, false);
@@ -458,7 +461,7 @@ class StageBuilder {
       // last kind (index num_layers + i), the output head again.
       for (int i = 0; i < m_.mtp_layers; ++i) {
         const int layer = m_.num_layers + i;
-        x = memory(true, mtp_act_bytes(), fmt::format("alloc mtp act mb{} M{}", mb, i), x);
+        x = memory(true, mtp_act_, fmt::format("alloc mtp act mb{} M{}", mb, i), x);
         x = add(compute(ComputeClass::kGemm, SimTime::from_s(mtp_.fwd_s), mtp_.flops, layer, mb),
                 fmt::format("F mb{} M{} proj", mb, i), {x});
         x = host_wait(layer_forward(x, layer, mb, 'F'), layer, mb, 'F');
@@ -490,7 +493,7 @@ class StageBuilder {
         x = layer_backward_plain(x, layer, mb);
         x = add(compute(ComputeClass::kGemm, SimTime::from_s(2 * mtp_.fwd_s), 2 * mtp_.flops, layer, mb),
                 fmt::format("B mb{} M{} proj", mb, i), {x});
-        x = memory(false, mtp_act_bytes(), fmt::format("free mtp act mb{} M{}", mb, i), x);
+        x = memory(false, mtp_act_, fmt::format("free mtp act mb{} M{}", mb, i), x);
       }
       x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
                        fmt::format("B mb{} logits", mb), {x}),
@@ -654,11 +657,6 @@ class StageBuilder {
     if (p_.recompute == Recompute::kFull) x = layer_forward(x, layer, mb, 'R');
     return host_wait(layer_backward_blocks(x, layer, mb), layer, mb, 'B');
   }
-  // Activations of one MTP module and microbatch (estimate.cc: its layer, the 3h input).
-  double mtp_act_bytes() const {
-    const double h = static_cast<double>(m_.hidden_size);
-    return (m_.moe ? act_moe_ : act_dense_) + 2.0 * tokens_ * 3 * h / (sp_ ? p_.tp : 1);
-  }
 
   double extra_params_last() const {
     const ParamCounts c = count_params(m_);
@@ -667,17 +665,8 @@ class StageBuilder {
     else x += static_cast<double>(m_.tied_embeddings ? c.embedding_input : c.output_projection) / p_.tp;
     return x + mtp_params().dense;
   }
-  // The last stage's multi-token prediction parameters (params.cc rank_params).
-  LayerRankParams mtp_params() const {
-    LayerRankParams r;
-    if (m_.mtp_layers <= 0) return r;
-    const double h = static_cast<double>(m_.hidden_size);
-    const ParamCounts c = count_params(m_);
-    const LayerRankParams& last = m_.moe ? layer_moe_ : layer_dense_;
-    r.dense = m_.mtp_layers * (2 * h * h / p_.tp + static_cast<double>(c.mtp_extra_per_module) - 2 * h * h + last.dense);
-    r.expert = m_.mtp_layers * last.expert;
-    return r;
-  }
+  // The last stage's multi-token prediction parameters (params.h).
+  LayerRankParams mtp_params() const { return mtp_rank_params(m_, count_params(m_), p_); }
 
   Program& prog_;
   const ModelSpec& m_;
@@ -693,6 +682,7 @@ class StageBuilder {
   int act_off_end_ = -1, weight_off_end_ = -1;  // layers below these (on this stage) are offloaded
   LogitsCost logits_;
   MtpProjection mtp_;
+  double mtp_act_ = 0;  // one MTP module's activations per microbatch (estimate.h)
   LayerRankParams layer_dense_, layer_moe_;
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
   double tokens_ = 0, act_dense_ = 0, act_moe_ = 0, full_dense_ = 0, full_moe_ = 0;

@@ -103,6 +103,16 @@ LayerRankParams layer_rank_params(const ModelSpec& m, const ParamCounts& c, cons
   return out;
 }
 
+LayerRankParams mtp_rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p) {
+  LayerRankParams r;
+  if (m.mtp_layers <= 0) return r;
+  const LayerRankParams last = layer_rank_params(m, c, p, m.moe.has_value());
+  const double proj = 2.0 * static_cast<double>(m.hidden_size) * static_cast<double>(m.hidden_size);
+  r.dense = m.mtp_layers * (proj / p.tp + (static_cast<double>(c.mtp_extra_per_module) - proj) + last.dense);
+  r.expert = m.mtp_layers * last.expert;
+  return r;
+}
+
 RankParams rank_params(const ModelSpec& m, const Plan& p, int stage) {
   return rank_params(m, count_params(m), p, stage);
 }
@@ -129,14 +139,10 @@ RankParams rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p, 
     if (n - dense_end > 0) r.largest_layer = std::max(r.largest_layer, moe_common + moe_expert);
   }
   if (stage == 0) r.dense += c.embedding_input / t + c.position_embedding;
-  if (stage == p.pp - 1 && m.mtp_layers > 0) {
-    // Multi-token prediction on the last stage: the projection (column-parallel), its norms
-    // and one layer of the model's last kind per module.
-    const LayerRankParams& last = m.moe ? ml : dl;
-    r.dense += m.mtp_layers * (static_cast<double>(2 * m.hidden_size * m.hidden_size) / t +
-                               static_cast<double>(c.mtp_extra_per_module - 2 * m.hidden_size * m.hidden_size) +
-                               last.dense);
-    r.expert += m.mtp_layers * last.expert;
+  if (stage == p.pp - 1) {
+    const LayerRankParams mtp = mtp_rank_params(m, c, p);
+    r.dense += mtp.dense;
+    r.expert += mtp.expert;
   }
   if (stage == p.pp - 1) {
     r.dense += c.final_norm;

@@ -27,7 +27,6 @@ std::string human(double x) {  // 70553706496 -> "70.55 B"
   return fmt::format("{:.0f}", x);
 }
 
-std::string seconds(double s) { return seconds_text(s); }
 
 }  // namespace
 
@@ -216,10 +215,10 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                                      : fmt::format("NO, host memory short by {:.2f} GiB per GPU",
                                                    (e.memory.host - e.memory.host_usable) / kGiB)));
   line("");
-  line(fmt::format("Step time {} (slowest pipeline stage: {}); band p10-p90 {} - {}", seconds(e.step_time_s),
-                   e.slowest_stage, seconds(e.step_time_band.p10), seconds(e.step_time_band.p90)));
+  line(fmt::format("Step time {} (slowest pipeline stage: {}); band p10-p90 {} - {}", seconds_text(e.step_time_s),
+                   e.slowest_stage, seconds_text(e.step_time_band.p10), seconds_text(e.step_time_band.p90)));
   auto part = [&](const char* name, double t) {
-    line(fmt::format("  {:<22}{:>12}  {:5.1f}%", name, seconds(t), 100 * t / e.step_time_s));
+    line(fmt::format("  {:<22}{:>12}  {:5.1f}%", name, seconds_text(t), 100 * t / e.step_time_s));
   };
   part("compute", e.breakdown.compute);
   part("exposed comm", e.breakdown.exposed_comm);
@@ -234,7 +233,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   if (e.breakdown.host > 0) part(s.plan.offloads() ? "host (dispatch+offload)" : "host (launch-bound)", e.breakdown.host);
   if (e.pace > 1.0) {
     line(fmt::format("  of which the slowest of {} GPUs {} (every GPU time x {:.4f}: spread {:.2f}% x E[max] {:.2f};",
-                     e.world, seconds(slowest_gpu_cost_s(s.model, s.cluster, s.plan, s.workload, e.step_time_s)), e.pace,
+                     e.world, seconds_text(slowest_gpu_cost_s(s.model, s.cluster, s.plan, s.workload, e.step_time_s)), e.pace,
                      100 * s.cluster.gpu_speed_sigma, expected_max_standard_normal(e.world)));
     line("   docs/model-reference.md section 4.5)");
   }

@@ -35,6 +35,11 @@ struct MemoryBreakdown {
 double layer_activation_bytes(const ModelSpec& model, const Plan& plan, std::int64_t seq_len,
                               bool moe_layer);
 
+// Activation bytes of one multi-token prediction module for one microbatch on a last-stage
+// rank (docs/model-reference.md §4.6): its layer's (the model's last kind) plus the
+// projection's 2h input and the shifted-token embedding h, 16-bit, split by TP with SP.
+double mtp_activation_bytes(const ModelSpec& model, const Plan& plan, std::int64_t seq_len);
+
 // Of the first `n` layers of pipeline stage `stage` (model order), how many are MoE layers.
 int moe_layers_among_first(const ModelSpec& model, const Plan& plan, int stage, int n);
 

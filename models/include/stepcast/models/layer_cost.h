@@ -12,6 +12,11 @@ namespace stepcast {
 // KV heads one rank holds: g / tp, or 1 when tp > g (each head replicated).
 double kv_heads_per_rank(const ModelSpec& model, const Plan& plan);
 
+// T_e: the tokens one rank's expert tensor-parallel group processes per microbatch, for T
+// tokens per rank before sequence parallelism: T/tp per rank with SP, gathered over etp
+// ranks (T·etp/tp); T without SP. Routed rows per rank are T_e·k.
+double expert_tokens(const Plan& plan, double T);
+
 // Query-key and value head dimensions (MLA: d_nope + d_rope and d_v; else head_dim).
 struct HeadDims {
   double qk = 0, v = 0;

@@ -59,6 +59,10 @@ struct LayerRankParams {
   double expert = 0;  // this rank's routed experts
 };
 LayerRankParams layer_rank_params(const ModelSpec& model, const Plan& plan, bool moe_layer);
+// The multi-token prediction modules on a last-stage rank: per module the projection
+// (column-parallel over TP), its norms and one layer of the model's last kind; zero
+// without MTP.
+LayerRankParams mtp_rank_params(const ModelSpec& model, const ParamCounts& counts, const Plan& plan);
 LayerRankParams layer_rank_params(const ModelSpec& model, const ParamCounts& counts, const Plan& plan,
                                   bool moe_layer);
 
