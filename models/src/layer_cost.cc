@@ -14,6 +14,12 @@ namespace {
 
 constexpr double kActBytes = 2;  // 16-bit activations
 constexpr double kFp8QuantBytesPerElement = 6;  // amax read 2 + cast read 2 + FP8 row/column writes 1 + 1
+// Dropout as PyTorch's native_dropout runs it (aten/src/ATen/native/cuda/Dropout.cu): one
+// kernel reads its 16-bit input and writes the output and a 1-byte bool mask.
+constexpr double kDropoutMaskBytes = 1;
+// Attention-probability dropout (no FlashAttention): read the probabilities 2, write the
+// dropped probabilities 2 and the mask 1, per score; .V then reads the dropped copy.
+constexpr double kAttnDropoutBytesPerScore = 2 * kActBytes + kDropoutMaskBytes;
 
 }  // namespace
 
@@ -165,17 +171,23 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * keys;
   lc.attn_core_s = pace * lc.attn_core_flops / (gpu.attention_efficiency * peak_flops(gpu, Precision::kBf16));
   if (!p.flash_attention) {
-    // Scores written, read by softmax, probabilities written and read by .V.
-    lc.attn_core_s += pace * memory_time_s(gpu, 4.0 * kActBytes * a_r * T * seq);
+    // Scores written, read by softmax, probabilities written and read by .V; with dropout
+    // (model.dropout) the probabilities also pass through a dropout kernel. FlashAttention
+    // applies dropout inside its kernel, on tiles it already holds.
+    const double per_score = 4.0 * kActBytes + (m.dropout ? kAttnDropoutBytesPerScore : 0.0);
+    lc.attn_core_s += pace * memory_time_s(gpu, per_score * a_r * T * seq);
   }
   lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
   // Memory-bound work per token: 2 norms (read + write), 2 residual adds (2 reads, 1
   // write) -- half in each block --, the activation function (G-1 inputs, 1 output),
   // RoPE on q and k.
   const double replicated = sp ? 1.0 / t : 1.0;
-  double attn_elem = 5.0 * h * replicated;
+  // With model.dropout each residual add is Megatron's fused bias-dropout-add, which also
+  // writes the hidden dropout's 1-byte mask (in 2-byte units: half an element).
+  const double residual_mask = m.dropout ? kDropoutMaskBytes / kActBytes : 0.0;
+  double attn_elem = (5.0 + residual_mask) * h * replicated;
   if (m.position_embedding == PositionEmbedding::kRope) attn_elem += 2.0 * (a_r + g_r) * d.qk;
-  const double mlp_elem = 5.0 * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
+  const double mlp_elem = (5.0 + residual_mask) * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
   lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
   lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem) + lc.moe_route_s;
   if (prec == Precision::kFp8) {

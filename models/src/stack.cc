@@ -29,6 +29,7 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
   if (m.position_embedding == PositionEmbedding::kRope) elem += s.rope_kernels;
   elem += s.residual_kernels;
   if (m.dropout) elem += 2.0 * s.dropout_kernels;
+  if (m.dropout && !p.flash_attention) elem += 1;  // the attention probabilities' dropout kernel
   const double act = gated ? s.gated_activation_kernels : s.activation_kernels;
   if (!moe) {
     gemms += fc1 + 1;

@@ -476,3 +476,42 @@ TEST(Offload, LayerTransfersExposeOnlyWhatTheirComputeDoesNotHide) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// Dropout's time (docs/model-reference.md §4.2), GPT-3 175B (h 12288, 96 heads, s 2048) on
+// a DGX A100, one sequence, tp 8 without sequence parallelism, no FlashAttention. The
+// attention probabilities' dropout reads them (2 B), writes the dropped copy (2 B) and a
+// bool mask (1 B): 5 B per score, 96/8 heads x 2048 x 2048 scores per rank. Each of the two
+// fused bias-dropout-adds also writes a 1-byte mask per hidden element (replicated on every
+// TP rank without SP): 2048 x 12288 B in each block.
+TEST(Dropout, AttentionAndResidualDropoutTrafficByHand) {
+  ModelSpec m = builtin_presets().models.at("gpt3-175b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-a100");
+  Plan p;
+  p.tp = 8;
+  p.flash_attention = false;
+  m.dropout = false;
+  const LayerCost off = layer_cost(m, c, p, 2048, false);
+  m.dropout = true;
+  const LayerCost on = layer_cost(m, c, p, 2048, false);
+  const double bw = c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency;
+  const double pace = job_pace(c);
+  const double scores = 12.0 * 2048 * 2048;
+  EXPECT_NEAR(on.attn_core_s - off.attn_core_s, pace * 5 * scores / bw, 1e-15);
+  EXPECT_NEAR(on.attn_elem_s - off.attn_elem_s, pace * 2048.0 * 12288 / bw, 1e-15);
+  EXPECT_NEAR(on.mlp_elem_s - off.mlp_elem_s, pace * 2048.0 * 12288 / bw, 1e-15);
+  EXPECT_EQ(on.attn_core_flops, off.attn_core_flops);
+  // FlashAttention drops inside its kernel: only the residual masks remain.
+  p.flash_attention = true;
+  m.dropout = false;
+  const LayerCost fa_off = layer_cost(m, c, p, 2048, false);
+  m.dropout = true;
+  const LayerCost fa_on = layer_cost(m, c, p, 2048, false);
+  EXPECT_EQ(fa_on.attn_core_s, fa_off.attn_core_s);
+  EXPECT_NEAR(fa_on.attn_elem_s - fa_off.attn_elem_s, pace * 2048.0 * 12288 / bw, 1e-15);
+}
+
+}  // namespace
+}  // namespace stepcast

@@ -65,6 +65,15 @@ TEST(Stack, Fsdp2EagerLlamaLayerKernelsByHand) {
   const LayerKernels mc = layer_kernels(tiny_llama(), p, false, stack_profile(Stack::kMegatronCore));
   EXPECT_EQ(mc.fwd, 12);
   EXPECT_EQ(mc.bwd, 18);
+  // With dropout and no FlashAttention, the attention probabilities' dropout is one more
+  // forward kernel (and one backward); megatron-core's hidden dropouts stay fused.
+  ModelSpec gpt = tiny_llama();
+  gpt.dropout = true;
+  Plan no_fa;
+  no_fa.flash_attention = false;
+  const LayerKernels d = layer_kernels(gpt, no_fa, false, stack_profile(Stack::kMegatronCore));
+  EXPECT_EQ(d.fwd, 13);
+  EXPECT_EQ(d.bwd, 19);
 }
 
 // One H100, no parallelism, 2 layers, m = 2 microbatches of one 16-token sequence: each
