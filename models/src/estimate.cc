@@ -46,6 +46,40 @@ double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stag
 
 }  // namespace
 
+namespace {
+
+// Model FLOPs per token that selective recomputation adds, in the MFU convention (full-square
+// attention, 2 x weights per GEMM): each recomputed module's forward on every layer that has it.
+double recompute_token_flops(const ModelSpec& m, const Plan& p, const TokenFlops& tf) {
+  using RM = RecomputeModule;
+  const double h = static_cast<double>(m.hidden_size);
+  const double G = m.ffn_matrices;
+  const int moe_layers = m.moe ? m.num_layers - dense_layers_of(m) : 0;
+  const int dense_layers = m.num_layers - moe_layers;
+  double per_token = 0;
+  if (p.recomputes(RM::kCoreAttn)) per_token += m.num_layers * tf.attention_core;
+  if (p.recomputes(RM::kMlp)) per_token += dense_layers * 2 * G * h * static_cast<double>(m.ffn_hidden_size);
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    const double shared = 2 * G * h * static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size;
+    if (p.recomputes(RM::kMoe)) {
+      per_token += moe_layers * (2 * h * e.num_experts + 2 * G * h * e.top_k * static_cast<double>(e.expert_ffn_hidden_size) + shared);
+    } else if (p.recomputes(RM::kSharedExperts)) {
+      per_token += moe_layers * shared;
+    }
+  }
+  if (m.mla && p.recomputes(RM::kMlaUpProj)) {
+    const MlaSpec& a = *m.mla;
+    const double heads = m.num_attention_heads;
+    per_token += m.num_layers * 2 *
+                 (static_cast<double>(a.q_lora_rank) * heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) +
+                  static_cast<double>(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim));
+  }
+  return per_token;
+}
+
+}  // namespace
+
 double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t seq_len, bool moe) {
   const double t = p.tp;
   const double seq = static_cast<double>(seq_len);
@@ -64,37 +98,57 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   // and down-projection inputs. The router's input stays 16-bit.
   const bool fp8 = p.precision == Precision::kFp8;
   const double g_in = fp8 ? 1.0 : kActBytes;  // a saved GEMM input
-  const double replicated = (4 + g_in + (moe ? kActBytes : g_in) + 2 * drop) * h;
+  // Module recomputation (Megatron-Core recompute_modules; docs/model-reference.md "Module
+  // recomputation"): what each module no longer keeps between its forward and backward.
+  using RM = RecomputeModule;
+  const bool mlp_block = moe ? p.recomputes(RM::kMoe) : p.recomputes(RM::kMlp);
+  double ffn_in = moe ? kActBytes : g_in;  // the MLP block's input: the router's (16-bit) or fc1's
+  double qkv_in = g_in;
+  if (p.recomputes(RM::kLayernorm)) {
+    // Output-discarding of the norms that are modules of their own: an MoE layer's pre-MLP
+    // norm output (the router's 16-bit input) and MLA's input norm output (16-bit; with FP8
+    // the down-projections keep their own FP8 copies, which it does not free).
+    if (moe) ffn_in = 0;
+    if (m.mla && !fp8) qkv_in = 0;
+  }
+  if (!moe && mlp_block) ffn_in = 0;  // fc1's input (the fused norm's output) is inside the checkpoint
+  const double replicated = (4 + qkv_in + ffn_in + 2 * drop) * h;
   const HeadDims d = head_dims(m);
   const double a_r = m.num_attention_heads / t;
   const double g_r = kv_heads_per_rank(m, p);
   // Split by TP: Q, K, V; out-proj input; FFN: G-1 activation inputs and the down-proj input.
   // The out-projection's input is the attention output O, which a FlashAttention backward
   // also reads (16-bit): with FP8 the projection's FP8 copy comes on top of it.
-  const double proj_in = p.flash_attention ? kActBytes + (fp8 ? 1.0 : 0.0) : g_in;
-  double split = kActBytes * (a_r * d.qk + g_r * (d.qk + d.v)) + proj_in * a_r * d.v;
+  // A recomputed core attention (a checkpoint of its own) frees what FlashAttention keeps
+  // for its backward: the fp32 log-sum-exp and the 16-bit output, which then stays only as
+  // the out-projection's saved input (its FP8 copy with FP8).
+  const bool core_rc = p.recomputes(RM::kCoreAttn);
+  const double proj_in = p.flash_attention && !core_rc ? kActBytes + (fp8 ? 1.0 : 0.0) : g_in;
+  // "mla_up_proj" (output-discarding) frees the up-projected Q, K, V the core attention reads.
+  const double qkv = m.mla && p.recomputes(RM::kMlaUpProj) ? 0.0 : kActBytes * (a_r * d.qk + g_r * (d.qk + d.v));
+  double split = qkv + proj_in * a_r * d.v;
   const double G = m.ffn_matrices;
   const double ffn_per_width = kActBytes * (G - 1) + g_in;
   if (!moe) {
-    split += ffn_per_width * m.ffn_hidden_size / t;
-  } else {
+    if (!mlp_block) split += ffn_per_width * m.ffn_hidden_size / t;
+  } else if (!mlp_block) {
     const MoeSpec& e = *m.moe;
-    split += ffn_per_width *
-             (static_cast<double>(e.top_k) * e.expert_ffn_hidden_size +
-              static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size) / t;
+    // "moe_act" (output-discarding) frees the routed experts' activation output, the fc2
+    // input, in 16 bits; with FP8 fc2 keeps its own FP8 copy, which it does not free.
+    const double act_out = p.recomputes(RM::kMoeAct) && !fp8 ? g_in : 0.0;
+    split += (ffn_per_width - act_out) * static_cast<double>(e.top_k) * e.expert_ffn_hidden_size / t;
+    if (!p.recomputes(RM::kSharedExperts)) {
+      split += ffn_per_width * static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
+    }
     // The dispatched tokens, the experts' fc1 input. Megatron-Core applies the routing
     // probabilities inside the experts' activation (moe/experts.py activation_func_with_probs),
     // so the combine's unpermute is a plain scatter-add whose backward keeps no tokens.
     split += g_in * e.top_k * h / t;
   }
   // Core attention: the score matrix (softmax output 2, dropout mask 1, dropout output 2
-  // bytes per score) unless FlashAttention or selective recomputation drops it;
+  // bytes per score) unless FlashAttention or a recomputed core attention drops it;
   // FlashAttention keeps the fp32 log-sum-exp.
-  if (p.flash_attention) {
-    split += 4.0 * a_r;
-  } else if (p.recompute != Recompute::kSelective) {
-    split += (2 + 3 * drop) * a_r * seq;
-  }
+  if (!core_rc) split += p.flash_attention ? 4.0 * a_r : (2 + 3 * drop) * a_r * seq;
   return T * (replicated / (sp ? t : 1.0) + split);
 }
 
@@ -207,6 +261,17 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     Plan no_rc = p;
     no_rc.recompute = Recompute::kNone;
     mem.activations += layer_activation_bytes(m, no_rc, w.seq_len, moe_here > 0);
+  } else if (p.recompute == Recompute::kSelective) {
+    // Likewise the recomputed modules of one layer (the larger kind on this stage).
+    Plan kept = p;
+    kept.recompute_modules = 0;
+    double most = 0;
+    for (bool moe : {false, true}) {
+      if (moe ? moe_here > 0 : dense_here > 0) {
+        most = std::max(most, layer_activation_bytes(m, kept, w.seq_len, moe) - layer_activation_bytes(m, p, w.seq_len, moe));
+      }
+    }
+    mem.activations += most;
   }
   const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
   mem.buffers += kContextBytes + (communicates ? kNcclBytes : 0.0);
@@ -514,7 +579,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double layers_fwd = tf.forward - tf.logits;
     double extra = 0;
     if (p.recompute == Recompute::kFull) extra = layers_fwd;
-    else if (p.recompute == Recompute::kSelective && !p.flash_attention) extra = m.num_layers * tf.attention_core;
+    else if (p.recompute == Recompute::kSelective) extra = recompute_token_flops(m, p, tf);
     e.hardware_flops_per_step = e.model_flops_per_step + extra * static_cast<double>(e.tokens_per_step);
   }
   e.hfu = e.hardware_flops_per_step / (e.step_time_s * peak);

@@ -114,6 +114,9 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     }
   }
   double ffn_inner = 0;  // per-token FFN inner width on this rank (elementwise traffic)
+  // For module recomputation: the shared experts' FLOPs and activation-function elements,
+  // the routed experts' activation-function elements (read G-1, write 1, per row).
+  double shared_flops = 0, shared_elem = 0, expert_act_elem = 0;
   const double G = m.ffn_matrices;
   if (!moe) {
     const double F = static_cast<double>(m.ffn_hidden_size) / t;
@@ -147,11 +150,14 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.mlp_flops += one_f * local;
     if (e.num_shared_experts > 0) {
       const double Fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
-      gemm(lc.shared_gemm_s, lc.mlp_flops, T, (G - 1) * Fs, h);
-      gemm(lc.shared_gemm_s, lc.mlp_flops, T, h, Fs);
+      gemm(lc.shared_gemm_s, shared_flops, T, (G - 1) * Fs, h);
+      gemm(lc.shared_gemm_s, shared_flops, T, h, Fs);
       lc.mlp_gemm_s += lc.shared_gemm_s;
+      lc.mlp_flops += shared_flops;
+      shared_elem = (G == 3 ? 3.0 : 2.0) * Fs * T;
       ffn_inner += Fs;
     }
+    expert_act_elem = (G == 3 ? 3.0 : 2.0) * T_e * e.top_k * Fe;
     ffn_inner += e.top_k * Fe * T_e / T;  // per token of T: the rank's T_e k expert rows
     // Token routing as Megatron-Core's all-to-all dispatcher runs it (token_dispatcher.py):
     // the router's softmax and top-k over E fp32 scores; `permute` gathers each token's k
@@ -215,9 +221,44 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   if (p.recompute == Recompute::kFull) {
     lc.recompute_s = lc.fwd_s();
     lc.recompute_flops = lc.attn_gemm_flops + lc.attn_core_flops + lc.mlp_flops;
-  } else if (p.recompute == Recompute::kSelective && !p.flash_attention) {
-    lc.recompute_s = lc.attn_core_s;
-    lc.recompute_flops = lc.attn_core_flops;
+  } else if (p.recompute == Recompute::kSelective) {
+    // Megatron-Core's recompute_modules (transformer_config.py; docs/model-reference.md
+    // "Module recomputation"): each module's forward again before its backward.
+    auto again = [&](double s, double flops) {
+      lc.recompute_s += s;
+      lc.recompute_flops += flops;
+    };
+    if (p.recomputes(RecomputeModule::kCoreAttn)) again(lc.attn_core_s, lc.attn_core_flops);
+    if (p.recomputes(RecomputeModule::kLayernorm)) {
+      // Output-discarding: the norms that are modules of their own (not fused into a
+      // Transformer Engine LayerNormLinear) are re-run, read + write of the rank's tokens:
+      // the pre-MLP norm of an MoE layer (the router is not fused) and MLA's input norm.
+      const double norms = (moe ? 1.0 : 0.0) + (m.mla ? 1.0 : 0.0);
+      again(pace * memory_time_s(gpu, norms * 2 * kActBytes * T * h * replicated), 0);
+    }
+    if (m.mla && p.recomputes(RecomputeModule::kMlaUpProj)) {
+      // Output-discarding: the q and kv up-projections and RoPE on q and k.
+      const MlaSpec& a = *m.mla;
+      double up_s = 0, up_flops = 0;
+      if (a.q_lora_rank > 0) gemm(up_s, up_flops, T, a_r * d.qk, static_cast<double>(a.q_lora_rank));
+      gemm(up_s, up_flops, T, a_r * (a.qk_nope_head_dim + a.v_head_dim), static_cast<double>(a.kv_lora_rank));
+      const double rope = 2 * kActBytes * T * (a_r + 1) * static_cast<double>(a.qk_rope_head_dim);
+      again(up_s + pace * memory_time_s(gpu, rope), up_flops);
+    }
+    // The MLP block again, with its TP and expert-parallel communication (layer_comm):
+    // "mlp" on a dense layer, "moe" on an MoE layer (router, dispatch, experts, shared
+    // experts, combine).
+    if (moe ? p.recomputes(RecomputeModule::kMoe) : p.recomputes(RecomputeModule::kMlp)) {
+      lc.recompute_block = true;
+      again(lc.mlp_fwd_s(), lc.mlp_flops);
+    } else if (moe) {
+      if (p.recomputes(RecomputeModule::kMoeAct)) {
+        again(pace * memory_time_s(gpu, kActBytes * expert_act_elem), 0);  // output-discarding
+      }
+      if (p.recomputes(RecomputeModule::kSharedExperts)) {
+        again(lc.shared_gemm_s + pace * memory_time_s(gpu, kActBytes * shared_elem), shared_flops);
+      }
+    }
   }
   return lc;
 }
@@ -255,7 +296,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                                             collective_cost(c, CollKind::kReduceScatter, g, out.moe_tp_bytes).time_s
                                       : 0.0;
     }
-    out.tp_exposed_s = (one + mlp_pair) * recompute_factor;
+    out.tp_exposed_s = (one + mlp_pair) * recompute_factor + (lc.recompute_block ? mlp_pair : 0.0);
     if (lc.tp_overlap) {
       // Transformer Engine userbuffers (docs/model-reference.md): forward AG|qkv and AG|fc1
       // ring exchange, RS|proj and RS|fc2 pipelined; backward AG of the output gradient
@@ -269,7 +310,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                              ring_overlap_exposed_s(rs, n, lc.fc2_chunk_s);
       out.tp_overlap_bwd_s = ring_overlap_exposed_s(ag, n, lc.fc2_chunk_s) + std::max(0.0, rs - lc.fc1_gemm_s) +
                              ring_overlap_exposed_s(ag, n, lc.proj_chunk_s) + std::max(0.0, rs - lc.qkv_gemm_s);
-      out.tp_exposed_s = out.tp_overlap_fwd_s * (recompute_factor - 1) + out.tp_overlap_bwd_s;
+      out.tp_exposed_s = out.tp_overlap_fwd_s * (recompute_factor - 1) + out.tp_overlap_bwd_s +
+                         (lc.recompute_block ? mlp_pair : 0.0);  // the MLP block re-run unsplit
     }
   }
   if (p.cp > 1) {
@@ -292,7 +334,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const double tokens = sp ? T / p.tp : T;
     out.ep_bytes = tokens * m.moe->top_k * h * kActBytes;
     out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
-    out.ep_exposed_s = 2 * out.ep_a2a_s * recompute_factor;  // dispatch + combine per pass
+    // Dispatch + combine per pass, and once more when the MoE block is recomputed.
+    out.ep_exposed_s = 2 * out.ep_a2a_s * (recompute_factor + (lc.recompute_block ? 1 : 0));
     if (p.moe_shared_expert_overlap && lc.shared_gemm_s > 0) {
       // Megatron-Core moe_shared_expert_overlap (shared_experts.py): the shared experts run on
       // their own stream beside the pass's first all-to-all (the dispatch forward, the
@@ -300,7 +343,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       const double a = out.ep_a2a_s;
       const double fwd = a + std::max(0.0, a - lc.shared_gemm_s);
       const double bwd = a + std::max(0.0, a - 2 * lc.shared_gemm_s);
-      out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd;
+      out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd + (lc.recompute_block ? fwd : 0.0);
     }
   }
   return out;

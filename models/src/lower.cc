@@ -72,6 +72,14 @@ class StageBuilder {
     no_rc.recompute = Recompute::kNone;
     full_dense_ = layer_activation_bytes(m, no_rc, w.seq_len, false);
     full_moe_ = m.moe ? layer_activation_bytes(m, no_rc, w.seq_len, true) : 0.0;
+    if (p.recompute == Recompute::kSelective) {
+      // The recomputed modules' activations, live during their layer's backward (the static
+      // model's selective term, estimate.cc stage_memory).
+      Plan kept = p;
+      kept.recompute_modules = 0;
+      full_dense_ = layer_activation_bytes(m, kept, w.seq_len, false) - act_dense_;
+      full_moe_ = m.moe ? layer_activation_bytes(m, kept, w.seq_len, true) - act_moe_ : 0.0;
+    }
     sp_ = p.sequence_parallel && p.tp > 1;
     m_count_ = static_cast<int>(p.accumulation());
     const MemoryBreakdown mem = stage_memory(m, c, p, w, stage);
@@ -216,6 +224,7 @@ class StageBuilder {
   // after; without SP an all-reduce after.
   // An MoE block's pair is the expert-TP gather and scatter of the dispatched tokens
   // (layer_comm's moe_tp_bytes; none when the experts are folded, etp = 1).
+  const LayerCost& lc_of(bool moe) const { return moe ? moe_ : dense_; }
   double tp_bytes_of(int layer, bool mlp_block) const {
     return mlp_block && is_moe(layer) ? moe_comm_.moe_tp_bytes : dense_comm_.tp_bytes;
   }
@@ -538,11 +547,10 @@ class StageBuilder {
         full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
         add_dep(full_alloc, gather);
         x = layer_forward(full_alloc, layer, mb, 'R');
-      } else if (p_.recompute == Recompute::kSelective && !p_.flash_attention) {
-        const LayerCost& lc = moe ? moe_ : dense_;
-        x = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(lc.recompute_s), lc.recompute_flops, layer, mb),
-                         fmt::format("R mb{} L{} core", mb, layer), {x, gather}),
-                     0, lc.recompute_flops);
+      } else if (p_.recompute == Recompute::kSelective && lc_of(moe).recompute_s > 0) {
+        full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
+        add_dep(full_alloc, gather);
+        x = recompute_modules(full_alloc, layer, mb, kNone);
       } else if (gather != kNone) {
         x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), fmt::format("wait fsdp.ag B mb{} L{}", mb, layer),
                 {x, gather});
@@ -651,11 +659,34 @@ class StageBuilder {
     x = attention(x, layer, mb, 'B');
     return tp_after(x, layer, mb, t + " attn", false);
   }
-  // A multi-token prediction layer's backward (with its recomputation under full
-  // recomputation), as the main layers' without FSDP or TP overlap.
+  // Selective recomputation before a layer's backward (layer_cost.cc, the same modules): one
+  // op for the modules without communication, then, for "mlp" / "moe", the MLP block's
+  // forward with its TP and all-to-all collectives, as the forward lowers it.
+  std::uint32_t recompute_modules(std::uint32_t x, int layer, int mb, std::uint32_t gather) {
+    const LayerCost& lc = lc_of(is_moe(layer));
+    if (lc.recompute_s <= 0) return x;
+    const double block_s = lc.recompute_block ? lc.mlp_fwd_s() : 0.0;
+    const double block_flops = lc.recompute_block ? lc.mlp_flops : 0.0;
+    const double core_flops = p_.recomputes(RecomputeModule::kCoreAttn) ? lc.attn_core_flops : 0.0;
+    x = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(lc.recompute_s - block_s),
+                             lc.recompute_flops - block_flops, layer, mb),
+                     fmt::format("R mb{} L{} modules", mb, layer), {x, gather}),
+                 0, core_flops);
+    if (!lc.recompute_block) return x;
+    const std::string t = fmt::format("R mb{} L{} mlp", mb, layer);
+    return tp_after(mlp(tp_before(x, layer, mb, t, true), layer, mb, 'R'), layer, mb, t, true);
+  }
+  // A multi-token prediction layer's backward (with its recomputation), as the main
+  // layers' without FSDP or TP overlap.
   std::uint32_t layer_backward_plain(std::uint32_t x, int layer, int mb) {
+    const double held = is_moe(layer) ? full_moe_ : full_dense_;  // as the main layers' backward
+    const bool recomputes = p_.recompute == Recompute::kFull ||
+                            (p_.recompute == Recompute::kSelective && lc_of(is_moe(layer)).recompute_s > 0);
+    if (recomputes) x = memory(true, held, fmt::format("alloc recompute mb{} M{}", mb, layer), x);
     if (p_.recompute == Recompute::kFull) x = layer_forward(x, layer, mb, 'R');
-    return host_wait(layer_backward_blocks(x, layer, mb), layer, mb, 'B');
+    if (p_.recompute == Recompute::kSelective) x = recompute_modules(x, layer, mb, kNone);
+    x = host_wait(layer_backward_blocks(x, layer, mb), layer, mb, 'B');
+    return recomputes ? memory(false, held, fmt::format("free recompute mb{} M{}", mb, layer), x) : x;
   }
 
   double extra_params_last() const {
@@ -685,6 +716,8 @@ class StageBuilder {
   double mtp_act_ = 0;  // one MTP module's activations per microbatch (estimate.h)
   LayerRankParams layer_dense_, layer_moe_;
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
+  // full_*: the bytes a layer's recomputation holds during its backward (full: the whole
+  // layer's activations; selective: its recomputed modules').
   double tokens_ = 0, act_dense_ = 0, act_moe_ = 0, full_dense_ = 0, full_moe_ = 0;
   bool sp_ = false;
   std::uint32_t last_compute_ = kNone, param_gather_ = kNone, add_dep_to_next_ = kNone;

@@ -4,6 +4,23 @@ namespace stepcast {
 
 std::string_view to_string(Schedule value) { return name_of(value); }
 std::string_view to_string(Recompute value) { return name_of(value); }
+std::string_view to_string(RecomputeModule value) { return name_of(value); }
+
+std::vector<std::string> recompute_module_names(std::uint32_t bits) {
+  std::vector<std::string> out;
+  for (const auto& e : Names<RecomputeModule>::kTable) {
+    if (bits & module_bit(e.value)) out.emplace_back(e.name);
+  }
+  return out;
+}
+
+std::string recompute_text(const Plan& plan) {
+  std::string out(to_string(plan.recompute));
+  if (plan.recompute != Recompute::kSelective || plan.recompute_modules == Plan{}.recompute_modules) return out;
+  const std::vector<std::string> names = recompute_module_names(plan.recompute_modules);
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? "," : ":") + names[i];
+  return out;
+}
 std::string_view to_string(Precision value) { return name_of(value); }
 std::string_view to_string(Stack value) { return name_of(value); }
 std::string_view to_string(CheckpointMode value) { return name_of(value); }

@@ -141,6 +141,9 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                {"recompute", to_string(p.recompute)},
                {"precision", to_string(p.precision)}};
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != Plan{}.recompute_modules) {
+    j["plan"]["recompute_modules"] = recompute_module_names(p.recompute_modules);  // listed when not the default
+  }
   if (p.expert_tp() != p.tp) j["plan"]["etp"] = p.expert_tp();  // listed only when folded
   // The stack and the host-bound part are listed for a non-default stack or when the host
   // stalls the GPU (megatron-core reports are unchanged where its host cost hides).
@@ -176,7 +179,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
                    to_string(p.schedule),
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
-                   p.global_batch, e.microbatches, p.zero, to_string(p.recompute),
+                   p.global_batch, e.microbatches, p.zero, recompute_text(p),
                    to_string(p.precision)));
   if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
   line("");

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "list_reader.h"
 #include "reliability_json.h"
 #include "search_json.h"
 #include "spec_json.h"
@@ -50,6 +51,18 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.global_batch, r.integer("global_batch", 1, kMaxGlobalBatch));
   set(p.zero, r.integer("zero", 0, 3));
   if (auto s = r.choice("recompute", names_of<Recompute>())) p.recompute = *parse_recompute(*s);
+  if (r.has("recompute_modules")) {
+    if (auto mods = detail::choices<RecomputeModule>(r, "recompute_modules")) {
+      if (p.recompute != Recompute::kSelective) {
+        r.diag().add(r.path_of("recompute_modules"),
+                     fmt::format("applies to recompute \"selective\" (Megatron-Core recompute_granularity), "
+                                 "not \"{}\"",
+                                 to_string(p.recompute)));
+      }
+      p.recompute_modules = 0;
+      for (RecomputeModule m : *mods) p.recompute_modules |= module_bit(m);
+    }
+  }
   if (auto s = r.choice("precision", names_of<Precision>())) p.precision = *parse_precision(*s);
   set(p.replicate_kv_heads, r.boolean("replicate_kv_heads"));
   set(p.flash_attention, r.boolean("flash_attention"));
@@ -226,6 +239,27 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                       "tensor parallelism)",
                       p.expert_tp(), p.tp));
     }
+  }
+  if (p.recompute == Recompute::kSelective) {
+    // Megatron-Core's rules for recompute_modules (transformer_config.py), and modules the
+    // model does not have.
+    auto needs = [&](RecomputeModule mod, bool ok, const std::string& why) {
+      if (p.recomputes(mod) && !ok) {
+        add(fmt::format("plan.recompute_modules: \"{}\" {}", to_string(mod), why));
+      }
+    };
+    const std::string none_moe = fmt::format("needs a mixture-of-experts model ({} has no moe)", m.name);
+    needs(RecomputeModule::kMoe, m.moe.has_value(), none_moe);
+    needs(RecomputeModule::kMoeAct, m.moe.has_value(), none_moe);
+    needs(RecomputeModule::kSharedExperts, m.moe && m.moe->num_shared_experts > 0,
+          fmt::format("needs shared experts ({} has none)", m.name));
+    needs(RecomputeModule::kSharedExperts, !p.moe_shared_expert_overlap,
+          "cannot be combined with plan.moe_shared_expert_overlap (Megatron-Core refuses it)");
+    needs(RecomputeModule::kMlaUpProj, m.mla.has_value(),
+          fmt::format("needs multi-head latent attention ({} has no mla)", m.name));
+    needs(RecomputeModule::kMlp, !m.moe || m.moe->num_dense_layers > 0,
+          fmt::format("recomputes dense MLP layers; every layer of {} is MoE (use \"moe\" or \"moe_act\")",
+                      m.name));
   }
   if (p.offload_weights > 0 && p.zero >= 3) {
     add(fmt::format("plan.offload_weights: {} with zero 3 is not expressed (stepcast offloads whole replicated "

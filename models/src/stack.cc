@@ -48,8 +48,28 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
   LayerKernels k;
   k.fwd = gemms + s.attention_fwd_kernels + elem;
   k.bwd = 2 * gemms + s.attention_bwd_kernels + s.elementwise_bwd_per_fwd * elem;
-  if (p.recompute == Recompute::kFull) k.bwd += k.fwd;
-  else if (p.recompute == Recompute::kSelective && !p.flash_attention) k.bwd += s.attention_fwd_kernels;
+  if (p.recompute == Recompute::kFull) {
+    k.bwd += k.fwd;
+  } else if (p.recompute == Recompute::kSelective) {
+    // The recomputed modules' forward kernels (layer_cost.cc, the same modules).
+    using RM = RecomputeModule;
+    if (p.recomputes(RM::kCoreAttn)) k.bwd += s.attention_fwd_kernels;
+    const double norm = m.norm == NormKind::kRmsNorm ? s.rmsnorm_kernels : s.layernorm_kernels;
+    if (p.recomputes(RM::kLayernorm)) k.bwd += norm / 2 * ((moe ? 1 : 0) + (m.mla ? 1 : 0));
+    if (m.mla && p.recomputes(RM::kMlaUpProj)) k.bwd += 2 + s.rope_kernels;
+    if (!moe && p.recomputes(RM::kMlp)) k.bwd += fc1 + 1 + act;
+    if (moe) {
+      const MoeSpec& e = *m.moe;
+      const double groups = s.moe_grouped_gemm ? 1.0 : static_cast<double>(e.num_experts) / p.ep;
+      const double shared = e.num_shared_experts > 0 ? fc1 + 1 + act : 0.0;
+      if (p.recomputes(RM::kMoe)) {
+        k.bwd += 1 + s.router_kernels + groups * (fc1 + 1 + act) + shared;
+      } else {
+        if (p.recomputes(RM::kMoeAct)) k.bwd += groups * act;
+        if (p.recomputes(RM::kSharedExperts)) k.bwd += shared;
+      }
+    }
+  }
   k.host_s = (k.fwd + k.bwd) * s.host_us_per_kernel * 1e-6;
   return k;
 }

@@ -77,6 +77,12 @@ double objective_value(Objective objective, const Figures& f) {
 
 namespace {
 
+// Selective recomputation of the core attention alone (the default module) with
+// FlashAttention: dominated by no recomputation (see the search space below).
+bool core_attn_only_with_flash(const Plan& p) {
+  return p.flash_attention && p.recompute_modules == module_bit(RecomputeModule::kCoreAttn);
+}
+
 // Ties go to fewer GPUs, then the smaller batch, then the simpler layout: less context,
 // tensor and pipeline parallelism (so more data parallelism), fewer expert groups, ...
 auto layout_key(const Plan& p) {
@@ -476,9 +482,11 @@ Result<Context> make_context(const Scenario& s) {
   x.recompute = x.q.recompute.empty()
                     ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull}
                     : x.q.recompute;
-  // Selective recomputation drops the attention scores, which FlashAttention never keeps:
-  // with it, "selective" is "none" (estimate.cc, layer_cost.cc) and is listed as "none".
-  if (s.plan.flash_attention &&
+  // Selective recomputation of the core attention alone (Megatron-Core's default module)
+  // drops the attention scores, which FlashAttention never keeps: with it, it only drops
+  // the log-sum-exp and costs the attention's forward again (estimate.cc, layer_cost.cc).
+  // "none" dominates it, and it is not searched.
+  if (core_attn_only_with_flash(s.plan) &&
       std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end()) {
     x.recompute.erase(std::remove(x.recompute.begin(), x.recompute.end(), Recompute::kSelective), x.recompute.end());
   }
@@ -804,9 +812,11 @@ Plan canonical(const Context& x, Plan p, std::vector<std::string>& why) {
     why.push_back("with tp = 1 sequence parallelism changes nothing: listed as sp=false");
     p.sequence_parallel = false;
   }
-  if (p.recompute == Recompute::kSelective && p.flash_attention &&
+  if (p.recompute == Recompute::kSelective && core_attn_only_with_flash(p) &&
       std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end()) {
-    why.push_back("with FlashAttention selective recomputation changes nothing: listed as recompute=none");
+    why.push_back(
+        "with FlashAttention selective recomputation of the core attention only drops its log-sum-exp and "
+        "costs its forward again: not searched, listed as recompute=none");
     p.recompute = Recompute::kNone;
   }
   return p;

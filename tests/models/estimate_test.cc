@@ -515,3 +515,107 @@ TEST(Dropout, AttentionAndResidualDropoutTrafficByHand) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// Module recomputation by hand (docs/model-reference.md "Module recomputation"):
+// Qwen3-30B-A3B (h 2048, 32/4 heads of 128, 128 experts top-8 of inner size 768, SwiGLU), one
+// 4096-token sequence per rank, tp 1, ep 8, bf16, FlashAttention, on one DGX H100. Per token
+// of an MoE layer without recomputation: norm inputs 4h + QKV input 2h + router input 2h =
+// 16,384; Q, K, V 2 x (32 x 128 + 4 x 256) = 10,240; attention output 2 x 4096 = 8,192;
+// experts (fc1 output 2 x 2 + fc2 input 2) x 8 x 768 = 36,864; dispatched tokens
+// 2 x 8 x 2048 = 32,768; log-sum-exp 4 x 32 = 128: 104,576 bytes.
+TEST(RecomputeModules, MoeLayerMemoryAndTimeByHand) {
+  const ModelSpec& m = builtin_presets().models.at("qwen3-30b-a3b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;
+  const double T = 4096;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 4096, true), T * 104'576);
+  const LayerCost none = layer_cost(m, c, p, 4096, true);
+  const LayerComm none_comm = layer_comm(m, c, p, 4096, true, none);
+  EXPECT_EQ(none.recompute_s, 0.0);
+  p.recompute = Recompute::kSelective;
+  auto with = [&](std::initializer_list<RecomputeModule> mods) {
+    Plan q = p;
+    q.recompute_modules = 0;
+    for (RecomputeModule x : mods) q.recompute_modules |= module_bit(x);
+    return q;
+  };
+  const double bw = c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency;
+  const double pace = job_pace(c);
+  // moe_act: the routed experts' activation output (2 x 8 x 768 = 12,288 B per token) is
+  // discarded and re-made: read gate and up, write the product, 3 x 2 B x 8 x 768 per token.
+  const Plan act = with({RecomputeModule::kMoeAct});
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, act, 4096, true), T * (104'576 - 12'288));
+  EXPECT_NEAR(layer_cost(m, c, act, 4096, true).recompute_s, pace * 3 * 2 * T * 8 * 768 / bw, 1e-15);
+  // layernorm: the pre-MLP norm's output, the router's 2 B x h input, is discarded and re-made
+  // (read + write 2 B x h per token); QKV's norm is fused into its GEMM and stays.
+  const Plan ln = with({RecomputeModule::kLayernorm});
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, ln, 4096, true), T * (104'576 - 4'096));
+  EXPECT_NEAR(layer_cost(m, c, ln, 4096, true).recompute_s, pace * 2 * 2 * T * 2048 / bw, 1e-15);
+  // moe: the whole block again (its forward, FLOPs and one more dispatch + combine); it keeps
+  // only its input, the router's: experts 36,864 and dispatched tokens 32,768 B per token go.
+  const Plan moe = with({RecomputeModule::kMoe});
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, moe, 4096, true), T * (104'576 - 36'864 - 32'768));
+  const LayerCost lc = layer_cost(m, c, moe, 4096, true);
+  EXPECT_TRUE(lc.recompute_block);
+  EXPECT_DOUBLE_EQ(lc.recompute_s, none.mlp_fwd_s());
+  EXPECT_DOUBLE_EQ(lc.recompute_flops, none.mlp_flops);
+  const LayerComm comm = layer_comm(m, c, moe, 4096, true, lc);
+  EXPECT_NEAR(comm.ep_exposed_s - none_comm.ep_exposed_s, 2 * none_comm.ep_a2a_s, 1e-15);
+  // core_attn with FlashAttention: its forward again; it frees only the log-sum-exp.
+  const Plan core = with({RecomputeModule::kCoreAttn});
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, core, 4096, true), T * (104'576 - 128));
+  EXPECT_DOUBLE_EQ(layer_cost(m, c, core, 4096, true).recompute_s, none.attn_core_s);
+  // HFU counts the recomputed forward: moe adds the router and 8 routed experts' FLOPs per
+  // token on all 48 layers, 2 x 2048 x (128 + 3 x 8 x 768).
+  Scenario s;
+  s.model = m;
+  s.cluster = c;
+  s.plan = moe;
+  s.plan.global_batch = 8;
+  s.workload.seq_len = 4096;
+  const Estimate e = estimate(s);
+  EXPECT_NEAR(e.hardware_flops_per_step - e.model_flops_per_step,
+              48 * 2.0 * 2048 * (128 + 3 * 8 * 768) * 8 * 4096, 1e-6 * e.model_flops_per_step);
+}
+
+// DeepSeek-V3's recipe modules (mla_up_proj, mlp) by hand, tp 2 with SP, bf16: mla_up_proj
+// frees the up-projected Q, K, V of the rank's 64 heads, 2 x (64 x 192 + 64 x (192 + 128)) =
+// 65,536 B per token, and re-runs the q and kv up-projections (T x 64*192 x 1536 and
+// T x 64*(128+128) x 512 GEMMs); mlp frees a dense layer's fc1 input (2 x h / 2 with SP) and
+// its FFN activations (fc1 output 2 x 2 + fc2 input 2, x 18,432 / 2 per token).
+TEST(RecomputeModules, MlaUpProjAndDenseMlpByHand) {
+  ModelSpec m = builtin_presets().models.at("deepseek-v3");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.dp = 4;
+  p.ep = 8;
+  p.etp = 1;
+  const double T = 4096;
+  const double dense = layer_activation_bytes(m, p, 4096, false);
+  const double moe = layer_activation_bytes(m, p, 4096, true);
+  const LayerCost none = layer_cost(m, c, p, 4096, false);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = module_bit(RecomputeModule::kMlaUpProj) | module_bit(RecomputeModule::kMlp);
+  EXPECT_DOUBLE_EQ(dense - layer_activation_bytes(m, p, 4096, false),
+                   T * (65'536 + 2.0 * 7168 / 2 + 6.0 * 18'432 / 2));
+  EXPECT_DOUBLE_EQ(moe - layer_activation_bytes(m, p, 4096, true), T * 65'536);
+  const LayerCost lc = layer_cost(m, c, p, 4096, false);
+  const double up_flops = 2 * T * (64 * 192 * 1536.0 + 64 * 256 * 512.0);
+  EXPECT_DOUBLE_EQ(lc.recompute_flops, up_flops + none.mlp_flops);
+  EXPECT_TRUE(lc.recompute_block);
+  const double up_s = job_pace(c) * (gemm_time_s(c.gpu, Precision::kBf16, T, 64 * 192, 1536) +
+                                     gemm_time_s(c.gpu, Precision::kBf16, T, 64 * 256, 512));
+  const double rope = job_pace(c) * 2 * 2 * T * 65 * 64 / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+  EXPECT_NEAR(lc.recompute_s, up_s + rope + none.mlp_fwd_s(), 1e-12);
+}
+
+}  // namespace
+}  // namespace stepcast

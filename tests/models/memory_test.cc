@@ -228,8 +228,11 @@ TEST(Memory, InterleavedFirstStageHoldsPPlusPMinus1OverVMicrobatches) {
 TEST(Memory, MiddleStageActivationsAreInflightTimesLayersTimesPerLayer) {
   // A middle stage has neither token ids (first) nor logits (last): its activations are
   // in-flight microbatches x its layers x one layer's bytes. Llama-3-70B TP8 PP4 SP,
-  // selective recompute, m = 64/(1*2) = 32; stage 1 holds min(4 - 1, 32) = 3 microbatches
-  // of 20 layers of 8192*34,336 bytes (test above) = 3 * 20 * 281,280,512 = 16,876,830,720.
+  // selective recompute (the core attention), m = 64/(1*2) = 32; stage 1 holds
+  // min(4 - 1, 32) = 3 microbatches of 20 layers of 8192*34,304 bytes (the test above's
+  // 34,336 without FlashAttention's fp32 log-sum-exp, 4 B x 8 heads, which the recomputed
+  // core attention drops), plus that log-sum-exp of the one layer being recomputed:
+  // 3 * 20 * 281,018,368 + 8192 * 32 = 16,861,364,224.
   const ModelSpec& m = preset_model("llama3-70b");
   const ClusterSpec& c = preset_cluster("dgx-h100");
   Plan p;
@@ -240,10 +243,12 @@ TEST(Memory, MiddleStageActivationsAreInflightTimesLayersTimesPerLayer) {
   p.recompute = Recompute::kSelective;
   p.global_batch = 64;
   const Workload w{8192, 0, 0};
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 1).activations, 3 * 20 * 8192.0 * 34'304 + 8192.0 * 32);
+  p.recompute = Recompute::kNone;
   EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 1).activations, 3 * 20 * 8192.0 * 34'336);
   // Full recompute keeps 2sbh/t per layer (SP) = 2*8192*8192/8 = 16,777,216 per layer and
-  // microbatch, plus one layer's full activations while it is recomputed (selective and
-  // none coincide with FlashAttention): 3*20*16,777,216 + 281,280,512 = 1,287,913,472.
+  // microbatch, plus one layer's full activations while it is recomputed (as kept without
+  // recomputation): 3*20*16,777,216 + 281,280,512 = 1,287,913,472.
   p.recompute = Recompute::kFull;
   EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 1).activations,
                    3 * 20 * 16'777'216.0 + 8192.0 * 34'336);

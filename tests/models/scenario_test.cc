@@ -3,6 +3,7 @@
 // contract (scenario.h): one line per problem, each naming the JSON path and the reason
 // in the style `plan.tp: 3 does not divide num_attention_heads (64)`; the numbers in a
 // message are the preset figures of models/data/*.json, quoted in each test.
+#include "stepcast/models/names.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/collectives.h"
 
@@ -836,6 +837,49 @@ TEST(ScenarioErrors, OffloadFractionsAndHostFiguresAreChecked) {
   const Scenario s = load_ok(scenario(R"("llama3-8b")", R"("dgx-h100")", R"({"tp": 1, "dp": 8})"));
   EXPECT_DOUBLE_EQ(s.cluster.host_link_GBps, 63.0);
   EXPECT_DOUBLE_EQ(s.cluster.host_memory_bandwidth_GBps, 2 * 8 * 38.4);
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// plan.recompute_modules (Megatron-Core recompute_modules): read with recompute "selective";
+// the messages name the field, and Megatron-Core's rules and modules the model lacks are errors.
+TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
+  const Scenario ok = load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "selective",
+                                               "recompute_modules": ["mlp", "core_attn"]})"));
+  EXPECT_EQ(ok.plan.recompute_modules,
+            module_bit(RecomputeModule::kCoreAttn) | module_bit(RecomputeModule::kMlp));
+  EXPECT_EQ(recompute_text(ok.plan), "selective:core_attn,mlp");
+  EXPECT_EQ(load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "selective"})")).plan.recompute_modules,
+            module_bit(RecomputeModule::kCoreAttn));  // Megatron-Core's default
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute_modules": ["mlp"]})")),
+            "plan.recompute_modules: applies to recompute \"selective\" (Megatron-Core "
+            "recompute_granularity), not \"none\"");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "selective",
+                                        "recompute_modules": ["mpl"]})")),
+            "plan.recompute_modules[0]: \"mpl\" is not one of \"core_attn\", \"layernorm\", \"mlp\", \"moe_act\", "
+            "\"moe\", \"shared_experts\", \"mla_up_proj\"; did you mean \"mlp\"?");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "selective",
+                                        "recompute_modules": ["mla_up_proj", "moe"]})")),
+            "plan.recompute_modules: \"moe\" needs a mixture-of-experts model (llama3-70b has no moe)\n"
+            "plan.recompute_modules: \"mla_up_proj\" needs multi-head latent attention (llama3-70b has no mla)");
+  const std::string qwen = R"({"preset": "qwen3-30b-a3b"})";
+  EXPECT_EQ(load_error(scenario(qwen, R"({"preset": "dgx-h100", "nodes": 1})",
+                                R"({"dp": 8, "ep": 8, "recompute": "selective", "recompute_modules": ["mlp"]})")),
+            "plan.recompute_modules: \"mlp\" recomputes dense MLP layers; every layer of qwen3-30b-a3b is MoE "
+            "(use \"moe\" or \"moe_act\")");
+  EXPECT_EQ(load_error(scenario(qwen, R"({"preset": "dgx-h100", "nodes": 1})",
+                                R"({"dp": 8, "ep": 8, "recompute": "selective", "recompute_modules": ["shared_experts"]})")),
+            "plan.recompute_modules: \"shared_experts\" needs shared experts (qwen3-30b-a3b has none)");
+  EXPECT_EQ(load_error(scenario(R"({"preset": "deepseek-v3", "num_layers": 8})", R"({"preset": "dgx-h100", "nodes": 4})",
+                                R"({"tp": 2, "pp": 2, "dp": 8, "ep": 16, "etp": 1, "sequence_parallel": true,
+                                    "moe_shared_expert_overlap": true, "recompute": "selective",
+                                    "recompute_modules": ["shared_experts"]})")),
+            "plan.recompute_modules: \"shared_experts\" cannot be combined with plan.moe_shared_expert_overlap "
+            "(Megatron-Core refuses it)");
 }
 
 }  // namespace

@@ -576,8 +576,16 @@ TEST(PlannerExplain, SaysWhatDoesNotFitOrWhereALayoutRanks) {
   EXPECT_EQ(own->rank, r.scenario_layout);
   EXPECT_EQ(own->limits.size(), 5u);  // step parts, largest overhead, memory, goodput, vs #1
   EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (20.9% of the step)");
-  EXPECT_TRUE(own->folded.size() == 1u && own->folded[0] ==
-              "with FlashAttention selective recomputation changes nothing: listed as recompute=none");
+  EXPECT_TRUE(own->folded.empty());
+  // Selective recomputation of the core attention with FlashAttention is not searched.
+  std::string selective = layout_string(s.plan);
+  selective.replace(selective.find("recompute=none"), 14, "recompute=selective");
+  auto sel = explain_layout(s, r, selective);
+  ASSERT_TRUE(sel.ok());
+  EXPECT_TRUE(sel->folded.size() == 1u &&
+              sel->folded[0] ==
+                  "with FlashAttention selective recomputation of the core attention only drops its log-sum-exp "
+                  "and costs its forward again: not searched, listed as recompute=none");
 }
 
 // Regression (issue 14 review): with search.sequence_parallel = true, tp = 1 layouts were

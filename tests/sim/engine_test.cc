@@ -668,6 +668,40 @@ TEST(Engine, SharedExpertOverlapHidesAllToAllsBehindTheSharedExperts) {
   EXPECT_LT(r_on.summary.step_time_s, r_off.summary.step_time_s);
 }
 
+// Module recomputation (DeepSeek-V3's recipe modules plus "moe"): the engine runs the
+// recomputed modules before each layer's backward, the MLP blocks with their TP and all-to-
+// all collectives again; its step and its exposed expert-parallel and TP time match the
+// closed form's, and the recomputed modules' activations of one layer are live during its
+// backward, as the static model counts them on stage 0. (On the last stage the static model
+// adds them on top of the output head's logits, which the engine frees before the first
+// backward: conservative there by one layer's recomputed activations, as with full
+// recomputation.)
+TEST(Engine, RecomputedModulesRunAsTheClosedFormPricesThem) {
+  const Scenario s = scenario(R"({"name": "dsv3 cut", "model": {"preset": "deepseek-v3", "num_layers": 8},
+      "cluster": {"preset": "dgx-h100", "nodes": 4},
+      "plan": {"tp": 2, "pp": 2, "dp": 8, "ep": 16, "etp": 1, "sequence_parallel": true, "global_batch": 32,
+               "zero": 1, "recompute": "selective", "recompute_modules": ["mla_up_proj", "mlp", "moe"]},
+      "workload": {"seq_len": 4096}})");
+  const Estimate e = estimate(s);
+  const Simulated r = run(s);
+  const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
+  EXPECT_NEAR(crit.ep, e.exposed.ep, 1e-5 * e.exposed.ep);
+  EXPECT_NEAR(crit.tp, e.exposed.tp, 1e-5 * e.exposed.tp);
+  EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01);
+  EXPECT_NEAR(peak_of_stage(r, 0), stage_memory(s.model, s.cluster, s.plan, s.workload, 0).total, 1.0);
+  // Against no recomputation: the MoE blocks' all-to-alls once more, a longer step...
+  Scenario none = s;
+  none.plan.recompute = Recompute::kNone;
+  const Estimate n = estimate(none);
+  EXPECT_GT(e.exposed.ep, n.exposed.ep);
+  EXPECT_GT(e.step_time_s, n.step_time_s);
+  // ... and less memory on every stage.
+  for (int st = 0; st < 2; ++st) {
+    EXPECT_LT(stage_memory(s.model, s.cluster, s.plan, s.workload, st).activations,
+              stage_memory(none.model, none.cluster, none.plan, none.workload, st).activations);
+  }
+}
+
 TEST(Engine, InterleavedPeakMemoryMatchesTheStaticModelExceptStage0TokenIds) {
   // Interleaved (TP8 PP4 v2, m = 16): activations agree with stage_memory() on every
   // stage (Megatron warm-up + 1 = 11 chunk-microbatches on stage 0). Observed difference:

@@ -65,10 +65,14 @@ struct LayerCost {
   // memory-bound work twice.
   double attn_bwd_s() const { return attn_gemm_bwd_s + core_bwd_factor * attn_core_s + 2 * attn_elem_s; }
   double mlp_bwd_s() const { return mlp_gemm_bwd_s + 2 * mlp_elem_s; }
-  // Extra forward work before the backward: the whole layer (full), the attention core
-  // without FlashAttention (selective), else nothing.
+  // Extra forward work before the backward: the whole layer (full), the plan's modules
+  // (selective: Plan::recompute_modules, by default the attention core), else nothing.
   double recompute_s = 0;
   double recompute_flops = 0;
+  // Selective recomputation re-runs the MLP block ("mlp" on a dense layer, "moe" on an MoE
+  // layer): mlp_fwd_s() of recompute_s, with the block's TP and all-to-all communication once
+  // more (layer_comm).
+  bool recompute_block = false;
   double bwd_s() const { return attn_bwd_s() + mlp_bwd_s() + recompute_s; }
   double flops() const {
     return 3 * (attn_gemm_flops + mlp_flops) + (1 + core_bwd_factor) * attn_core_flops + recompute_flops;

@@ -47,6 +47,13 @@ struct Names<Recompute> {
       {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
 };
 template <>
+struct Names<RecomputeModule> {
+  static constexpr std::array<NameEntry<RecomputeModule>, 7> kTable{{
+      {RecomputeModule::kCoreAttn, "core_attn"}, {RecomputeModule::kLayernorm, "layernorm"},
+      {RecomputeModule::kMlp, "mlp"}, {RecomputeModule::kMoeAct, "moe_act"}, {RecomputeModule::kMoe, "moe"},
+      {RecomputeModule::kSharedExperts, "shared_experts"}, {RecomputeModule::kMlaUpProj, "mla_up_proj"}}};
+};
+template <>
 struct Names<Precision> {
   static constexpr std::array<NameEntry<Precision>, 3> kTable{{
       {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"}, {Precision::kFp8, "fp8"}}};
@@ -131,6 +138,12 @@ std::string quoted_names() {
 // Named entry points (the same tables).
 std::string_view to_string(Schedule value);
 std::string_view to_string(Recompute value);
+std::string_view to_string(RecomputeModule value);
+// The names of the modules set in `bits` (Plan::recompute_modules), in table order.
+std::vector<std::string> recompute_module_names(std::uint32_t bits);
+// The plan's recomputation as reports print it: "none", "full", "selective" (Megatron-Core's
+// default module, core_attn), or "selective:mla_up_proj,mlp" for other modules.
+std::string recompute_text(const Plan& plan);
 std::string_view to_string(Precision value);
 std::string_view to_string(Stack value);
 std::string_view to_string(CheckpointMode value);

@@ -154,6 +154,11 @@ struct ClusterSpec {
 
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 enum class Recompute { kNone, kSelective, kFull };
+// The modules selective recomputation re-runs (Megatron-Core recompute_modules, read with
+// recompute_granularity "selective"; docs/model-reference.md "Module recomputation"). A bit
+// each in Plan::recompute_modules.
+enum class RecomputeModule { kCoreAttn, kLayernorm, kMlp, kMoeAct, kMoe, kSharedExperts, kMlaUpProj };
+constexpr std::uint32_t module_bit(RecomputeModule m) { return 1u << static_cast<unsigned>(m); }
 enum class Precision { kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdam, kSgd };
 // The software stack that runs the plan (docs/model-reference.md section 4.3): its
@@ -181,6 +186,9 @@ struct Plan {
   std::int64_t global_batch = 1;       // sequences per optimizer step
   int zero = 0;                        // 0 DDP, 1, 2, 3 (FSDP full shard)
   Recompute recompute = Recompute::kNone;
+  // With recompute "selective": the modules re-run in the backward (module_bit set; Megatron-
+  // Core's default, the core attention, when the scenario names none). Ignored otherwise.
+  std::uint32_t recompute_modules = module_bit(RecomputeModule::kCoreAttn);
   Precision precision = Precision::kBf16;
   bool replicate_kv_heads = false;    // tp > num_kv_heads: each KV head copied on tp/g ranks
   bool flash_attention = true;         // attention without the s^2 score matrix in memory
@@ -215,6 +223,11 @@ struct Plan {
   double offload_activations = 0;
   double offload_weights = 0;
   bool offloads() const { return offload_optimizer > 0 || offload_activations > 0 || offload_weights > 0; }
+
+  // Whether selective recomputation re-runs module `m`.
+  bool recomputes(RecomputeModule m) const {
+    return recompute == Recompute::kSelective && (recompute_modules & module_bit(m)) != 0;
+  }
 
   int world() const { return tp * pp * dp * cp; }
   // The expert tensor-parallel width and the expert-data-parallel group size
