@@ -191,6 +191,43 @@ TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 64 * 128 * 2 * 256);
 }
 
+TEST(Runner, RecomputedMoeBlocksRunTheirAllToAllsAgainAndVerify) {
+  // As above, with selective recomputation of the MoE blocks (recompute_modules ["moe"]):
+  // before each layer's backward the executor runs the block's forward again, its dispatch
+  // and combine all-to-alls included: 6 per layer and microbatch instead of 4, each verified.
+  Scenario s = load("cpu-tp2dp2.json");
+  MoeSpec moe;
+  moe.num_experts = 8;
+  moe.top_k = 2;
+  moe.expert_ffn_hidden_size = 384;
+  s.model.moe = moe;
+  s.plan.ep = 4;
+  s.plan.etp = 1;
+  s.plan.sequence_parallel = true;
+  s.plan.recompute = Recompute::kSelective;
+  s.plan.recompute_modules = module_bit(RecomputeModule::kMoe);
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  int a2a = 0;
+  for (const Op& op : prog.roles[0].ops) a2a += op.kind == OpKind::kCollective && op.group == GroupKind::kEp;
+  EXPECT_EQ(a2a, 4 * 4 * 6);  // 4 layers x 4 microbatches x (dispatch, combine) x (forward, recompute, backward)
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  // Against no recomputation, each rank verifies exactly the 32 more all-to-alls: (T/tp) k h
+  // = 128 x 2 x 256 16-bit elements each, carried as 128 x 2 x 256 x 2 / 4 f32 words.
+  Scenario none = s;
+  none.plan.recompute = Recompute::kNone;
+  const auto base = run_all(none, o);
+  ASSERT_EQ(res.size(), base.size());
+  for (std::size_t r = 0; r < res.size(); ++r) {
+    EXPECT_EQ(res[r].wrong_elements, 0);
+    EXPECT_EQ(res[r].verified_elements - base[r].verified_elements, 32 * (128 * 2 * 256 * 2 / 4));
+  }
+}
+
 TEST(Runner, CorruptedCollectivesAreCounted) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;
