@@ -56,6 +56,10 @@ std::string presets_json(const PresetsReport& report) {
     o["elementwise_bwd_per_fwd"] = st.elementwise_bwd_per_fwd;
     o["moe_grouped_gemm"] = st.moe_grouped_gemm;
     o["router_kernels"] = st.router_kernels;
+    o["rmsnorm_bytes"] = st.rmsnorm_bytes;
+    o["layernorm_bytes"] = st.layernorm_bytes;
+    o["gated_activation_bytes"] = st.gated_activation_bytes;
+    o["rope_bytes"] = st.rope_bytes;
     o["sources"] = st.sources;
     o["verification"] = st.verification;
   }

@@ -7,6 +7,7 @@
 #include "stepcast/models/compute.h"
 #include "stepcast/models/params.h"
 #include "stepcast/models/program.h"
+#include "stepcast/models/stack.h"
 
 namespace stepcast {
 
@@ -114,8 +115,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     }
   }
   double ffn_inner = 0;  // per-token FFN inner width on this rank (elementwise traffic)
-  // For module recomputation: the shared experts' FLOPs and activation-function elements,
-  // the routed experts' activation-function elements (read G-1, write 1, per row).
+  // For module recomputation: the shared experts' FLOPs and inner elements (tokens x width),
+  // the routed experts' inner elements (their activation functions' work).
   double shared_flops = 0, shared_elem = 0, expert_act_elem = 0;
   const double G = m.ffn_matrices;
   if (!moe) {
@@ -154,10 +155,10 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       gemm(lc.shared_gemm_s, shared_flops, T, h, Fs);
       lc.mlp_gemm_s += lc.shared_gemm_s;
       lc.mlp_flops += shared_flops;
-      shared_elem = (G == 3 ? 3.0 : 2.0) * Fs * T;
+      shared_elem = Fs * T;  // x the activation's elements moved per inner element (below)
       ffn_inner += Fs;
     }
-    expert_act_elem = (G == 3 ? 3.0 : 2.0) * T_e * e.top_k * Fe;
+    expert_act_elem = T_e * e.top_k * Fe;  // likewise
     ffn_inner += e.top_k * Fe * T_e / T;  // per token of T: the rank's T_e k expert rows
     // Token routing as Megatron-Core's all-to-all dispatcher runs it (token_dispatcher.py):
     // the router's softmax and top-k over E fp32 scores; `permute` gathers each token's k
@@ -184,16 +185,20 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.attn_core_s += pace * memory_time_s(gpu, per_score * a_r * T * seq);
   }
   lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
-  // Memory-bound work per token: 2 norms (read + write), 2 residual adds (2 reads, 1
-  // write) -- half in each block --, the activation function (G-1 inputs, 1 output),
-  // RoPE on q and k.
+  // Memory-bound work per token, in 2-byte elements moved: 2 norms, 2 residual adds (2
+  // reads, 1 write) -- half in each block --, the activation function, RoPE on q and k. The
+  // stack's profile says what a norm, the gated activation and RoPE move per element (fused
+  // kernels: read + write; eager PyTorch's decompositions more; stack.h).
+  const StackProfile& stack = stack_profile(p.stack);
   const double replicated = sp ? 1.0 / t : 1.0;
+  const double norm = (m.norm == NormKind::kRmsNorm ? stack.rmsnorm_bytes : stack.layernorm_bytes) / kActBytes;
+  const double act = G == 3 ? stack.gated_activation_bytes / kActBytes : 2.0;  // gated; else read 1, write 1
   // With model.dropout each residual add is Megatron's fused bias-dropout-add, which also
   // writes the hidden dropout's 1-byte mask (in 2-byte units: half an element).
   const double residual_mask = m.dropout ? kDropoutMaskBytes / kActBytes : 0.0;
-  double attn_elem = (5.0 + residual_mask) * h * replicated;
-  if (m.position_embedding == PositionEmbedding::kRope) attn_elem += 2.0 * (a_r + g_r) * d.qk;
-  const double mlp_elem = (5.0 + residual_mask) * h * replicated + (G == 3 ? 3.0 : 2.0) * ffn_inner;
+  double attn_elem = (norm + 3.0 + residual_mask) * h * replicated;
+  if (m.position_embedding == PositionEmbedding::kRope) attn_elem += stack.rope_bytes / kActBytes * (a_r + g_r) * d.qk;
+  const double mlp_elem = (norm + 3.0 + residual_mask) * h * replicated + act * ffn_inner;
   lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
   lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem) + lc.moe_route_s;
   if (prec == Precision::kFp8) {
@@ -234,7 +239,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       // Transformer Engine LayerNormLinear) are re-run, read + write of the rank's tokens:
       // the pre-MLP norm of an MoE layer (the router is not fused) and MLA's input norm.
       const double norms = (moe ? 1.0 : 0.0) + (m.mla ? 1.0 : 0.0);
-      again(pace * memory_time_s(gpu, norms * 2 * kActBytes * T * h * replicated), 0);
+      again(pace * memory_time_s(gpu, norms * norm * kActBytes * T * h * replicated), 0);
     }
     if (m.mla && p.recomputes(RecomputeModule::kMlaUpProj)) {
       // Output-discarding: the q and kv up-projections and RoPE on q and k.
@@ -253,10 +258,10 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       again(lc.mlp_fwd_s(), lc.mlp_flops);
     } else if (moe) {
       if (p.recomputes(RecomputeModule::kMoeAct)) {
-        again(pace * memory_time_s(gpu, kActBytes * expert_act_elem), 0);  // output-discarding
+        again(pace * memory_time_s(gpu, kActBytes * act * expert_act_elem), 0);  // output-discarding
       }
       if (p.recomputes(RecomputeModule::kSharedExperts)) {
-        again(lc.shared_gemm_s + pace * memory_time_s(gpu, kActBytes * shared_elem), shared_flops);
+        again(lc.shared_gemm_s + pace * memory_time_s(gpu, kActBytes * act * shared_elem), shared_flops);
       }
     }
   }

@@ -67,6 +67,10 @@ StackProfile read_stack(ObjectReader& r) {
   num("elementwise_bwd_per_fwd", s.elementwise_bwd_per_fwd);
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   count("router_kernels", s.router_kernels);
+  num("rmsnorm_bytes", s.rmsnorm_bytes);
+  num("layernorm_bytes", s.layernorm_bytes);
+  num("gated_activation_bytes", s.gated_activation_bytes);
+  num("rope_bytes", s.rope_bytes);
   for (const char* table : {"sources", "verification"}) {
     const json* t = r.object(table);
     auto& out = std::string(table) == "sources" ? s.sources : s.verification;

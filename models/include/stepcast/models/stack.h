@@ -28,6 +28,12 @@ struct StackProfile {
   double elementwise_bwd_per_fwd = 1;   // backward kernels per forward elementwise kernel
   bool moe_grouped_gemm = true;         // one GEMM per expert matrix for all local experts
   int router_kernels = 4;               // MoE routing elementwise kernels (forward)
+  // HBM bytes one forward of an elementwise op moves per element of its 16-bit tensor (the
+  // fused kernels' read 2 + write 2; eager PyTorch's decompositions move more): a norm, the
+  // gated activation (per inner element), RoPE (per q or k element).
+  double rmsnorm_bytes = 4, layernorm_bytes = 4;
+  double gated_activation_bytes = 6;
+  double rope_bytes = 4;
   std::map<std::string, std::string> sources;       // parameter -> where it comes from
   std::map<std::string, std::string> verification;  // parameter -> V / S / D / U
 };
