@@ -60,6 +60,7 @@ std::string presets_json(const PresetsReport& report) {
     o["layernorm_bytes"] = st.layernorm_bytes;
     o["gated_activation_bytes"] = st.gated_activation_bytes;
     o["rope_bytes"] = st.rope_bytes;
+    o["loss_bytes_per_logit"] = st.loss_bytes_per_logit;
     o["sources"] = st.sources;
     o["verification"] = st.verification;
   }

@@ -470,12 +470,18 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   // Recompute last: its default follows the record's FLOP accounting.
   if (lt.recompute) {
     const std::string low = lower(*lt.recompute);
+    const bool torchtitan = r.stack == "fsdp2-eager" || r.stack == "fsdp2-compile";
     if (starts_with(low, "full")) r.recompute = "full";
-    else if (contains(low, "selective")) r.recompute = "selective";
+    else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";
     else if (starts_with(low, "none") || starts_with(low, "no ")) r.recompute = "none";
     else if (contains(low, "full")) r.recompute = "full";
     if (r.recompute == "none" && !(starts_with(low, "none") || starts_with(low, "no "))) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
+    } else if (r.recompute == "selective_op") {
+      r.assumptions.push_back(fmt::format(
+          "recompute {} under FSDP2/torchtitan: selective_op (torchtitan's op-level policy: its configs' "
+          "selective_ac_option \"op\")",
+          quote(*lt.recompute)));
     } else {
       mapped(r, "recompute", *lt.recompute, r.recompute);
     }

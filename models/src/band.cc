@@ -36,7 +36,7 @@ const ValidationResiduals& validation_residuals() {
   // `stepcast validate docs/data/validation-runs.json` (throughput is inverse to step time, so
   // log(1 + throughput error)). tests/app/validate_test.cc recomputes them from run_validate and
   // fails, printing the new values, when the model or the records change.
-  static const ValidationResiduals r{14, 0.043825264492443602, 0.13760866895582083};
+  static const ValidationResiduals r{15, 0.0638623744620571, 0.15364195576067791};
   return r;
 }
 
@@ -46,7 +46,7 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
   // them too.
   static const std::array<ValidationResiduals, 4> own{{
       {13, 0.013115100715202612, 0.078805201845204634},  // megatron-core
-      {0, 0.0, 0.0},   // fsdp2-eager: its record does not fit in memory as predicted
+      {1, 0.34438191403664598, 0},   // fsdp2-eager: one record, too few for its own
       {0, 0.0, 0.0},   // fsdp2-compile
       {1, 0.44305739359657648, 0},  // deepspeed-zero: one record, too few for its own
   }};

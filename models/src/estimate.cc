@@ -33,7 +33,7 @@ int dense_layers_of(const ModelSpec& m) { return m.moe ? m.moe->num_dense_layers
 double output_head_bytes(const ModelSpec& m, const Plan& p, double seq) {
   const double T = p.microbatch * seq / p.cp;
   const double held = p.schedule == Schedule::kGpipe ? static_cast<double>(p.accumulation()) : 1.0;
-  return held * 4.0 * T * (static_cast<double>(m.hidden_size) + m.vocab_size) / p.tp;
+  return held * output_head_buffer_bytes(m, p, T);
 }
 
 double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stage, double inflight) {
@@ -80,6 +80,11 @@ double recompute_token_flops(const ModelSpec& m, const Plan& p, const TokenFlops
 
 }  // namespace
 
+double output_head_buffer_bytes(const ModelSpec& m, const Plan& p, double tokens) {
+  const double loss = stack_profile(p.stack).loss_bytes_per_logit;
+  return tokens * (4.0 * static_cast<double>(m.hidden_size) + loss * static_cast<double>(m.vocab_size)) / p.tp;
+}
+
 double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t seq_len, bool moe) {
   const double t = p.tp;
   const double seq = static_cast<double>(seq_len);
@@ -89,6 +94,13 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   const double drop = m.dropout ? 1.0 : 0.0;
   if (p.recompute == Recompute::kFull) {
     return kActBytes * T * h / (sp ? t : 1.0);  // only the layer input is kept
+  }
+  if (p.recompute == Recompute::kSelectiveOp) {
+    // torchtitan's op-level policy (layer_cost.h op_sac_split): the block's input, the saved
+    // matmul outputs, and the attention's output with its fp32 log-sum-exp.
+    const double heads = m.num_attention_heads / t;
+    return T * (kActBytes * h / (sp ? t : 1.0) + op_sac_split(m, p).saved_bytes_per_token +
+                kActBytes * heads * head_dims(m).v + 4.0 * heads);
   }
   // Per token, bytes (docs/cost-model-sources.md section 2.2, generalised Korthikanti counting):
   // not split by TP without SP: two norm inputs 4h, QKV input 2h, FFN input 2h, two
@@ -261,10 +273,10 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     Plan no_rc = p;
     no_rc.recompute = Recompute::kNone;
     mem.activations += layer_activation_bytes(m, no_rc, w.seq_len, moe_here > 0);
-  } else if (p.recompute == Recompute::kSelective) {
-    // Likewise the recomputed modules of one layer (the larger kind on this stage).
+  } else if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {
+    // Likewise what one layer recomputes (the larger kind on this stage).
     Plan kept = p;
-    kept.recompute_modules = 0;
+    kept.recompute = Recompute::kNone;
     double most = 0;
     for (bool moe : {false, true}) {
       if (moe ? moe_here > 0 : dense_here > 0) {
@@ -580,6 +592,14 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     double extra = 0;
     if (p.recompute == Recompute::kFull) extra = layers_fwd;
     else if (p.recompute == Recompute::kSelective) extra = recompute_token_flops(m, p, tf);
+    else if (p.recompute == Recompute::kSelectiveOp) {
+      // The recomputed matmuls' share of the layers' weights (the whole layer: tp 1).
+      Plan whole = p;
+      whole.tp = 1;
+      const OpSacSplit split = op_sac_split(m, whole);
+      const std::vector<LayerMm> mms = layer_mms(m, whole);
+      for (std::size_t i = 0; i < mms.size(); ++i) extra += m.num_layers * split.recompute_weight[i] * 2 * mms[i].n * mms[i].k;
+    }
     e.hardware_flops_per_step = e.model_flops_per_step + extra * static_cast<double>(e.tokens_per_step);
   }
   e.hfu = e.hardware_flops_per_step / (e.step_time_s * peak);

@@ -72,13 +72,11 @@ class StageBuilder {
     no_rc.recompute = Recompute::kNone;
     full_dense_ = layer_activation_bytes(m, no_rc, w.seq_len, false);
     full_moe_ = m.moe ? layer_activation_bytes(m, no_rc, w.seq_len, true) : 0.0;
-    if (p.recompute == Recompute::kSelective) {
-      // The recomputed modules' activations, live during their layer's backward (the static
-      // model's selective term, estimate.cc stage_memory).
-      Plan kept = p;
-      kept.recompute_modules = 0;
-      full_dense_ = layer_activation_bytes(m, kept, w.seq_len, false) - act_dense_;
-      full_moe_ = m.moe ? layer_activation_bytes(m, kept, w.seq_len, true) - act_moe_ : 0.0;
+    if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {
+      // What a layer recomputes, live during its backward (the static model's term,
+      // estimate.cc stage_memory).
+      full_dense_ -= act_dense_;
+      full_moe_ = m.moe ? full_moe_ - act_moe_ : 0.0;
     }
     sp_ = p.sequence_parallel && p.tp > 1;
     m_count_ = static_cast<int>(p.accumulation());
@@ -225,6 +223,10 @@ class StageBuilder {
   // An MoE block's pair is the expert-TP gather and scatter of the dispatched tokens
   // (layer_comm's moe_tp_bytes; none when the experts are folded, etp = 1).
   const LayerCost& lc_of(bool moe) const { return moe ? moe_ : dense_; }
+  // Recomputation of parts of a layer (Megatron-Core's modules or torchtitan's ops).
+  bool selective() const {
+    return p_.recompute == Recompute::kSelective || p_.recompute == Recompute::kSelectiveOp;
+  }
   double tp_bytes_of(int layer, bool mlp_block) const {
     return mlp_block && is_moe(layer) ? moe_comm_.moe_tp_bytes : dense_comm_.tp_bytes;
   }
@@ -547,7 +549,7 @@ class StageBuilder {
         full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
         add_dep(full_alloc, gather);
         x = layer_forward(full_alloc, layer, mb, 'R');
-      } else if (p_.recompute == Recompute::kSelective && lc_of(moe).recompute_s > 0) {
+      } else if (selective() && lc_of(moe).recompute_s > 0) {
         full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
         add_dep(full_alloc, gather);
         x = recompute_modules(full_alloc, layer, mb, kNone);
@@ -639,9 +641,7 @@ class StageBuilder {
   double p2p_bytes() const {
     return tokens_ * static_cast<double>(m_.hidden_size) * 2.0 / (sp_ ? p_.tp : 1);
   }
-  double logits_bytes() const {
-    return 4.0 * tokens_ * (static_cast<double>(m_.hidden_size) + m_.vocab_size) / p_.tp;
-  }
+  double logits_bytes() const { return output_head_buffer_bytes(m_, p_, tokens_); }
   double bucket_bytes() const { return p_.ddp_bucket_MiB * 1024 * 1024; }
   // Parameters outside the transformer layers (embedding, output layer, final norm).
   double extra_params_first() const {
@@ -668,7 +668,8 @@ class StageBuilder {
     const double block_s = lc.recompute_block ? lc.mlp_fwd_s() : 0.0;
     const double block_flops = lc.recompute_block ? lc.mlp_flops : 0.0;
     const double core_flops = p_.recomputes(RecomputeModule::kCoreAttn) ? lc.attn_core_flops : 0.0;
-    x = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(lc.recompute_s - block_s),
+    const ComputeClass kind = core_flops > 0 ? ComputeClass::kAttention : ComputeClass::kGemm;
+    x = annotate(add(compute(kind, SimTime::from_s(lc.recompute_s - block_s),
                              lc.recompute_flops - block_flops, layer, mb),
                      fmt::format("R mb{} L{} modules", mb, layer), {x, gather}),
                  0, core_flops);
@@ -681,10 +682,10 @@ class StageBuilder {
   std::uint32_t layer_backward_plain(std::uint32_t x, int layer, int mb) {
     const double held = is_moe(layer) ? full_moe_ : full_dense_;  // as the main layers' backward
     const bool recomputes = p_.recompute == Recompute::kFull ||
-                            (p_.recompute == Recompute::kSelective && lc_of(is_moe(layer)).recompute_s > 0);
+                            (selective() && lc_of(is_moe(layer)).recompute_s > 0);
     if (recomputes) x = memory(true, held, fmt::format("alloc recompute mb{} M{}", mb, layer), x);
     if (p_.recompute == Recompute::kFull) x = layer_forward(x, layer, mb, 'R');
-    if (p_.recompute == Recompute::kSelective) x = recompute_modules(x, layer, mb, kNone);
+    if (selective()) x = recompute_modules(x, layer, mb, kNone);
     x = host_wait(layer_backward_blocks(x, layer, mb), layer, mb, 'B');
     return recomputes ? memory(false, held, fmt::format("free recompute mb{} M{}", mb, layer), x) : x;
   }

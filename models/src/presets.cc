@@ -71,6 +71,7 @@ StackProfile read_stack(ObjectReader& r) {
   num("layernorm_bytes", s.layernorm_bytes);
   num("gated_activation_bytes", s.gated_activation_bytes);
   num("rope_bytes", s.rope_bytes);
+  num("loss_bytes_per_logit", s.loss_bytes_per_logit);
   for (const char* table : {"sources", "verification"}) {
     const json* t = r.object(table);
     auto& out = std::string(table) == "sources" ? s.sources : s.verification;

@@ -240,6 +240,11 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                       p.expert_tp(), p.tp));
     }
   }
+  if (p.recompute == Recompute::kSelectiveOp && (m.moe || m.mla)) {
+    add(fmt::format("plan.recompute: \"selective_op\" (torchtitan's op-level policy) is expressed for dense layers "
+                    "without MLA; {} has {}",
+                    m.name, m.moe ? "MoE layers" : "MLA"));
+  }
   if (p.recompute == Recompute::kSelective) {
     // Megatron-Core's rules for recompute_modules (transformer_config.py), and modules the
     // model does not have.

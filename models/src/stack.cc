@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "stepcast/models/layer_cost.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 
@@ -50,6 +51,11 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
   k.bwd = 2 * gemms + s.attention_bwd_kernels + s.elementwise_bwd_per_fwd * elem;
   if (p.recompute == Recompute::kFull) {
     k.bwd += k.fwd;
+  } else if (p.recompute == Recompute::kSelectiveOp) {
+    // torchtitan's op-level policy: the matmuls not saved and every elementwise kernel.
+    double mms = 0;
+    for (double w : op_sac_split(m, p).recompute_weight) mms += w;
+    k.bwd += mms + elem;
   } else if (p.recompute == Recompute::kSelective) {
     // The recomputed modules' forward kernels (layer_cost.cc, the same modules).
     using RM = RecomputeModule;

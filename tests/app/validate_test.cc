@@ -144,7 +144,7 @@ TEST_F(ValidateTest, DescriptionsMapByDocumentedRules) {
   EXPECT_EQ(sc["plan"]["zero"], 3);
   EXPECT_EQ(sc["plan"]["schedule"], "1f1b");
   EXPECT_EQ(sc["plan"]["flash_attention"], true);  // not stated, Hopper: on
-  EXPECT_EQ(sc["plan"]["recompute"], "selective");
+  EXPECT_EQ(sc["plan"]["recompute"], "selective_op");  // FSDP2: torchtitan's op-level policy
   EXPECT_EQ(row.layout, "tp1 pp1 dp8 z3 mb2 gbs16");
   EXPECT_EQ(row.metric, "tokens/s/GPU");
   ASSERT_TRUE(row.predicted);

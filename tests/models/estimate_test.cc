@@ -619,3 +619,47 @@ TEST(RecomputeModules, MlaUpProjAndDenseMlpByHand) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// torchtitan's op-level selective recomputation ("selective_op") by hand on a Llama-3-8B layer
+// (h 4096, 32/8 heads of 128, F 14336), 8192 tokens, tp 1. Its 7 matmuls (wq 4096, wk 1024,
+// wv 1024, wo 4096, w1 14336, w3 14336, w2 4096 outputs per token) alternate between saving
+// the odd-numbered (wq, wv, w1, w2: 23,552 elements) and the even-numbered (wk, wo, w3:
+// 19,456); memory takes the larger: per token 2 x 4096 (the block's input) + 2 x 23,552 +
+// 2 x 4096 (the attention's output) + 4 x 32 (its log-sum-exp) = 63,616 bytes. The backward
+// recomputes each matmul half the time (on average half of the forward's GEMM FLOPs) and
+// every elementwise op; the HFU counts those FLOPs on all 32 layers.
+TEST(SelectiveOp, TorchtitanLayerMemoryAndTimeByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.stack = Stack::kFsdp2Eager;
+  const LayerCost none = layer_cost(m, c, p, 8192, false);
+  p.recompute = Recompute::kSelectiveOp;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 8192, false), 8192.0 * 63'616);
+  const LayerCost lc = layer_cost(m, c, p, 8192, false);
+  EXPECT_DOUBLE_EQ(lc.recompute_flops, none.attn_gemm_flops / 2 + none.mlp_flops / 2);
+  double gemms = 0;
+  for (const auto& [n, k] : std::vector<std::pair<double, double>>{
+           {4096, 4096}, {1024, 4096}, {1024, 4096}, {4096, 4096}, {14336, 4096}, {14336, 4096}, {4096, 14336}}) {
+    gemms += job_pace(c) * gemm_time_s(c.gpu, Precision::kBf16, 8192, n, k);
+  }
+  EXPECT_NEAR(lc.recompute_s, gemms / 2 + none.attn_elem_s + none.mlp_elem_s, 1e-12);
+  Scenario s;
+  s.model = m;
+  s.cluster = c;
+  s.cluster.nodes = 1;
+  s.plan = p;
+  s.plan.dp = 8;
+  s.plan.zero = 3;
+  s.plan.global_batch = 8;
+  s.workload.seq_len = 8192;
+  const Estimate e = estimate(s);
+  const double per_token = 32 * 0.5 * 2 * 4096.0 * (4096 + 1024 + 1024 + 4096 + 3 * 14336);
+  EXPECT_NEAR(e.hardware_flops_per_step - e.model_flops_per_step, per_token * 8 * 8192, 1e-9 * e.model_flops_per_step);
+}
+
+}  // namespace
+}  // namespace stepcast

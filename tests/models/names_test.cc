@@ -32,6 +32,7 @@ void expect_round_trip_and_unique() {
 
 TEST(Names, EveryScheduleRoundTripsAndNamesAreUnique) { expect_round_trip_and_unique<Schedule>(); }
 TEST(Names, EveryRecomputeRoundTripsAndNamesAreUnique) { expect_round_trip_and_unique<Recompute>(); }
+TEST(Names, EveryRecomputeModuleRoundTripsAndNamesAreUnique) { expect_round_trip_and_unique<RecomputeModule>(); }
 TEST(Names, EveryPrecisionRoundTripsAndNamesAreUnique) { expect_round_trip_and_unique<Precision>(); }
 TEST(Names, EveryCheckpointModeRoundTripsAndNamesAreUnique) { expect_round_trip_and_unique<CheckpointMode>(); }
 TEST(Names, EveryLifetimeRoundTripsAndNamesAreUnique) { expect_round_trip_and_unique<Lifetime>(); }
@@ -41,7 +42,8 @@ TEST(Names, EveryObjectiveRoundTripsAndNamesAreUnique) { expect_round_trip_and_u
 // Each value enumerator is listed: the tables cover the enums (last enumerator + 1 entries).
 TEST(Names, TablesCoverEveryEnumerator) {
   EXPECT_EQ(Names<Schedule>::kTable.size(), static_cast<std::size_t>(Schedule::kInterleaved) + 1);
-  EXPECT_EQ(Names<Recompute>::kTable.size(), static_cast<std::size_t>(Recompute::kFull) + 1);
+  EXPECT_EQ(Names<Recompute>::kTable.size(), static_cast<std::size_t>(Recompute::kSelectiveOp) + 1);
+  EXPECT_EQ(Names<RecomputeModule>::kTable.size(), static_cast<std::size_t>(RecomputeModule::kMlaUpProj) + 1);
   EXPECT_EQ(Names<Precision>::kTable.size(), static_cast<std::size_t>(Precision::kFp8) + 1);
   EXPECT_EQ(Names<CheckpointMode>::kTable.size(), static_cast<std::size_t>(CheckpointMode::kAsync) + 1);
   EXPECT_EQ(Names<Lifetime>::kTable.size(), static_cast<std::size_t>(Lifetime::kWeibull) + 1);
@@ -52,7 +54,9 @@ TEST(Names, TablesCoverEveryEnumerator) {
 // The spellings of the scenario files and reports (docs/interfaces.md), pinned.
 TEST(Names, SpellingsMatchTheFileFormat) {
   EXPECT_EQ(quoted_names<Schedule>(), "\"gpipe\", \"1f1b\", \"interleaved\"");
-  EXPECT_EQ(quoted_names<Recompute>(), "\"none\", \"selective\", \"full\"");
+  EXPECT_EQ(quoted_names<Recompute>(), "\"none\", \"selective\", \"full\", \"selective_op\"");
+  EXPECT_EQ(quoted_names<RecomputeModule>(),
+            "\"core_attn\", \"layernorm\", \"mlp\", \"moe_act\", \"moe\", \"shared_experts\", \"mla_up_proj\"");
   EXPECT_EQ(quoted_names<Precision>(), "\"bf16\", \"fp16\", \"fp8\"");
   EXPECT_EQ(quoted_names<CheckpointMode>(), "\"sync\", \"async\"");
   EXPECT_EQ(quoted_names<Lifetime>(), "\"exponential\", \"weibull\"");

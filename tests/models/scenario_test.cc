@@ -880,6 +880,10 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
                                     "recompute_modules": ["shared_experts"]})")),
             "plan.recompute_modules: \"shared_experts\" cannot be combined with plan.moe_shared_expert_overlap "
             "(Megatron-Core refuses it)");
+  EXPECT_EQ(load_error(scenario(qwen, R"({"preset": "dgx-h100", "nodes": 1})",
+                                R"({"dp": 8, "ep": 8, "recompute": "selective_op"})")),
+            "plan.recompute: \"selective_op\" (torchtitan's op-level policy) is expressed for dense layers without "
+            "MLA; qwen3-30b-a3b has MoE layers");
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
   for (const std::string& name : names_of<Stack>()) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
-    EXPECT_EQ(s.sources.size(), 20u) << name;
-    EXPECT_EQ(s.verification.size(), 20u) << name;
+    EXPECT_EQ(s.sources.size(), 21u) << name;
+    EXPECT_EQ(s.verification.size(), 21u) << name;
   }
 }
 
@@ -178,6 +178,29 @@ TEST(Stack, UnknownStackNamesTheFieldAndTheClosestName) {
                            "\"fsdp2-compile\", \"deepspeed-zero\"; did you mean \"fsdp2-eager\"?"),
             std::string::npos)
       << s.error().message;
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// The loss's buffers per logit (stack.h loss_bytes_per_logit): Megatron-Core's fused vocab-
+// parallel cross entropy keeps its fp32 logits (4 B); eager PyTorch's log_softmax + nll_loss
+// hold three fp32 tensors at the start of their backward (12 B). Llama-3-8B, one 8192-token
+// sequence per rank, one stage: 8 B x 8192 x 128,256 more on the (last) stage.
+TEST(Stack, EagerLossBuffersByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  const Workload w{8192, 0, 0};
+  const double fused = stage_memory(m, c, p, w, 0).activations;
+  p.stack = Stack::kFsdp2Eager;
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).activations - fused, 8.0 * 8192 * 128'256);
+  EXPECT_DOUBLE_EQ(output_head_buffer_bytes(m, p, 8192), 8192 * (4.0 * 4096 + 12.0 * 128'256));
 }
 
 }  // namespace

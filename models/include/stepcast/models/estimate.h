@@ -39,6 +39,10 @@ double layer_activation_bytes(const ModelSpec& model, const Plan& plan, std::int
 // rank (docs/model-reference.md §4.6): its layer's (the model's last kind) plus the
 // projection's 2h input and the shifted-token embedding h, 16-bit, split by TP with SP.
 double mtp_activation_bytes(const ModelSpec& model, const Plan& plan, std::int64_t seq_len);
+// The output head's buffers for `tokens` tokens on one rank of the last stage: the final
+// hidden state (4 B per element) and the loss's buffers per logit of the rank's V/tp
+// vocabulary, as the plan's stack computes it (stack.h loss_bytes_per_logit).
+double output_head_buffer_bytes(const ModelSpec& model, const Plan& plan, double tokens);
 
 // Of the first `n` layers of pipeline stage `stage` (model order), how many are MoE layers.
 int moe_layers_among_first(const ModelSpec& model, const Plan& plan, int stage, int n);

@@ -43,8 +43,9 @@ struct Names<Schedule> {
 };
 template <>
 struct Names<Recompute> {
-  static constexpr std::array<NameEntry<Recompute>, 3> kTable{{
-      {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
+  static constexpr std::array<NameEntry<Recompute>, 4> kTable{{
+      {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"},
+      {Recompute::kSelectiveOp, "selective_op"}}};
 };
 template <>
 struct Names<RecomputeModule> {

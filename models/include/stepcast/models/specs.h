@@ -153,7 +153,9 @@ struct ClusterSpec {
 };
 
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
-enum class Recompute { kNone, kSelective, kFull };
+// kSelectiveOp: torchtitan's op-level selective activation checkpointing (its default
+// selective_ac_option "op"; docs/model-reference.md "Op-level selective recomputation").
+enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
 // The modules selective recomputation re-runs (Megatron-Core recompute_modules, read with
 // recompute_granularity "selective"; docs/model-reference.md "Module recomputation"). A bit
 // each in Plan::recompute_modules.

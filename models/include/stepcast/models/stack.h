@@ -34,6 +34,9 @@ struct StackProfile {
   double rmsnorm_bytes = 4, layernorm_bytes = 4;
   double gated_activation_bytes = 6;
   double rope_bytes = 4;
+  // The loss's buffers per logit at their peak (the start of its backward): fp32 logits
+  // and their gradient as the stack's cross entropy holds them.
+  double loss_bytes_per_logit = 4;
   std::map<std::string, std::string> sources;       // parameter -> where it comes from
   std::map<std::string, std::string> verification;  // parameter -> V / S / D / U
 };
