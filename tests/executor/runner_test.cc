@@ -162,11 +162,10 @@ TEST(Runner, ContextParallelRingExchangesVerify) {
   EXPECT_EQ(rings, 4 * 4 * 2);  // 4 layers x 4 microbatches x (forward, backward)
 }
 
-TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
-  // The TP2 x DP2 model with MoE layers (8 experts, top-2) and ep 4 > dp 2: expert
-  // parallelism folded over all 4 ranks of the stage (etp 1), as Megatron-Core's parallel
-  // folding runs it. Each MoE layer's dispatch and combine all-to-alls (forward and
-  // backward) run in the one EP group {0, 1, 2, 3}, seeded data verified element by element.
+// The TP2 x DP2 model with MoE layers (8 experts, top-2) and ep 4 > dp 2: expert
+// parallelism folded over all 4 ranks of the stage (etp 1), as Megatron-Core's parallel
+// folding runs it.
+Scenario folded_moe() {
   Scenario s = load("cpu-tp2dp2.json");
   MoeSpec moe;
   moe.num_experts = 8;
@@ -176,6 +175,13 @@ TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
   s.plan.ep = 4;
   s.plan.etp = 1;
   s.plan.sequence_parallel = true;
+  return s;
+}
+
+TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
+  // Each MoE layer's dispatch and combine all-to-alls (forward and backward) run in the one
+  // EP group {0, 1, 2, 3}, seeded data verified element by element.
+  const Scenario s = folded_moe();
   ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
   const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(prog.placement.group_root(GroupKind::kEp, r), 0);
@@ -195,15 +201,7 @@ TEST(Runner, RecomputedMoeBlocksRunTheirAllToAllsAgainAndVerify) {
   // As above, with selective recomputation of the MoE blocks (recompute_modules ["moe"]):
   // before each layer's backward the executor runs the block's forward again, its dispatch
   // and combine all-to-alls included: 6 per layer and microbatch instead of 4, each verified.
-  Scenario s = load("cpu-tp2dp2.json");
-  MoeSpec moe;
-  moe.num_experts = 8;
-  moe.top_k = 2;
-  moe.expert_ffn_hidden_size = 384;
-  s.model.moe = moe;
-  s.plan.ep = 4;
-  s.plan.etp = 1;
-  s.plan.sequence_parallel = true;
+  Scenario s = folded_moe();
   s.plan.recompute = Recompute::kSelective;
   s.plan.recompute_modules = module_bit(RecomputeModule::kMoe);
   ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
