@@ -148,14 +148,16 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
     // "moe_act" (output-discarding) frees the routed experts' activation output, the fc2
     // input, in 16 bits; with FP8 fc2 keeps its own FP8 copy, which it does not free.
     const double act_out = p.recomputes(RM::kMoeAct) && !fp8 ? g_in : 0.0;
-    split += (ffn_per_width - act_out) * static_cast<double>(e.top_k) * e.expert_ffn_hidden_size / t;
+    // The busiest rank's routed rows (load_imbalance x the mean) set the worst rank's memory.
+    const double routed = static_cast<double>(e.top_k) * e.load_imbalance;
+    split += (ffn_per_width - act_out) * routed * e.expert_ffn_hidden_size / t;
     if (!p.recomputes(RM::kSharedExperts)) {
       split += ffn_per_width * static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
     }
     // The dispatched tokens, the experts' fc1 input. Megatron-Core applies the routing
     // probabilities inside the experts' activation (moe/experts.py activation_func_with_probs),
     // so the combine's unpermute is a plain scatter-add whose backward keeps no tokens.
-    split += g_in * e.top_k * h / t;
+    split += g_in * routed * h / t;
   }
   // Core attention: the score matrix (softmax output 2, dropout mask 1, dropout output 2
   // bytes per score) unless FlashAttention or a recomputed core attention drops it;

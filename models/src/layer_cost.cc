@@ -68,7 +68,7 @@ Fp8Elements fp8_quantized_elements(const ModelSpec& m, const Plan& p, double T, 
     // Routed experts: the dispatched rows at the expert's width (layer_cost); the router
     // runs in higher precision. Shared experts: a TP-split dense FFN.
     const MoeSpec& e = *m.moe;
-    const double rows = expert_tokens(p, T) * e.top_k;
+    const double rows = expert_tokens(p, T) * e.top_k * e.load_imbalance;  // the busiest rank's
     ffn(rows, rows, static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp());
     if (e.num_shared_experts > 0) {
       ffn(T_sp, T, static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t);
@@ -173,7 +173,9 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // ranks (T with etp = tp, as without SP). Each expert matrix is split etp ways.
     // Experts are identical: cost one.
     const double local = static_cast<double>(e.num_experts) / p.ep;
-    const double T_e = expert_tokens(p, T);
+    // With load imbalance the busiest rank receives load_imbalance x the mean rows, and its
+    // expert group waits for it: every expert-side term below is that rank's.
+    const double T_e = expert_tokens(p, T) * e.load_imbalance;
     const double rows = T_e * e.top_k * p.ep / e.num_experts;
     const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp();
     double one_t = 0, one_f = 0;
@@ -341,7 +343,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.moe_tp_bytes = out.tp_bytes;
     if (moe && sp) {
       // The MoE block: the expert-TP gather/scatter of the T_e k dispatched rows.
-      out.moe_tp_bytes = p.expert_tp() > 1 ? expert_tokens(p, T) * m.moe->top_k * h * kActBytes : 0.0;
+      out.moe_tp_bytes =
+          p.expert_tp() > 1 ? expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes : 0.0;
       mlp_pair = out.moe_tp_bytes > 0 ? collective_cost(c, CollKind::kAllGather, g, out.moe_tp_bytes).time_s +
                                             collective_cost(c, CollKind::kReduceScatter, g, out.moe_tp_bytes).time_s
                                       : 0.0;
@@ -382,7 +385,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   if (moe && p.ep > 1) {
     const GroupShape g = group_shape(p.ep, pl.group_stride(GroupKind::kEp), gpn);
     const double tokens = sp ? T / p.tp : T;
-    out.ep_bytes = tokens * m.moe->top_k * h * kActBytes;
+    // The all-to-all ends when its busiest receiver has its rows: load_imbalance x the mean.
+    out.ep_bytes = tokens * m.moe->top_k * m.moe->load_imbalance * h * kActBytes;
     out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
     // Dispatch + combine per pass, and once more when the MoE block is recomputed.
     out.ep_exposed_s = 2 * out.ep_a2a_s * (recompute_factor + (lc.recompute_block ? 1 : 0));

@@ -97,6 +97,7 @@ static std::optional<MoeSpec> read_moe(ObjectReader& parent, std::optional<MoeSp
   }
   set(m.capacity_factor, r.number("capacity_factor", 0, 1000, /*allow_null=*/true));
   set(m.router_bias, r.boolean("router_bias"));
+  set(m.load_imbalance, r.number("load_imbalance", 1, 100));
   r.ignore({"router", "expert_groups", "limited_groups", "route_scale"});
   r.finish();
   if (fresh) {

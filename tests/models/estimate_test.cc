@@ -663,3 +663,39 @@ TEST(SelectiveOp, TorchtitanLayerMemoryAndTimeByHand) {
 
 }  // namespace
 }  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// MoE load imbalance by hand (model.moe.load_imbalance, docs/model-reference.md "MoE load
+// imbalance"): Qwen3-30B-A3B as above (one 4096-token sequence per rank, tp 1, ep 8), the
+// busiest rank receiving 1.25 x the mean routed rows. Its 16 local experts each see
+// 4096 x 8 x 8 / 128 x 1.25 = 2560 rows; the all-to-all moves 1.25 x the balanced bytes;
+// the dispatched tokens and the experts' activations (32,768 + 36,864 B per token
+// balanced) are 1.25 x on that rank; attention is unchanged.
+TEST(MoeLayer, LoadImbalanceSetsTheBusiestRanksPaceByHand) {
+  ModelSpec m = builtin_presets().models.at("qwen3-30b-a3b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;
+  const LayerCost even = layer_cost(m, c, p, 4096, true);
+  const LayerComm even_comm = layer_comm(m, c, p, 4096, true, even);
+  const double even_bytes = layer_activation_bytes(m, p, 4096, true);
+  m.moe->load_imbalance = 1.25;
+  const LayerCost busy = layer_cost(m, c, p, 4096, true);
+  const LayerComm busy_comm = layer_comm(m, c, p, 4096, true, busy);
+  const double router = job_pace(c) * gemm_time_s(c.gpu, Precision::kBf16, 4096, 128, 2048);
+  const double expert = job_pace(c) * (gemm_time_s(c.gpu, Precision::kBf16, 2560, 2 * 768, 2048) +
+                                       gemm_time_s(c.gpu, Precision::kBf16, 2560, 2048, 768));
+  EXPECT_NEAR(busy.mlp_gemm_s, router + 16 * expert, 1e-12);
+  EXPECT_DOUBLE_EQ(busy_comm.ep_bytes, 1.25 * even_comm.ep_bytes);
+  EXPECT_DOUBLE_EQ(busy_comm.ep_bytes, 4096.0 * 8 * 1.25 * 2048 * 2);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 4096, true) - even_bytes, 4096.0 * 0.25 * (32'768 + 36'864));
+  EXPECT_EQ(busy.attn_gemm_s, even.attn_gemm_s);
+  EXPECT_EQ(busy.attn_core_s, even.attn_core_s);
+}
+
+}  // namespace
+}  // namespace stepcast

@@ -884,6 +884,14 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
                                 R"({"dp": 8, "ep": 8, "recompute": "selective_op"})")),
             "plan.recompute: \"selective_op\" (torchtitan's op-level policy) is expressed for dense layers without "
             "MLA; qwen3-30b-a3b has MoE layers");
+  // model.moe.load_imbalance: the busiest rank's routed rows over the mean, at least 1.
+  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"load_imbalance": 0.5}})",
+                                R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
+            "model.moe.load_imbalance: 0.5 is out of range (1 to 100)");
+  EXPECT_EQ(load_ok(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"load_imbalance": 1.3}})",
+                             R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})"))
+                .model.moe->load_imbalance,
+            1.3);
 }
 
 }  // namespace

@@ -21,6 +21,11 @@ struct MoeSpec {
   int num_dense_layers = 0;            // the first layers keep a dense FFN of ffn_hidden_size
   double capacity_factor = 0;          // 0 = dropless
   bool router_bias = false;            // per-expert score bias (DeepSeek-V3)
+  // The busiest rank's routed rows over the mean, per MoE layer and microbatch (>= 1; 1 =
+  // tokens spread evenly, as the published recipes' benchmark runs force them). A stated
+  // figure, not a model of the router: it sets the pace of each expert-parallel group
+  // (docs/model-reference.md "MoE load imbalance").
+  double load_imbalance = 1.0;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3), docs/cost-model-sources.md section 1.1.
