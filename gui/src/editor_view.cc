@@ -33,6 +33,11 @@ QVariant from_json(const nlohmann::ordered_json& j) {
   if (j.is_object() && j.contains("preset") && j["preset"].is_string()) {
     return QString::fromStdString(j["preset"].get<std::string>());
   }
+  if (j.is_array()) {
+    QStringList items;
+    for (const auto& e : j) items << QString::fromStdString(e.is_string() ? e.get<std::string>() : e.dump());
+    return items;
+  }
   return {};
 }
 
@@ -148,6 +153,11 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                      return QVariant(QString::fromStdString(std::string(to_string(s.plan.recompute))));
                                    }});
   static_cast<QComboBox*>(fields_.back().input)->addItems(names<Recompute>());
+  addField(plan, tr("Recompute modules"), {{"plan", "recompute_modules"}, Kind::kList, nullptr, nullptr, [](S s) {
+             QStringList out;
+             for (const std::string& n : recompute_module_names(s.plan.recompute_modules)) out << QString::fromStdString(n);
+             return QVariant(out);
+           }});
   addField(plan, tr("Precision"), {{"plan", "precision"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                      return QVariant(QString::fromStdString(std::string(to_string(s.plan.precision))));
                                    }});
@@ -226,6 +236,16 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
       field.input = combo;
       break;
     }
+    case Kind::kList: {
+      auto* edit = new QLineEdit(row);
+      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit] {
+        QStringList items;
+        for (const QString& s : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) items << s.trimmed();
+        if (!updating_) writeField(path, items);
+      });
+      field.input = edit;
+      break;
+    }
   }
   field.input->setObjectName(name);
   field.message = new QLabel(row);
@@ -250,9 +270,16 @@ void EditorView::writeField(const std::vector<std::string>& path, const QVariant
       v = d;
       break;
     }
+    case QMetaType::QStringList: {
+      v = nlohmann::ordered_json::array();
+      for (const QString& s : value.toStringList()) v.push_back(s.toStdString());
+      break;
+    }
     default: v = value.toString().toStdString();
   }
-  const QString what = QStringLiteral("%1 = %2").arg(QString::fromStdString(dotted(path)), value.toString());
+  const QString shown = value.typeId() == QMetaType::QStringList ? value.toStringList().join(QStringLiteral(", "))
+                                                                   : value.toString();
+  const QString what = QStringLiteral("%1 = %2").arg(QString::fromStdString(dotted(path)), shown);
   // A preset chosen for an object that has one: keep the object's overrides.
   if (path.size() == 1 || (path.size() == 2 && path[1] == "gpu")) {
     const nlohmann::ordered_json* cur = doc->value(path);
@@ -317,6 +344,7 @@ void EditorView::refresh() {
           combo->setCurrentText(s);
           break;
         }
+        case Kind::kList: static_cast<QLineEdit*>(f.input)->setText(v.toStringList().join(QStringLiteral(", "))); break;
       }
     }
     // A field shows its own path's message or the first under it (model.moe.*); a message

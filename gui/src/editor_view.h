@@ -38,7 +38,8 @@ class EditorView : public View {
   void writeField(const std::vector<std::string>& path, const QVariant& value);
 
  private:
-  enum class Kind { kInt, kNumber, kBool, kChoice };
+  // kList: names separated by commas, written as a JSON array of strings.
+  enum class Kind { kInt, kNumber, kBool, kChoice, kList };
   struct Field {
     std::vector<std::string> path;
     Kind kind = Kind::kInt;
