@@ -49,8 +49,16 @@ double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stag
 namespace {
 
 // Model FLOPs per token that selective recomputation adds, in the MFU convention (full-square
-// attention, 2 x weights per GEMM): each recomputed module's forward on every layer that has it.
+// attention, 2 x weights per GEMM): each recomputed module's forward on every layer that has
+// it, or torchtitan's recomputed matmuls (their share of the whole layer's, tp 1).
 double recompute_token_flops(const ModelSpec& m, const Plan& p, const TokenFlops& tf) {
+  if (p.recompute == Recompute::kSelectiveOp) {
+    Plan whole = p;
+    whole.tp = 1;
+    double per_layer = 0;
+    for (const OpSacMm& mm : op_sac_split(m, whole).mms) per_layer += mm.recompute_weight * 2 * mm.n * mm.k;
+    return m.num_layers * per_layer;
+  }
   using RM = RecomputeModule;
   const double h = static_cast<double>(m.hidden_size);
   const double G = m.ffn_matrices;
@@ -590,18 +598,9 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // same full-square convention as MFU, so HFU >= MFU.
   {
     const TokenFlops tf = token_flops(m, w.seq_len);
-    const double layers_fwd = tf.forward - tf.logits;
-    double extra = 0;
-    if (p.recompute == Recompute::kFull) extra = layers_fwd;
-    else if (p.recompute == Recompute::kSelective) extra = recompute_token_flops(m, p, tf);
-    else if (p.recompute == Recompute::kSelectiveOp) {
-      // The recomputed matmuls' share of the layers' weights (the whole layer: tp 1).
-      Plan whole = p;
-      whole.tp = 1;
-      const OpSacSplit split = op_sac_split(m, whole);
-      const std::vector<LayerMm> mms = layer_mms(m, whole);
-      for (std::size_t i = 0; i < mms.size(); ++i) extra += m.num_layers * split.recompute_weight[i] * 2 * mms[i].n * mms[i].k;
-    }
+    // Per token: one more forward of the layers (full), or what selective recomputation re-runs
+    // (none: 0).
+    const double extra = p.recompute == Recompute::kFull ? tf.forward - tf.logits : recompute_token_flops(m, p, tf);
     e.hardware_flops_per_step = e.model_flops_per_step + extra * static_cast<double>(e.tokens_per_step);
   }
   e.hfu = e.hardware_flops_per_step / (e.step_time_s * peak);

@@ -77,33 +77,28 @@ Fp8Elements fp8_quantized_elements(const ModelSpec& m, const Plan& p, double T, 
   return q;
 }
 
-std::vector<LayerMm> layer_mms(const ModelSpec& m, const Plan& p) {
+OpSacSplit op_sac_split(const ModelSpec& m, const Plan& p) {
   const double t = p.tp;
   const double h = static_cast<double>(m.hidden_size);
   const double a_r = m.num_attention_heads / t;
   const double g_r = kv_heads_per_rank(m, p);
   const HeadDims d = head_dims(m);
   const double F = static_cast<double>(m.ffn_hidden_size) / t;
-  std::vector<LayerMm> mms{{a_r * d.qk, h}, {g_r * d.qk, h}, {g_r * d.v, h}, {h, a_r * d.v}};
-  if (m.ffn_matrices == 3) {
-    mms.push_back({F, h});  // w1 (gate)
-    mms.push_back({F, h});  // w3 (up)
-  } else {
-    mms.push_back({F, h});
-  }
-  mms.push_back({h, F});
-  return mms;
-}
-
-OpSacSplit op_sac_split(const ModelSpec& m, const Plan& p) {
-  const std::vector<LayerMm> mms = layer_mms(m, p);
-  const bool alternates = mms.size() % 2 == 1;
-  double a = 0, b = 0;  // bytes per token of the odd-numbered (1st, 3rd, ...) and even-numbered outputs
   OpSacSplit out;
-  for (std::size_t i = 0; i < mms.size(); ++i) {
-    (i % 2 == 0 ? a : b) += kActBytes * mms[i].n;
+  out.mms = {{a_r * d.qk, h}, {g_r * d.qk, h}, {g_r * d.v, h}, {h, a_r * d.v}};
+  if (m.ffn_matrices == 3) {
+    out.mms.push_back({F, h});  // w1 (gate)
+    out.mms.push_back({F, h});  // w3 (up)
+  } else {
+    out.mms.push_back({F, h});
+  }
+  out.mms.push_back({h, F});
+  const bool alternates = out.mms.size() % 2 == 1;
+  double a = 0, b = 0;  // bytes per token of the odd-numbered (1st, 3rd, ...) and even-numbered outputs
+  for (std::size_t i = 0; i < out.mms.size(); ++i) {
+    (i % 2 == 0 ? a : b) += kActBytes * out.mms[i].n;
     // A forward that saves the odd-numbered recomputes the even-numbered, and the other way.
-    out.recompute_weight.push_back(alternates ? 0.5 : (i % 2 == 0 ? 0.0 : 1.0));
+    out.mms[i].recompute_weight = alternates ? 0.5 : (i % 2 == 0 ? 0.0 : 1.0);
   }
   out.saved_bytes_per_token = alternates ? std::max(a, b) : a;
   return out;
@@ -264,13 +259,11 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // torchtitan's op-level policy (layer_cost.h op_sac_split): the matmuls not saved (half
     // of each on average when the saved set alternates) and every elementwise op of the
     // forward again; the attention's output is saved, so the core is not re-run.
-    const OpSacSplit split = op_sac_split(m, p);
-    const std::vector<LayerMm> mms = layer_mms(m, p);
-    for (std::size_t i = 0; i < mms.size(); ++i) {
+    for (const OpSacMm& mm : op_sac_split(m, p).mms) {
       double s = 0, flops = 0;
-      gemm(s, flops, T, mms[i].n, mms[i].k);
-      lc.recompute_s += split.recompute_weight[i] * s;
-      lc.recompute_flops += split.recompute_weight[i] * flops;
+      gemm(s, flops, T, mm.n, mm.k);
+      lc.recompute_s += mm.recompute_weight * s;
+      lc.recompute_flops += mm.recompute_weight * flops;
     }
     lc.recompute_s += lc.attn_elem_s + lc.mlp_elem_s;
   } else if (p.recompute == Recompute::kSelective) {

@@ -54,7 +54,7 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
   } else if (p.recompute == Recompute::kSelectiveOp) {
     // torchtitan's op-level policy: the matmuls not saved and every elementwise kernel.
     double mms = 0;
-    for (double w : op_sac_split(m, p).recompute_weight) mms += w;
+    for (const OpSacMm& mm : op_sac_split(m, p).mms) mms += mm.recompute_weight;
     k.bwd += mms + elem;
   } else if (p.recompute == Recompute::kSelective) {
     // The recomputed modules' forward kernels (layer_cost.cc, the same modules).

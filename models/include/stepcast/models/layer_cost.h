@@ -24,21 +24,20 @@ struct HeadDims {
 };
 HeadDims head_dims(const ModelSpec& model);
 
-// The matmuls of a dense (non-MLA) layer in execution order, as torchtitan's Llama runs them
-// (wq, wk, wv, wo, then w1, w3, w2 for a gated FFN or fc1, fc2): per rank, M = the rank's
-// tokens, N x K each; an output's bytes per token are 2 N.
-struct LayerMm {
-  double n = 0, k = 0;
-};
-std::vector<LayerMm> layer_mms(const ModelSpec& model, const Plan& plan);
-
 // torchtitan's op-level selective activation checkpointing (plan.recompute "selective_op",
 // docs/model-reference.md "Op-level selective recomputation"): each block saves the output
 // of every other matmul, counted across its forwards, so with an odd number per forward
 // the saved set alternates between the odd-numbered (A) and even-numbered (B) matmuls.
+// The matmuls of a dense (non-MLA) layer in execution order, as torchtitan's Llama runs them
+// (wq, wk, wv, wo, then w1, w3, w2 for a gated FFN or fc1, fc2): per rank, M = the rank's
+// tokens, N x K each; an output's bytes per token are 2 N.
+struct OpSacMm {
+  double n = 0, k = 0;
+  double recompute_weight = 0;  // the share of backwards that recompute it
+};
 struct OpSacSplit {
   double saved_bytes_per_token = 0;  // the larger of the saved sets (memory's worst forward)
-  std::vector<double> recompute_weight;  // per matmul, the share of backwards recomputing it
+  std::vector<OpSacMm> mms;
 };
 OpSacSplit op_sac_split(const ModelSpec& model, const Plan& plan);
 
