@@ -205,20 +205,27 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   // compute the whole s x s square.
   const double keys = p.flash_attention ? (seq + 1) / 2 : seq;
   lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * keys;
-  lc.attn_core_s = pace * lc.attn_core_flops / (gpu.attention_efficiency * peak_flops(gpu, Precision::kBf16));
+  lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
+  // The efficiency of the stack's fused kernel family at the sequence each rank's kernel
+  // sees (s/cp with context parallelism), from its published table (attention.h).
+  const StackProfile& stack = stack_profile(p.stack);
+  lc.attn_eff = attention_efficiency(gpu, stack.attention_kernel, seq / p.cp, /*causal=*/true, p.flash_attention);
+  const double attn_peak = peak_flops(gpu, Precision::kBf16);
+  lc.attn_core_s = pace * lc.attn_core_flops / (lc.attn_eff.fwd * attn_peak);
+  lc.attn_core_bwd_s = pace * lc.core_bwd_factor * lc.attn_core_flops / (lc.attn_eff.bwd * attn_peak);
   if (!p.flash_attention) {
     // Scores written, read by softmax, probabilities written and read by .V; with dropout
     // (model.dropout) the probabilities also pass through a dropout kernel. FlashAttention
     // applies dropout inside its kernel, on tiles it already holds.
     const double per_score = 4.0 * kActBytes + (m.dropout ? kAttnDropoutBytesPerScore : 0.0);
-    lc.attn_core_s += pace * memory_time_s(gpu, per_score * a_r * T * seq);
+    const double scores_s = pace * memory_time_s(gpu, per_score * a_r * T * seq);
+    lc.attn_core_s += scores_s;
+    lc.attn_core_bwd_s += lc.core_bwd_factor * scores_s;
   }
-  lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
   // Memory-bound work per token, in 2-byte elements moved: 2 norms, 2 residual adds (2
   // reads, 1 write) -- half in each block --, the activation function, RoPE on q and k. The
   // stack's profile says what a norm, the gated activation and RoPE move per element (fused
   // kernels: read + write; eager PyTorch's decompositions more; stack.h).
-  const StackProfile& stack = stack_profile(p.stack);
   const double replicated = sp ? 1.0 / t : 1.0;
   const double norm = (m.norm == NormKind::kRmsNorm ? stack.rmsnorm_bytes : stack.layernorm_bytes) / kActBytes;
   const double act = G == 3 ? stack.gated_activation_bytes / kActBytes : 2.0;  // gated; else read 1, write 1
@@ -372,7 +379,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const double steps = p.cp - 1;
     const double fwd = steps * std::max(0.0, out.cp_step_fwd_s - lc.attn_core_s / p.cp);
     const double bwd =
-        steps * std::max(0.0, out.cp_step_bwd_s - lc.core_bwd_factor * lc.attn_core_s / p.cp);
+        steps * std::max(0.0, out.cp_step_bwd_s - lc.attn_core_bwd_s / p.cp);
     out.cp_exposed_s = fwd + bwd + (p.recompute == Recompute::kFull ? fwd : 0.0);
   }
   if (moe && p.ep > 1) {

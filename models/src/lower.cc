@@ -333,7 +333,7 @@ class StageBuilder {
     const LayerCost& lc = is_moe(layer) ? moe_ : dense_;
     const LayerComm& cm = is_moe(layer) ? moe_comm_ : dense_comm_;
     const bool bwd = pass == 'B';
-    const double core = bwd ? lc.core_bwd_factor * lc.attn_core_s : lc.attn_core_s;
+    const double core = bwd ? lc.attn_core_bwd_s : lc.attn_core_s;
     const double core_flops = (bwd ? lc.core_bwd_factor : 1) * lc.attn_core_flops;
     const std::string name = fmt::format("{} mb{} L{} attn", pass, mb, layer);
     if (p_.cp <= 1) {

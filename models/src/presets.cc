@@ -5,6 +5,7 @@
 
 #include "reliability_json.h"
 #include "spec_json.h"
+#include "stepcast/models/attention.h"
 #include "stepcast/models/names.h"
 
 namespace stepcast::detail {
@@ -13,6 +14,7 @@ extern const char* const kPresetGpusJson;
 extern const char* const kPresetClustersJson;
 extern const char* const kPresetFailuresJson;
 extern const char* const kPresetStacksJson;
+extern const char* const kPresetAttentionJson;
 }  // namespace stepcast::detail
 
 namespace stepcast {
@@ -27,6 +29,7 @@ const char* builtin_preset_text(const std::string& name) {
   if (name == "clusters") return detail::kPresetClustersJson;
   if (name == "failures") return detail::kPresetFailuresJson;
   if (name == "stacks") return detail::kPresetStacksJson;
+  if (name == "attention") return detail::kPresetAttentionJson;
   return nullptr;
 }
 
@@ -72,6 +75,8 @@ StackProfile read_stack(ObjectReader& r) {
   num("gated_activation_bytes", s.gated_activation_bytes);
   num("rope_bytes", s.rope_bytes);
   num("loss_bytes_per_logit", s.loss_bytes_per_logit);
+  if (auto x = r.choice("attention_kernel", {"fa2", "cudnn", "fa3"})) s.attention_kernel = *x;
+  params.emplace_back("attention_kernel");
   for (const char* table : {"sources", "verification"}) {
     const json* t = r.object(table);
     auto& out = std::string(table) == "sources" ? s.sources : s.verification;
@@ -85,6 +90,43 @@ StackProfile read_stack(ObjectReader& r) {
     }
   }
   return s;
+}
+
+// One architecture's attention kernel table (models/data/attention.json): every series has
+// one figure per sequence length, the lengths ascend, and the table names its source.
+AttentionTable read_attention(ObjectReader& r) {
+  AttentionTable t;
+  if (auto x = r.required_string("reference_gpu")) t.reference_gpu = *x;
+  if (auto x = r.required_number("reference_bf16_dense_tflops", 1, 1e6)) t.reference_bf16_dense_tflops = *x;
+  if (auto x = r.required_number("head_dim", 1, 4096)) t.head_dim = *x;
+  if (auto x = r.required_string("source")) t.source = *x;
+  r.ignore({"verification", "cross_checks"});
+  auto series = [&](const json& arr, const std::string& path, std::vector<double>& out) {
+    if (!arr.is_array() || arr.empty()) return r.diag().add(path, "must be a non-empty array of numbers");
+    for (const json& v : arr) {
+      if (!v.is_number() || v.get<double>() <= 0) return r.diag().add(path, "must hold positive numbers");
+      out.push_back(v.get<double>());
+    }
+  };
+  if (const json* s = r.array("seq")) series(*s, r.path_of("seq"), t.seq);
+  for (std::size_t i = 1; i < t.seq.size(); ++i) {
+    if (t.seq[i] <= t.seq[i - 1]) r.diag().add(r.path_of("seq"), "must ascend");
+  }
+  if (const json* k = r.object("kernels")) {
+    for (auto it = k->begin(); it != k->end(); ++it) {
+      const std::string path = r.path_of("kernels") + "." + it.key();
+      ObjectReader kr(it.value(), path, r.diag());
+      AttentionKernelFigures f;
+      for (auto [key, out] : {std::pair{"fwd_causal_tflops", &f.fwd_causal_tflops},
+                              std::pair{"fwd_tflops", &f.fwd_tflops}, std::pair{"bwd_tflops", &f.bwd_tflops}}) {
+        if (const json* a = kr.array(key)) series(*a, kr.path_of(key), *out);
+        if (out->size() != t.seq.size()) kr.diag().add(kr.path_of(key), "needs one figure per seq entry");
+      }
+      kr.finish();
+      t.kernels.emplace(it.key(), std::move(f));
+    }
+  }
+  return t;
 }
 
 template <typename Spec, typename ReadFn>
@@ -118,6 +160,15 @@ PresetCatalog parse_catalog() {
     return detail::read_failures(r, FailureSpec{}, /*from_preset=*/false);
   });
   read_section<StackProfile>("stacks", "stacks", cat.stacks, diag, read_stack);
+  read_section<AttentionTable>("attention", "architectures", cat.attention, diag, read_attention);
+  for (const auto& [key, stack] : cat.stacks) {
+    for (const auto& [arch, table] : cat.attention) {
+      if (table.kernels.count(stack.attention_kernel) == 0) {
+        diag.add("stacks.json:stacks." + key + ".attention_kernel",
+                 "\"" + stack.attention_kernel + "\" has no figures in attention.json:architectures." + arch);
+      }
+    }
+  }
   for (const std::string& key : names_of<Stack>()) {
     if (cat.stacks.count(key) == 0) diag.add("stacks.json:stacks." + key, "missing profile for a plan.stack name");
   }

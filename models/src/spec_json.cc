@@ -234,6 +234,7 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
 
 GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.display_name, r.string("name"));
+  set(g.architecture, r.string("architecture"));
   set(g.bf16_dense_tflops, physical(r, "bf16_dense_tflops", kTflopsRange));
   set(g.fp16_dense_tflops, physical(r, "fp16_dense_tflops", kTflopsRange));
   if (const json* v = r.raw("fp8_dense_tflops"); v && v->is_null()) g.fp8_dense_tflops = 0;
@@ -254,7 +255,7 @@ GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.gemm_tile_m, r.integer("gemm_tile_m", 1, 4096));
   set(g.gemm_tile_n, r.integer("gemm_tile_n", 1, 4096));
   set(g.source, r.string("source"));
-  r.ignore({"vendor", "architecture", "tf32_dense_tflops", "fp4_dense_tflops", "int8_dense_tops",
+  r.ignore({"vendor", "tf32_dense_tflops", "fp4_dense_tflops", "int8_dense_tops",
             "hbm_type", "scaleup_fabric", "scaleup_generation", "scaleup_links",
             "scaleup_bandwidth_bidir_GBps", "scaleup_per_peer_per_direction_GBps",
             "compute_units", "tdp_W", "verification", "notes", "preset"});

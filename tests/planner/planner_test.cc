@@ -349,14 +349,17 @@ TEST(PlannerObjective, CostIsPriceTimesGpuHoursOverTheSweep) {
       EXPECT_LE(f.cost, r.ranked[i + 1].figures().cost);
     }
   }
-  // The cheapest run is not the smallest: on 64 GPUs the interleaved schedule does not fit
-  // (the best 64-GPU layout is plain 1F1B, 0.7% dearer); 128 GPUs interleave v = 8.
-  EXPECT_EQ(r.ranked.front().gpus(), 128);
+  // The cheapest run is the smallest, 64 GPUs with TP2 PP2 CP4 interleaved v = 8 (each
+  // rank's attention kernel sees 2,048 tokens); 128 GPUs' best, CP8 at 1,024 tokens per
+  // kernel (a lower cuDNN efficiency, models/data/attention.json), is within 2% dearer.
+  EXPECT_EQ(r.ranked.front().gpus(), 64);
   EXPECT_EQ(r.ranked.front().plan.schedule, Schedule::kInterleaved);
-  const auto best64 = std::find_if(r.ranked.begin(), r.ranked.end(), [](const Candidate& c) { return c.gpus() == 64; });
-  ASSERT_NE(best64, r.ranked.end());
-  EXPECT_EQ(best64->plan.schedule, Schedule::kOneFOneB);
-  EXPECT_LT(best64->figures().cost, 1.02 * r.ranked.front().figures().cost);
+  EXPECT_EQ(r.ranked.front().plan.cp, 4);
+  const auto best128 = std::find_if(r.ranked.begin(), r.ranked.end(), [](const Candidate& c) { return c.gpus() == 128; });
+  ASSERT_NE(best128, r.ranked.end());
+  EXPECT_EQ(best128->plan.cp, 8);
+  EXPECT_GT(best128->figures().cost, r.ranked.front().figures().cost);
+  EXPECT_LT(best128->figures().cost, 1.02 * r.ranked.front().figures().cost);
   EXPECT_EQ(r.ranked[r.best_by_tokens].gpus(), 512);
   // Failures grow with the job: the goodput of each GPU count's best layout falls with it.
   double last = 1.0;
@@ -575,7 +578,7 @@ TEST(PlannerExplain, SaysWhatDoesNotFitOrWhereALayoutRanks) {
   ASSERT_TRUE(r.scenario_layout.has_value());
   EXPECT_EQ(own->rank, r.scenario_layout);
   EXPECT_EQ(own->limits.size(), 5u);  // step parts, largest overhead, memory, goodput, vs #1
-  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (20.9% of the step)");
+  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
   EXPECT_TRUE(own->folded.empty());
   // Selective recomputation of the core attention with FlashAttention is not searched.
   std::string selective = layout_string(s.plan);
@@ -641,16 +644,16 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
       ASSERT_TRUE(c.plan.sequence_parallel && c.plan.tp > 1) << layout_string(c.plan);
     }
   }
-  // The scenario's TP8 PP4: exposed TP communication 20.9% of the step without the overlap,
-  // 3.7% with it (the rest hides behind the split GEMMs); it ranks far better with it.
+  // The scenario's TP8 PP4: exposed TP communication 20.7% of the step without the overlap,
+  // 3.6% with it (the rest hides behind the split GEMMs); it ranks far better with it.
   auto off = explain_layout(s, r, "tp=8,pp=4,sp=true,zero=1");
   auto on = explain_layout(s, r, "tp=8,pp=4,sp=true,tpo=true,zero=1");
   ASSERT_TRUE(off.ok() && on.ok());
   ASSERT_TRUE(off->rank.has_value() && on->rank.has_value());
   EXPECT_EQ(on->layout, "tp=8,pp=4,dp=2,cp=1,ep=1,sp=true,tpo=true,schedule=1f1b,v=1,mb=1,gb=64,zero=1,recompute=none");
   EXPECT_LT(*on->rank * 3, *off->rank);
-  EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.9% of the step)");
-  EXPECT_NE(on->limits[0].find("exposed TP communication 3.7%"), std::string::npos) << on->limits[0];
+  EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
+  EXPECT_NE(on->limits[0].find("exposed TP communication 3.6%"), std::string::npos) << on->limits[0];
   // The slowest of the 64 GPUs, as the step against the same layout at one speed.
   ClusterSpec even = s.cluster;
   even.gpu_speed_sigma = 0;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "stepcast/models/attention.h"
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
@@ -51,7 +52,10 @@ struct LayerCost {
   double moe_route_s = 0;       // MoE layers: router softmax/top-k, token permutation (in mlp_elem_s)
   double shared_gemm_s = 0;     // MoE layers: the shared experts' forward GEMMs (in mlp_gemm_s)
   double fp8_quant_bytes = 0;   // FP8: bytes moved quantizing GEMM operands, fwd + bwd (in *_elem_s)
-  double core_bwd_factor = 2.5; // attention backward / forward (FlashAttention recomputes)
+  double core_bwd_factor = 2.5; // attention backward / forward FLOPs (FlashAttention recomputes)
+  double attn_core_bwd_s = 0;   // the attention core's backward: core_bwd_factor x the forward's
+                                // FLOPs at the backward's efficiency (+ the scores' traffic x it)
+  AttentionEfficiency attn_eff; // the core's forward and backward efficiency (attention.h)
   // Executed FLOPs of the forward pieces.
   double attn_gemm_flops = 0, attn_core_flops = 0, mlp_flops = 0;
   // Backward GEMM seconds (data and weight gradients). Without TP communication overlap
@@ -79,9 +83,9 @@ struct LayerCost {
   double attn_fwd_s() const { return attn_gemm_s + attn_core_s + attn_elem_s; }
   double mlp_fwd_s() const { return mlp_gemm_s + mlp_elem_s; }
   double fwd_s() const { return attn_fwd_s() + mlp_fwd_s(); }
-  // Backward: GEMMs twice (data and weight gradients), attention core x core_bwd_factor,
+  // Backward: GEMMs twice (data and weight gradients), attention core attn_core_bwd_s,
   // memory-bound work twice.
-  double attn_bwd_s() const { return attn_gemm_bwd_s + core_bwd_factor * attn_core_s + 2 * attn_elem_s; }
+  double attn_bwd_s() const { return attn_gemm_bwd_s + attn_core_bwd_s + 2 * attn_elem_s; }
   double mlp_bwd_s() const { return mlp_gemm_bwd_s + 2 * mlp_elem_s; }
   // Extra forward work before the backward: the whole layer (full), the plan's modules
   // (selective: Plan::recompute_modules, by default the attention core), else nothing.

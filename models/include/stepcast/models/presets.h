@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "stepcast/models/attention.h"
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/specs.h"
 #include "stepcast/models/stack.h"
@@ -18,6 +19,7 @@ struct PresetCatalog {
   std::map<std::string, ClusterSpec> clusters;  // nodes = 1; scenarios override it
   std::map<std::string, FailureSpec> failures;  // faults.failures (models/data/failures.json)
   std::map<std::string, StackProfile> stacks;   // plan.stack (models/data/stacks.json)
+  std::map<std::string, AttentionTable> attention;  // by GPU architecture (models/data/attention.json)
 };
 
 // The parsed built-in catalog. Parsed once on first use; the embedded files are
@@ -26,7 +28,7 @@ struct PresetCatalog {
 const PresetCatalog& builtin_presets();
 
 // The raw embedded JSON text of models/data/<name>.json ("models", "gpus", "clusters",
-// "failures", "stacks").
+// "failures", "stacks", "attention").
 const char* builtin_preset_text(const std::string& name);
 
 }  // namespace stepcast

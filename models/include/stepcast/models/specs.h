@@ -73,6 +73,7 @@ struct ModelSpec {
 struct GpuSpec {
   std::string name;                    // preset key
   std::string display_name;
+  std::string architecture;            // "ampere", "hopper", "blackwell", ...; "" = unknown
   double bf16_dense_tflops = 0;        // 1e12 FLOP/s, dense
   double fp16_dense_tflops = 0;
   double fp8_dense_tflops = 0;         // 0 = no FP8 tensor cores
@@ -86,7 +87,10 @@ struct GpuSpec {
   double nic_Gbps_per_gpu = 0;
   // Achieved-efficiency model (docs/cost-model-sources.md section 6); see compute.h.
   double gemm_efficiency = 0;          // 0 = derive from mamf/peak
-  double attention_efficiency = 0.6;   // FlashAttention-class kernels, fwd+bwd
+  // FlashAttention-class kernels, fwd and bwd, when stated (scenario, preset, calibration);
+  // 0 = the published table of the GPU's architecture for the stack's kernel family, else
+  // 0.6 (attention.h).
+  double attention_efficiency = 0;
   double hbm_efficiency = 0.8;         // memory-bound kernels
   // GEMM tile used for tile quantization (compute.h); CPUs: small register tiles.
   int gemm_tile_m = 128, gemm_tile_n = 256;

@@ -37,6 +37,9 @@ struct StackProfile {
   // The loss's buffers per logit at their peak (the start of its backward): fp32 logits
   // and their gradient as the stack's cross entropy holds them.
   double loss_bytes_per_logit = 4;
+  // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
+  // "fa3"): its published figures (models/data/attention.json) price the core attention.
+  std::string attention_kernel = "fa2";
   std::map<std::string, std::string> sources;       // parameter -> where it comes from
   std::map<std::string, std::string> verification;  // parameter -> V / S / D / U
 };

@@ -1,0 +1,57 @@
+// Fused attention kernels by family and GPU architecture (models/data/attention.json):
+// the published TFLOP/s of FlashAttention-2, cuDNN and FlashAttention-3 by sequence length,
+// causal and non-causal forward and backward, turned into efficiencies against the
+// reference GPU's peak (docs/model-reference.md "Attention kernels").
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+// One kernel family's published figures on the architecture's reference GPU, TFLOP/s at
+// AttentionTable::seq.
+struct AttentionKernelFigures {
+  std::vector<double> fwd_causal_tflops, fwd_tflops, bwd_tflops;
+};
+
+struct AttentionTable {
+  std::string name;                     // the architecture, e.g. "hopper" (the key)
+  std::string reference_gpu;            // the GPU the figures were measured on
+  double reference_bf16_dense_tflops = 0;
+  double head_dim = 0;
+  std::vector<double> seq;              // tokens, ascending
+  std::map<std::string, AttentionKernelFigures> kernels;  // "fa2", "cudnn", "fa3"
+  std::string source;
+};
+
+// Efficiency (achieved / dense bf16 peak) of the core attention, forward and backward.
+struct AttentionEfficiency {
+  double fwd = 0, bwd = 0;
+  bool from_table = false;              // false: the GPU's attention_efficiency (or the prior)
+};
+
+// The prior used where no table applies (FlashAttention-class kernels, unsourced [U]).
+inline constexpr double kAttentionEfficiencyPrior = 0.6;
+
+// The efficiency of `kernel` ("fa2", "cudnn", "fa3") on `gpu` for sequences of `seq` tokens:
+//  - gpu.attention_efficiency > 0 (stated in the scenario, a GPU preset or a calibration)
+//    wins, for both passes;
+//  - else, with FlashAttention (`fused`) and a table for gpu.architecture holding `kernel`:
+//    the table's TFLOP/s over its reference peak, interpolated linearly in log2(seq) and
+//    clamped at the table's ends, causal or non-causal forward, and the backward;
+//  - else kAttentionEfficiencyPrior.
+AttentionEfficiency attention_efficiency(const GpuSpec& gpu, const std::string& kernel, double seq,
+                                         bool causal, bool fused);
+
+// The table of `architecture`, or nullptr.
+const AttentionTable* attention_table(const std::string& architecture);
+
+// Linear interpolation of `ys` at log2(x) over log2(xs) (xs ascending, same size as ys),
+// clamped to the end values.
+double interpolate_log2(const std::vector<double>& xs, const std::vector<double>& ys, double x);
+
+}  // namespace stepcast

@@ -1,0 +1,115 @@
+// Fused attention kernels by family and architecture (docs/model-reference.md "Attention
+// kernels"): the efficiencies against the figures of the FlashAttention-3 paper written out
+// here by hand, the log2 interpolation and clamping, what wins over the table, and the
+// layer's core attention priced with the stack's kernel family.
+#include "stepcast/models/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "stepcast/models/compute.h"
+#include "stepcast/models/layer_cost.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/stack.h"
+
+namespace stepcast {
+namespace {
+
+// Shah et al. 2024 (FlashAttention-3), H100 80GB SXM5, head dim 128, TFLOP/s at 4k and 8k
+// tokens: Figure 5 causal forward and Figure 6 backward; H100 SXM dense bf16 peak 989.4.
+constexpr double kH100Peak = 989.4;
+constexpr double kFa2CausalFwd4k = 319, kFa2CausalFwd8k = 333, kFa2Bwd8k = 318;
+constexpr double kCudnnCausalFwd4k = 518, kCudnnBwd4k = 499, kCudnnFwd8k = 600;
+
+GpuSpec h100() { return builtin_presets().gpus.at("h100-sxm"); }
+
+TEST(AttentionKernels, TablePointsAreThePublishedFiguresOverThePeak) {
+  const GpuSpec g = h100();
+  ASSERT_EQ(g.attention_efficiency, 0.0);  // not stated: the table applies
+  const AttentionEfficiency fa2 = attention_efficiency(g, "fa2", 8192, true, true);
+  EXPECT_TRUE(fa2.from_table);
+  EXPECT_NEAR(fa2.fwd, kFa2CausalFwd8k / kH100Peak, 1e-12);
+  EXPECT_NEAR(fa2.bwd, kFa2Bwd8k / kH100Peak, 1e-12);
+  const AttentionEfficiency cudnn = attention_efficiency(g, "cudnn", 4096, true, true);
+  EXPECT_NEAR(cudnn.fwd, kCudnnCausalFwd4k / kH100Peak, 1e-12);
+  EXPECT_NEAR(cudnn.bwd, kCudnnBwd4k / kH100Peak, 1e-12);
+  // Non-causal forward: its own series.
+  EXPECT_NEAR(attention_efficiency(g, "cudnn", 8192, false, true).fwd, kCudnnFwd8k / kH100Peak, 1e-12);
+  // FlashAttention-2 on Hopper: about a third of the peak, as the FlashAttention-3 abstract
+  // says ("only 35% utilization"); cuDNN well above it.
+  EXPECT_LT(fa2.fwd, 0.35);
+  EXPECT_GT(cudnn.fwd, 0.5);
+}
+
+TEST(AttentionKernels, InterpolatesInLog2OfTheSequenceAndClampsAtTheEnds) {
+  const GpuSpec g = h100();
+  // 6144 tokens: log2 = 12.585, a fraction 0.585 of the way from 4096 to 8192.
+  const double f = std::log2(6144.0) - 12.0;
+  EXPECT_NEAR(attention_efficiency(g, "fa2", 6144, true, true).fwd,
+              (kFa2CausalFwd4k + f * (kFa2CausalFwd8k - kFa2CausalFwd4k)) / kH100Peak, 1e-12);
+  EXPECT_NEAR(attention_efficiency(g, "fa2", 128, true, true).fwd, 191 / kH100Peak, 1e-12);      // 512's
+  EXPECT_NEAR(attention_efficiency(g, "fa2", 131072, true, true).fwd, 335 / kH100Peak, 1e-12);   // 16k's
+  EXPECT_DOUBLE_EQ(interpolate_log2({1, 4}, {10, 30}, 2), 20);  // log2: 2 is half way from 1 to 4
+}
+
+TEST(AttentionKernels, StatedEfficiencyWinsOtherwiseThePrior) {
+  GpuSpec g = h100();
+  g.attention_efficiency = 0.45;  // a scenario's, a preset's or a calibration's
+  AttentionEfficiency e = attention_efficiency(g, "fa2", 8192, true, true);
+  EXPECT_EQ(e.fwd, 0.45);
+  EXPECT_EQ(e.bwd, 0.45);
+  EXPECT_FALSE(e.from_table);
+  // No FlashAttention (fused softmax path), or an architecture without a table: the prior.
+  e = attention_efficiency(h100(), "fa2", 8192, true, false);
+  EXPECT_EQ(e.fwd, kAttentionEfficiencyPrior);
+  e = attention_efficiency(builtin_presets().gpus.at("a100-sxm-80gb"), "fa2", 8192, true, true);
+  EXPECT_EQ(e.fwd, kAttentionEfficiencyPrior);
+  EXPECT_EQ(e.bwd, kAttentionEfficiencyPrior);
+}
+
+TEST(AttentionKernels, EveryStackKernelHasFiguresInEveryTable) {
+  for (const auto& [name, stack] : builtin_presets().stacks) {
+    for (const auto& [arch, table] : builtin_presets().attention) {
+      EXPECT_EQ(table.kernels.count(stack.attention_kernel), 1u) << name << " on " << arch;
+    }
+  }
+}
+
+// Llama-3-8B's attention (32 heads of 128, GQA 8) at 8192 tokens, one microbatch, on one
+// H100: the core's FLOPs by hand, 2 a (d_qk + d_v) T (s+1)/2, priced at FlashAttention-2's
+// figures under fsdp2-eager and at cuDNN's under megatron-core; with cp = 2 each rank's
+// kernel sees 4096 tokens.
+TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
+  ModelSpec m = builtin_presets().models.at("llama3-8b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  const double pace = job_pace(c);
+  Plan p;
+  p.tp = 1;
+  p.dp = 8;
+  p.microbatch = 1;
+  p.flash_attention = true;
+  p.recompute = Recompute::kNone;
+  const double s = 8192, T = 8192;
+  const double flops = 2.0 * 32 * (128 + 128) * T * (s + 1) / 2;
+  p.stack = Stack::kFsdp2Eager;
+  LayerCost lc = layer_cost(m, c, p, 8192, false);
+  EXPECT_NEAR(lc.attn_core_flops, flops, 1e-6 * flops);
+  EXPECT_NEAR(lc.attn_core_s, pace * flops / (kFa2CausalFwd8k * 1e12), 1e-9 * lc.attn_core_s);
+  EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops / (kFa2Bwd8k * 1e12), 1e-9 * lc.attn_core_bwd_s);
+  p.stack = Stack::kMegatronCore;
+  lc = layer_cost(m, c, p, 8192, false);
+  EXPECT_NEAR(lc.attn_core_s, pace * flops / (529 * 1e12), 1e-9 * lc.attn_core_s);
+  EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops / (518 * 1e12), 1e-9 * lc.attn_core_bwd_s);
+  // Context parallelism: half the tokens per rank against all keys of its ring, at 4k.
+  p.cp = 2;
+  p.dp = 4;
+  lc = layer_cost(m, c, p, 8192, false);
+  const double flops_cp = flops / 2;
+  EXPECT_NEAR(lc.attn_core_s, pace * flops_cp / (kCudnnCausalFwd4k * 1e12), 1e-9 * lc.attn_core_s);
+  EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops_cp / (kCudnnBwd4k * 1e12), 1e-9 * lc.attn_core_bwd_s);
+}
+
+}  // namespace
+}  // namespace stepcast
