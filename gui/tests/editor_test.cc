@@ -180,6 +180,24 @@ class EditorTest : public QObject {
     QCOMPARE(mods->text(), QStringLiteral("core_attn, mlp"));
   }
 
+  void attentionKernelIsAChoiceField() {
+    // Unset, the field shows "stack" (the stack's own family); choosing FlashAttention-3
+    // writes plan.attention_kernel and re-estimates as the same edit made by hand, faster
+    // than megatron-core's cuDNN kernels on Hopper (models/data/attention.json).
+    auto* kernel = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.attention_kernel"));
+    QVERIFY(kernel);
+    QCOMPARE(kernel->currentText(), QStringLiteral("stack"));
+    kernel->setCurrentText(QStringLiteral("fa3"));
+    emit kernel->activated(kernel->currentIndex());
+    QVERIFY(doc_->scenario());
+    QCOMPARE(doc_->scenario()->plan.attention_kernel, std::string("fa3"));
+    QCOMPARE(doc_->value({"plan", "attention_kernel"})->dump(), std::string("\"fa3\""));
+    QVERIFY(estimate_->report());
+    const std::string text = doc_->text();
+    QCOMPARE(estimate_->report()->estimate.step_time_s, direct(text).step_time_s);
+    QVERIFY(estimate_->report()->estimate.step_time_s < direct(read(kScenario)).step_time_s);
+  }
+
  private:
   ScenarioDocument* doc_ = nullptr;
   QWidget* window_ = nullptr;

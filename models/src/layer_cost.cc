@@ -206,10 +206,12 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double keys = p.flash_attention ? (seq + 1) / 2 : seq;
   lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * keys;
   lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
-  // The efficiency of the stack's fused kernel family at the sequence each rank's kernel
-  // sees (s/cp with context parallelism), from its published table (attention.h).
+  // The efficiency of the fused kernel family (the plan's, else the stack's) at the sequence
+  // each rank's kernel sees (s/cp with context parallelism), from its published table
+  // (attention.h).
   const StackProfile& stack = stack_profile(p.stack);
-  lc.attn_eff = attention_efficiency(gpu, stack.attention_kernel, seq / p.cp, /*causal=*/true, p.flash_attention);
+  const std::string& kernel = p.attention_kernel.empty() ? stack.attention_kernel : p.attention_kernel;
+  lc.attn_eff = attention_efficiency(gpu, kernel, seq / p.cp, /*causal=*/true, p.flash_attention);
   const double attn_peak = peak_flops(gpu, Precision::kBf16);
   lc.attn_core_s = pace * lc.attn_core_flops / (lc.attn_eff.fwd * attn_peak);
   lc.attn_core_bwd_s = pace * lc.core_bwd_factor * lc.attn_core_flops / (lc.attn_eff.bwd * attn_peak);

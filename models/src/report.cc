@@ -148,6 +148,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   // The stack and the host-bound part are listed for a non-default stack or when the host
   // stalls the GPU (megatron-core reports are unchanged where its host cost hides).
   if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
+  if (!p.attention_kernel.empty()) j["plan"]["attention_kernel"] = p.attention_kernel;  // listed when stated
   if (p.stack != Stack::kMegatronCore || e.breakdown.host > 0) j["breakdown_s"]["host"] = e.breakdown.host;
   if (e.pace > 1.0) {
     j["slowest_gpu"] = {{"gpu_speed_sigma", s.cluster.gpu_speed_sigma},
@@ -182,6 +183,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    p.global_batch, e.microbatches, p.zero, recompute_text(p),
                    to_string(p.precision)));
   if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
+  if (!p.attention_kernel.empty()) line(fmt::format("  attention kernel {}", p.attention_kernel));
   line("");
   line("Parameters");
   line(fmt::format("  total {} ({})   active per token {} ({})", e.params.total, human(static_cast<double>(e.params.total)),

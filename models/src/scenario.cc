@@ -77,6 +77,15 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.moe_shared_expert_overlap, r.boolean("moe_shared_expert_overlap"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
+  if (auto s = r.choice("attention_kernel", {"stack", "fa2", "cudnn", "fa3"})) {
+    p.attention_kernel = *s == "stack" ? "" : *s;
+    if (!p.attention_kernel.empty() && !p.flash_attention) {
+      r.diag().add(r.path_of("attention_kernel"),
+                   fmt::format("\"{}\" is a FlashAttention-class kernel, but plan.flash_attention is false "
+                               "(the fused-softmax path); remove one of them",
+                               p.attention_kernel));
+    }
+  }
   set(p.offload_optimizer, r.number("offload_optimizer", 0, 1));
   set(p.offload_activations, r.number("offload_activations", 0, 1));
   set(p.offload_weights, r.number("offload_weights", 0, 1));

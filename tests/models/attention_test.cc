@@ -9,6 +9,9 @@
 #include <cmath>
 
 #include "stepcast/models/compute.h"
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/report.h"
+#include "stepcast/models/scenario.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/stack.h"
@@ -109,6 +112,50 @@ TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
   const double flops_cp = flops / 2;
   EXPECT_NEAR(lc.attn_core_s, pace * flops_cp / (kCudnnCausalFwd4k * 1e12), 1e-9 * lc.attn_core_s);
   EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops_cp / (kCudnnBwd4k * 1e12), 1e-9 * lc.attn_core_bwd_s);
+}
+
+std::string scenario_text(const std::string& plan_fields) {
+  return R"({"format": 1, "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
+             "plan": {"tp": 1, "pp": 1, "dp": 8, "global_batch": 16, "stack": "fsdp2-eager")" +
+         plan_fields + R"(}, "workload": {"seq_len": 8192}})";
+}
+
+// plan.attention_kernel: a stated family replaces the stack's ("stack" or absent keeps it);
+// FlashAttention-3's figures under fsdp2-eager price the core as the table's FA3 row, and
+// the report says which kernel the plan named.
+TEST(AttentionKernels, ThePlanCanNameTheKernelFamily) {
+  const Result<Scenario> own = parse_scenario(scenario_text(""));
+  const Result<Scenario> same = parse_scenario(scenario_text(R"(, "attention_kernel": "stack")"));
+  const Result<Scenario> fa3 = parse_scenario(scenario_text(R"(, "attention_kernel": "fa3")"));
+  ASSERT_TRUE(own.ok() && same.ok() && fa3.ok());
+  EXPECT_EQ(same->plan.attention_kernel, "");
+  EXPECT_EQ(fa3->plan.attention_kernel, "fa3");
+  const double pace = job_pace(fa3->cluster);
+  const LayerCost a = layer_cost(fa3->model, fa3->cluster, fa3->plan, 8192, false);
+  const double flops = a.attn_core_flops;
+  EXPECT_NEAR(a.attn_core_s, pace * flops / (602 * 1e12), 1e-9 * a.attn_core_s);      // FA3 causal fwd, 8k
+  EXPECT_NEAR(a.attn_core_bwd_s, pace * 2.5 * flops / (559 * 1e12), 1e-9 * a.attn_core_bwd_s);  // FA3 bwd, 8k
+  const Estimate e_own = estimate(own->model, own->cluster, own->plan, own->workload);
+  const Estimate e_same = estimate(same->model, same->cluster, same->plan, same->workload);
+  const Estimate e_fa3 = estimate(fa3->model, fa3->cluster, fa3->plan, fa3->workload);
+  EXPECT_EQ(estimate_report_json(*own, e_own), estimate_report_json(*same, e_same));
+  EXPECT_LT(e_fa3.step_time_s, e_own.step_time_s);  // FA3 is faster than FlashAttention-2 on Hopper
+  EXPECT_NE(estimate_report_json(*fa3, e_fa3).find(R"("attention_kernel": "fa3")"), std::string::npos);
+  EXPECT_NE(estimate_report_text(*fa3, e_fa3).find("attention kernel fa3"), std::string::npos);
+}
+
+TEST(AttentionKernels, TheLoaderNamesTheFieldForABadKernel) {
+  Result<Scenario> s = parse_scenario(scenario_text(R"(, "attention_kernel": "fa4")"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find(R"(plan.attention_kernel: "fa4" is not one of "stack", "fa2", "cudnn", "fa3")"),
+            std::string::npos)
+      << s.error().message;
+  s = parse_scenario(scenario_text(R"(, "flash_attention": false, "attention_kernel": "cudnn")"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("plan.attention_kernel: \"cudnn\" is a FlashAttention-class kernel, but "
+                                   "plan.flash_attention is false"),
+            std::string::npos)
+      << s.error().message;
 }
 
 }  // namespace

@@ -222,6 +222,10 @@ struct Plan {
   // The framework (plan.stack, default "megatron-core"): host dispatch cost per kernel and
   // kernel counts per layer come from its profile (stack.h).
   Stack stack = Stack::kMegatronCore;
+  // The fused attention kernel family (plan.attention_kernel: "fa2", "cudnn", "fa3"; "" = the
+  // stack's, StackProfile::attention_kernel): whose published figures price the core
+  // attention with FlashAttention (attention.h).
+  std::string attention_kernel;
   // Offload to host memory (docs/model-reference.md "Offload"), fractions 0..1:
   // optimizer: of this rank's optimizer states (fp32 master and moments), updated by the host
   //   (Megatron-Core optimizer_cpu_offload + optimizer_offload_fraction; DeepSpeed
