@@ -61,8 +61,22 @@ std::string presets_json(const PresetsReport& report) {
     o["gated_activation_bytes"] = st.gated_activation_bytes;
     o["rope_bytes"] = st.rope_bytes;
     o["loss_bytes_per_logit"] = st.loss_bytes_per_logit;
+    o["attention_kernel"] = st.attention_kernel;
     o["sources"] = st.sources;
     o["verification"] = st.verification;
+  }
+  for (const auto& [arch, t] : cat.attention) {
+    auto& o = j["attention"][arch];
+    o["reference_gpu"] = t.reference_gpu;
+    o["reference_bf16_dense_tflops"] = t.reference_bf16_dense_tflops;
+    o["head_dim"] = t.head_dim;
+    o["seq"] = t.seq;
+    for (const auto& [kernel, f] : t.kernels) {
+      o["kernels"][kernel] = {{"fwd_causal_tflops", f.fwd_causal_tflops},
+                              {"fwd_tflops", f.fwd_tflops},
+                              {"bwd_tflops", f.bwd_tflops}};
+    }
+    o["source"] = t.source;
   }
   return j.dump(2) + "\n";
 }
@@ -110,13 +124,30 @@ std::string presets_text(const PresetsReport& report) {
                              1.0 / job_failure_rate_per_h(f, ref));
   }
   out += "\nSoftware stacks (plan.stack: NAME; kernels per layer forward; sources: presets --json)\n";
-  out += fmt::format("  {:<16}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}  {}\n", "name", "us/kernel", "graphs",
-                     "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "framework");
+  out += fmt::format("  {:<16}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}  {}\n", "name", "us/kernel", "graphs",
+                     "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel", "framework");
   for (const auto& [k, st] : cat.stacks) {
-    out += fmt::format("  {:<16}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}  {}\n", k, st.host_us_per_kernel,
+    out += fmt::format("  {:<16}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}  {}\n", k, st.host_us_per_kernel,
                        st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms, st.rmsnorm_kernels,
                        st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
-                       fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.display_name);
+                       fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
+                       st.display_name);
+  }
+  for (const auto& [arch, t] : cat.attention) {
+    out += fmt::format(
+        "\nAttention kernels on {} (plan.attention_kernel; TFLOP/s on {}, head dim {:g}, causal forward / "
+        "backward; source: presets --json)\n",
+        arch, t.reference_gpu, t.head_dim);
+    out += fmt::format("  {:<8}", "tokens");
+    for (double n : t.seq) out += fmt::format("{:>12g}", n);
+    out += "\n";
+    for (const auto& [kernel, f] : t.kernels) {
+      out += fmt::format("  {:<8}", kernel);
+      for (std::size_t i = 0; i < t.seq.size(); ++i) {
+        out += fmt::format("{:>12}", fmt::format("{:g}/{:g}", f.fwd_causal_tflops[i], f.bwd_tflops[i]));
+      }
+      out += "\n";
+    }
   }
   return out;
 }

@@ -701,7 +701,9 @@ std::vector<std::string> common_assumptions() {
       "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed) unless the record names "
       "FSDP2 or torchtitan (fsdp2-eager; fsdp2-compile when it names torch.compile) or DeepSpeed with ZeRO-3 "
       "(deepspeed-zero)",
-      "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization, attention 0.6, HBM 0.8, "
+      "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization; attention with "
+      "FlashAttention on Hopper: the stack's kernel's published figures by sequence length, models/data/"
+      "attention.json (megatron-core cuDNN, the PyTorch stacks FlashAttention-2), else 0.6; HBM 0.8, "
       "NVLink 0.82, network 0.9); nothing is fitted to these runs",
       "throughput: the record's TFLOP/s per GPU under its own FLOP accounting (Narayanan eq. 3 unless it names "
       "another) evaluated on the record's fields and divided by stepcast's predicted step time x GPUs; else "

@@ -178,6 +178,26 @@ TEST_F(Cli, PresetsListsTheSoftwareStacksWithTheirSources) {
   EXPECT_FALSE(v.dump().find("sources") == std::string::npos) << "every stack parameter carries its sources";
 }
 
+// The attention kernel tables (models/data/attention.json): each stack names its family,
+// and the FlashAttention-3 paper's H100 figures come out as published (FlashAttention-2
+// at 8k tokens: 333 TFLOP/s causal forward, 318 backward).
+TEST_F(Cli, PresetsListTheAttentionKernelTablesWithTheirSource) {
+  const Outcome r = run({"presets"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Attention kernels on hopper"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("333/318"), std::string::npos) << r.out;
+  const Outcome j = run({"presets", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto v = nlohmann::json::parse(j.out);
+  EXPECT_EQ(v["stacks"]["megatron-core"]["attention_kernel"], "cudnn");
+  EXPECT_EQ(v["stacks"]["fsdp2-eager"]["attention_kernel"], "fa2");
+  const auto& hopper = v.at("attention").at("hopper");
+  EXPECT_EQ(hopper["seq"][4], 8192);
+  EXPECT_EQ(hopper["kernels"]["fa2"]["fwd_causal_tflops"][4], 333);
+  EXPECT_EQ(hopper["kernels"]["fa2"]["bwd_tflops"][4], 318);
+  EXPECT_NE(hopper["source"].get<std::string>().find("FlashAttention-3"), std::string::npos);
+}
+
 TEST_F(Cli, UnknownStackExitsTwoNamingTheFieldAndTheClosestName) {
   const std::string path = write("stack.json", R"({"format": 1, "model": "llama3-8b",
     "cluster": {"preset": "dgx-h100", "nodes": 1},
