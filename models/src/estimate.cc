@@ -402,6 +402,15 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   st.forward += mtp_dense * L.dense.fwd_s() + mtp_moe_n * L.moe.fwd_s();
   st.backward += mtp_dense * L.dense.bwd_s() + mtp_moe_n * L.moe.bwd_s();
   fl += mtp_dense * L.dense.flops() + mtp_moe_n * L.moe.flops();
+  {
+    // The same compute by kind of work.
+    const double nd = dense_n + mtp_dense, nm = moe_n + mtp_moe_n;
+    st.parts.gemm = nd * L.dense.gemm_s() + nm * L.moe.gemm_s();
+    st.parts.attention = nd * L.dense.attention_s() + nm * L.moe.attention_s();
+    st.parts.memory_bound = nd * L.dense.memory_bound_s() + nm * L.moe.memory_bound_s();
+    st.parts.recompute = nd * L.dense.recompute_s + nm * L.moe.recompute_s;
+    if (stage == p.pp - 1) st.parts.output = (1 + mtp) * (L.logits_fwd + L.logits_bwd) + mtp * 3 * L.mtp_proj_fwd;
+  }
   st.tp = (dense_n + mtp_dense) * L.dense_comm.tp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.tp_exposed_s;
   st.cp = (dense_n + mtp_dense) * L.dense_comm.cp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.cp_exposed_s;
   st.ep = (moe_n + mtp_moe_n) * L.moe_comm.ep_exposed_s;
@@ -570,6 +579,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   }
   const double bubble = (t_sum - t_max) / p.virtual_stages;
   e.breakdown.compute = mb * (slowest.forward + slowest.backward);
+  e.compute = {mb * slowest.parts.gemm, mb * slowest.parts.attention, mb * slowest.parts.memory_bound,
+               mb * slowest.parts.recompute, mb * slowest.parts.output};
   e.exposed.tp = mb * slowest.tp;
   e.exposed.cp = mb * slowest.cp;
   e.exposed.ep = mb * slowest.ep;

@@ -49,6 +49,11 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"breakdown_s.wait", e.breakdown.wait},
       {"breakdown_s.optimizer", e.breakdown.optimizer},
       {"breakdown_s.input", e.breakdown.input},
+      {"compute_s.gemm", e.compute.gemm},
+      {"compute_s.attention", e.compute.attention},
+      {"compute_s.memory_bound", e.compute.memory_bound},
+      {"compute_s.recompute", e.compute.recompute},
+      {"compute_s.output", e.compute.output},
       {"exposed_comm_s.tp", e.exposed.tp},
       {"exposed_comm_s.dp", e.exposed.dp},
       {"exposed_comm_s.pp", e.exposed.pp},
@@ -115,6 +120,11 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                       {"wait", e.breakdown.wait},
                       {"optimizer", e.breakdown.optimizer},
                       {"input", e.breakdown.input}};
+  j["compute_s"] = {{"gemm", e.compute.gemm},
+                    {"attention", e.compute.attention},
+                    {"memory_bound", e.compute.memory_bound},
+                    {"recompute", e.compute.recompute},
+                    {"output", e.compute.output}};
   j["exposed_comm_s"] = {{"tp", e.exposed.tp}, {"dp", e.exposed.dp}, {"pp", e.exposed.pp},
                          {"cp", e.exposed.cp}, {"ep", e.exposed.ep}};
   j["memory_bytes"] = {{"params", whole(e.memory.params)},
@@ -226,6 +236,11 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
     line(fmt::format("  {:<22}{:>12}  {:5.1f}%", name, seconds_text(t), 100 * t / e.step_time_s));
   };
   part("compute", e.breakdown.compute);
+  part("  GEMMs", e.compute.gemm);
+  if (e.compute.attention > 0) part("  attention core", e.compute.attention);
+  part("  memory-bound", e.compute.memory_bound);
+  if (e.compute.recompute > 0) part("  recompute", e.compute.recompute);
+  if (e.compute.output > 0) part("  output head", e.compute.output);
   part("exposed comm", e.breakdown.exposed_comm);
   if (e.exposed.tp > 0) part("  tp", e.exposed.tp);
   if (e.exposed.dp > 0) part("  dp", e.exposed.dp);

@@ -140,6 +140,12 @@ TEST(AttentionKernels, ThePlanCanNameTheKernelFamily) {
   const Estimate e_fa3 = estimate(fa3->model, fa3->cluster, fa3->plan, fa3->workload);
   EXPECT_EQ(estimate_report_json(*own, e_own), estimate_report_json(*same, e_same));
   EXPECT_LT(e_fa3.step_time_s, e_own.step_time_s);  // FA3 is faster than FlashAttention-2 on Hopper
+  // The report's compute split shows where: only the attention core's part moves.
+  EXPECT_EQ(e_fa3.compute.gemm, e_own.compute.gemm);
+  EXPECT_EQ(e_fa3.compute.memory_bound, e_own.compute.memory_bound);
+  EXPECT_LT(e_fa3.compute.attention, 0.6 * e_own.compute.attention);  // 602/559 against 333/318 TFLOP/s
+  EXPECT_NE(estimate_report_json(*fa3, e_fa3).find(R"("compute_s": {)"), std::string::npos);
+  EXPECT_NE(estimate_report_text(*fa3, e_fa3).find("attention core"), std::string::npos);
   EXPECT_NE(estimate_report_json(*fa3, e_fa3).find(R"("attention_kernel": "fa3")"), std::string::npos);
   EXPECT_NE(estimate_report_text(*fa3, e_fa3).find("attention kernel fa3"), std::string::npos);
 }

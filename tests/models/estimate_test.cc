@@ -206,6 +206,31 @@ TEST(Estimate, BreakdownPartsAddUpToStepTime) {
   EXPECT_GT(b.bubble, 0);
 }
 
+// The compute split by kind of work (estimate.h ComputeParts) adds up to the compute, and
+// its parts are the layers' pieces: on the shipped 70B plan (TP8 PP4, 32 microbatches of
+// 8192 tokens, the slowest stage the last: 20 layers and the output head) the attention
+// core is cuDNN's at 8192 tokens by hand, 2 a_r (d_qk + d_v) T (s+1)/2 FLOPs per layer
+// forward at 529 TFLOP/s and 2.5 times them backward at 518 (models/data/attention.json).
+// With full recomputation the recomputed part is the layers' forward again.
+TEST(Estimate, ComputeByKindOfWorkAddsUpAndTheAttentionCoreByHand) {
+  Scenario s = shipped_scenario();
+  Estimate e = estimate(s);
+  ASSERT_EQ(e.slowest_stage, 3);
+  expect_rel(e.compute.total(), e.breakdown.compute, 1e-12);
+  const double flops = 2.0 * 8 * (128 + 128) * 8192 * (8192 + 1) / 2.0;
+  const double core = flops / 529e12 + 2.5 * flops / 518e12;
+  expect_rel(e.compute.attention, job_pace(s.cluster) * 32 * 20 * core, 1e-9);
+  EXPECT_EQ(e.compute.recompute, 0.0);
+  const LogitsCost lg = logits_cost(s.model, s.cluster, s.plan, 8192);
+  expect_rel(e.compute.output, 32 * (lg.fwd_s + lg.bwd_s), 1e-12);
+  EXPECT_GT(e.compute.gemm, 0.75 * e.breakdown.compute);  // a 70B layer is GEMM-bound
+  s.plan.recompute = Recompute::kFull;
+  e = estimate(s);
+  expect_rel(e.compute.total(), e.breakdown.compute, 1e-12);
+  const LayerCost lc = layer_cost(s.model, s.cluster, s.plan, 8192, false);
+  expect_rel(e.compute.recompute, 32 * 20 * lc.fwd_s(), 1e-12);
+}
+
 TEST(Estimate, PipelineStepIsMMinus1SlowestStagesPlusOneOfEach) {
   // Unbalanced stages (the last one also computes the logits): the pipeline part of the
   // step is (m - 1) t_max + sum_s t_s, with t_s = stage_times(s).per_microbatch() (compute

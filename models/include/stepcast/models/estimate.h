@@ -68,6 +68,15 @@ struct StepBreakdown {
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
 };
+// Compute by kind of work (seconds; they add up to the compute they split): the layers'
+// GEMMs (forward, data and weight gradients), the attention core (forward and backward
+// kernels, attention.h), memory-bound work (norms, activations, RoPE, residuals, dropout,
+// MoE routing, FP8 quantization), recomputed forward work, and the output head (logits and
+// cross entropy, the multi-token prediction projections).
+struct ComputeParts {
+  double gemm = 0, attention = 0, memory_bound = 0, recompute = 0, output = 0;
+  double total() const { return gemm + attention + memory_bound + recompute + output; }
+};
 
 // Per-microbatch times of one pipeline stage (seconds), the closed form's building block.
 struct StageTimes {
@@ -77,6 +86,7 @@ struct StageTimes {
   double pp_fill = 0;  // with p2p overlap: one chunk-boundary transfer (fill and drain latency)
   double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
   double offload = 0;        // exposed activation and weight offload transfers per microbatch
+  ComputeParts parts;        // forward + backward split by kind of work
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host + offload; }
 };
 struct LayerCost;
@@ -111,6 +121,7 @@ struct Estimate {
   double mfu = 0;
   double hfu = 0;
   StepBreakdown breakdown;
+  ComputeParts compute;                 // breakdown.compute split by kind of work
   ExposedComm exposed;
   MemoryBreakdown memory;               // the worst stage
   int slowest_stage = 0;

@@ -96,6 +96,11 @@ struct LayerCost {
   // more (layer_comm).
   bool recompute_block = false;
   double bwd_s() const { return attn_bwd_s() + mlp_bwd_s() + recompute_s; }
+  // fwd_s() + bwd_s() by kind of work: GEMMs, the attention core, memory-bound work (once
+  // forward, twice backward), and recompute_s.
+  double gemm_s() const { return attn_gemm_s + mlp_gemm_s + attn_gemm_bwd_s + mlp_gemm_bwd_s; }
+  double attention_s() const { return attn_core_s + attn_core_bwd_s; }
+  double memory_bound_s() const { return 3 * (attn_elem_s + mlp_elem_s); }
   double flops() const {
     return 3 * (attn_gemm_flops + mlp_flops) + (1 + core_bwd_factor) * attn_core_flops + recompute_flops;
   }
