@@ -170,7 +170,11 @@ void EstimatePanel::update() {
   const StepBreakdown& b = e.breakdown;
   const ExposedComm& x = e.exposed;
   fill_bar(breakdown_chart_, tr("step"),
-           {{tr("compute"), b.compute, part_color("compute")},
+           {{tr("GEMM"), e.compute.gemm, part_color("gemm")},
+            {tr("attn"), e.compute.attention, part_color("attention")},
+            {tr("memory"), e.compute.memory_bound, part_color("memory_bound")},
+            {tr("recomp"), e.compute.recompute, part_color("recompute")},
+            {tr("head"), e.compute.output, part_color("output")},
             {tr("tp"), x.tp, part_color("tp")},
             {tr("cp"), x.cp, part_color("cp")},
             {tr("ep"), x.ep, part_color("ep")},

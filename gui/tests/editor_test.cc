@@ -196,6 +196,15 @@ class EditorTest : public QObject {
     const std::string text = doc_->text();
     QCOMPARE(estimate_->report()->estimate.step_time_s, direct(text).step_time_s);
     QVERIFY(estimate_->report()->estimate.step_time_s < direct(read(kScenario)).step_time_s);
+    // The step bar splits the compute by kind of work: its "attn" segment (the attention
+    // core) is the estimate's attention part.
+    double attention = -1;
+    for (QAbstractSeries* series : estimate_->breakdownChart()->series()) {
+      for (QBarSet* set : static_cast<QHorizontalStackedBarSeries*>(series)->barSets()) {
+        if (set->label() == QStringLiteral("attn")) attention = set->at(0);
+      }
+    }
+    QCOMPARE(attention, direct(text).compute.attention);
   }
 
  private:

@@ -265,6 +265,7 @@ Candidate make_candidate(const Context& x, const World& w, const Plan& p, const 
   c.breakdown = e.breakdown;
   c.step_time_band = e.step_time_band;
   c.exposed = e.exposed;
+  c.compute = e.compute;
   if (w.env.failures) {
     const CheckpointCost cost = layout_checkpoint_cost(x.s, w.cluster, p);
     c.checkpoint_bytes = cost.total_bytes;
@@ -905,7 +906,15 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   for (const auto& [t, name] : parts) {
     if (t > 0.005 * step) overheads += fmt::format("{}{} {}", overheads.empty() ? "" : ", ", name, pct(t, step));
   }
-  std::string first = fmt::format("step {:.3f} s (closed form): compute {}{}{}", step, pct(b.compute, step),
+  // The compute by kind of work (estimate.h ComputeParts), the parts above 0.5% of the step.
+  std::string kinds;
+  for (const auto& [t, name] : {std::pair{c.compute.gemm, "GEMMs"}, std::pair{c.compute.attention, "attention core"},
+                                std::pair{c.compute.memory_bound, "memory-bound"},
+                                std::pair{c.compute.recompute, "recompute"}, std::pair{c.compute.output, "output head"}}) {
+    if (t > 0.005 * step) kinds += fmt::format("{}{} {}", kinds.empty() ? " (" : ", ", name, pct(t, step));
+  }
+  if (!kinds.empty()) kinds += ")";
+  std::string first = fmt::format("step {:.3f} s (closed form): compute {}{}{}{}", step, pct(b.compute, step), kinds,
                                   overheads.empty() ? "" : "; ", overheads);
   // What waiting for the slowest GPU costs (docs/model-reference.md section 4.5): this
   // step against the same layout on GPUs that all run at one speed.

@@ -654,6 +654,12 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
   EXPECT_LT(*on->rank * 3, *off->rank);
   EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
   EXPECT_NE(on->limits[0].find("exposed TP communication 3.6%"), std::string::npos) << on->limits[0];
+  // The compute by kind of work, as the estimate reports it (estimate.h ComputeParts).
+  const Estimate eo = estimate(s.model, s.cluster, on->plan, s.workload);
+  EXPECT_NE(on->limits[0].find(fmt::format("(GEMMs {:.1f}%, attention core {:.1f}%", 100 * eo.compute.gemm / eo.step_time_s,
+                                           100 * eo.compute.attention / eo.step_time_s)),
+            std::string::npos)
+      << on->limits[0];
   // The slowest of the 64 GPUs, as the step against the same layout at one speed.
   ClusterSpec even = s.cluster;
   even.gpu_speed_sigma = 0;

@@ -87,6 +87,7 @@ struct Candidate {
   double staging_bytes = 0;      // pinned host memory per node an async snapshot needs
   bool async_fits = true;        // staging_bytes <= cluster.host_memory_GiB
   StepBreakdown breakdown;   // closed form, slowest rank
+  ComputeParts compute;      // its compute by kind of work
   ExposedComm exposed;
   Band step_time_band;       // closed form's p10-p90 (band.h), scaled to figures() when simulated
   bool ties_best = false;    // too close to ranked[0] to rank (band.h ties(); ranked[0] itself: false)
