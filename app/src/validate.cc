@@ -58,6 +58,9 @@ void predict(Record& r, ValidationRow& row) {
   row.stepcast_mfu = e.mfu;
   row.stepcast_hfu = e.hfu;
   row.compute_s = e.breakdown.compute;
+  row.attention_s = e.compute.attention;
+  row.ep_s = e.exposed.ep;
+  row.cp_s = e.exposed.cp;
   row.tp_s = e.exposed.tp;
   row.dp_s = e.exposed.dp;
   row.pp_s = e.exposed.pp;
@@ -297,14 +300,16 @@ std::string validate_text(const ValidateReport& rep) {
   }
   line("");
   line("Predicted step (share of step time) and worst-stage memory");
-  line(fmt::format("{:<{}}{:>9}{:>9}{:>7}{:>7}{:>7}{:>8}{:>7}{:>14}", "id", id_w, "step s", "compute", "tp", "dp",
-                   "pp", "bubble", "optim", "memory GiB"));
+  line("(attn: the attention core's kernels, part of compute; ep, cp: exposed all-to-all and ring exchange)");
+  line(fmt::format("{:<{}}{:>9}{:>9}{:>7}{:>7}{:>7}{:>7}{:>7}{:>7}{:>8}{:>7}{:>14}", "id", id_w, "step s", "compute",
+                   "attn", "tp", "dp", "pp", "ep", "cp", "bubble", "optim", "memory GiB"));
   for (const auto& r : rep.rows) {
     if (!r.predicted) continue;
     const double t = r.predicted_iteration_s;
     auto share = [&](double x) { return fmt::format("{:.1f}%", 100 * x / t); };
-    line(fmt::format("{:<{}}{:>9.2f}{:>9}{:>7}{:>7}{:>7}{:>8}{:>7}{:>14}", r.id, id_w, t, share(r.compute_s),
-                     share(r.tp_s), share(r.dp_s), share(r.pp_s), share(r.bubble_s), share(r.optimizer_s),
+    line(fmt::format("{:<{}}{:>9.2f}{:>9}{:>7}{:>7}{:>7}{:>7}{:>7}{:>7}{:>8}{:>7}{:>14}", r.id, id_w, t,
+                     share(r.compute_s), share(r.attention_s), share(r.tp_s), share(r.dp_s), share(r.pp_s),
+                     share(r.ep_s), share(r.cp_s), share(r.bubble_s), share(r.optimizer_s),
                      fmt::format("{:.1f}/{:.1f}", r.memory_total_bytes / kGiB, r.memory_usable_bytes / kGiB)));
   }
   line("");
@@ -354,7 +359,10 @@ std::string validate_json(const ValidateReport& rep) {
                          {"stepcast_hfu", r.stepcast_hfu},
                          {"breakdown_s",
                           {{"compute", r.compute_s},
+                           {"attention_core", r.attention_s},
                            {"exposed_tp", r.tp_s},
+                           {"exposed_ep", r.ep_s},
+                           {"exposed_cp", r.cp_s},
                            {"exposed_dp", r.dp_s},
                            {"exposed_pp", r.pp_s},
                            {"bubble", r.bubble_s},

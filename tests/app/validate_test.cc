@@ -19,8 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "stepcast/models/band.h"
+#include "stepcast/models/estimate.h"
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/scenario.h"
 
 namespace {
 
@@ -359,6 +361,17 @@ TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
   EXPECT_EQ(qs["model"]["moe"], json::parse(R"j({"num_experts": 128, "top_k": 8, "expert_ffn_hidden_size": 768,
       "num_shared_experts": 0, "shared_expert_ffn_hidden_size": 0, "num_dense_layers": 0})j"));
   EXPECT_EQ(qs["plan"]["ep"], 8);
+  // Its step table row carries the parts its scenario's estimate reports: the exposed
+  // all-to-all and, of the compute, the attention core's kernels.
+  {
+    const auto sc = stepcast::parse_scenario(qwen->scenario_json);
+    ASSERT_TRUE(sc.ok()) << sc.error().message;
+    const stepcast::Estimate e = stepcast::estimate(*sc);
+    EXPECT_EQ(qwen->ep_s, e.exposed.ep);
+    EXPECT_GT(qwen->ep_s, 0.1 * qwen->predicted_iteration_s);
+    EXPECT_EQ(qwen->attention_s, e.compute.attention);
+    EXPECT_LT(qwen->attention_s, qwen->compute_s);
+  }
   // GPT-1.7B of Narayanan et al. Table 1 (Megatron), eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)
   // with B 512, s 2048, l 24, h 2304, V 51200 (a multiple of 128: not padded):
   // 96 x 512 x 2048 x 24 x 2304^2 = 12,824,703,626,379,264; s/6h = 2048/13824 = 4/27,
