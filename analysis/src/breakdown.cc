@@ -36,7 +36,8 @@ Part compute_part(ComputeClass c) {
     case ComputeClass::kHost: return Part::kHost;
     case ComputeClass::kGemm:
     case ComputeClass::kAttention:
-    case ComputeClass::kElementwise: break;
+    case ComputeClass::kElementwise:
+    case ComputeClass::kInterference: break;  // compute slowed by an overlapped collective
   }
   return Part::kCompute;
 }

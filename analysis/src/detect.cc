@@ -81,7 +81,7 @@ PerRankStep per_rank_step(const Trace& trace) {
     for (const TraceOp& o : trace.ranks[i].ops) {
       if (o.kind == TraceOpKind::kCompute) {
         // The host's dispatch waits are not the GPU's work: outliers compare GPU compute.
-        if (o.cclass == ComputeClass::kHost) continue;
+        if (o.cclass == ComputeClass::kHost || o.cclass == ComputeClass::kInterference) continue;
         (o.cclass == ComputeClass::kInput ? prs.input : prs.compute)[prs.at(i, o.step)] += o.end_ns - o.begin_ns;
       } else if (o.kind == TraceOpKind::kCollective) {
         recs.push_back({static_cast<std::uint8_t>(o.group), o.group_root, o.step, o.seq, static_cast<std::uint32_t>(i),

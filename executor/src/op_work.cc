@@ -60,7 +60,9 @@ OpWork op_work(const ExecContext& ctx, const Op& op) {
     case ComputeClass::kInput:
       break;
     case ComputeClass::kHost:
+    case ComputeClass::kInterference:
       // The host's dispatch time: a real run spends it in the framework, not in a kernel.
+      // Interference: a real run's kernels slow down by themselves while NCCL runs.
       w.kind = OpWork::Kind::kNone;
       return w;
   }

@@ -175,6 +175,7 @@ void EstimatePanel::update() {
             {tr("memory"), e.compute.memory_bound, part_color("memory_bound")},
             {tr("recomp"), e.compute.recompute, part_color("recompute")},
             {tr("head"), e.compute.output, part_color("output")},
+            {tr("interf"), e.compute.interference, part_color("interference")},
             {tr("tp"), x.tp, part_color("tp")},
             {tr("cp"), x.cp, part_color("cp")},
             {tr("ep"), x.ep, part_color("ep")},

@@ -13,6 +13,7 @@ QColor part_color(std::string_view part) {
   if (part == "memory_bound") return QColor(0x7F, 0xB8, 0xD8);
   if (part == "recompute") return QColor(0x3D, 0x5A, 0x80);
   if (part == "output") return QColor(0xA6, 0xCE, 0xE3);
+  if (part == "interference") return QColor(0x5B, 0x7F, 0x95);
   if (part == "tp") return QColor(0xE6, 0x9F, 0x00);
   if (part == "dp" || part == "fsdp") return QColor(0x00, 0x9E, 0x73);
   if (part == "pp") return QColor(0xCC, 0x79, 0xA7);

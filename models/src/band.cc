@@ -27,6 +27,8 @@ const PartUncertainty& part_uncertainty() {
       0.50,  // straggler wait: from the scenario's stated straggler model
       0.50,  // host dispatch: the per-kernel host time is picked inside a published 5-20 us
              // range (models/data/stacks.json), a factor 4: log sd about ln 2 / z90 = 0.54
+      0.50,  // interference: the source's mean slowdown, 18.9 %, over a spread up to 40 %
+             // (Lee et al. 2025) on other GPUs, models and collectives than the scenario's
   };
   return u;
 }
@@ -67,7 +69,7 @@ Band step_time_band(const StepParts& parts, const ValidationResiduals& v) {
                            std::pow(term(parts.exposed_comm, u.exposed_comm), 2) +
                            std::pow(term(parts.bubble, u.bubble), 2) +
                            std::pow(term(parts.optimizer, u.optimizer), 2) + std::pow(term(parts.wait, u.wait), 2) +
-                           std::pow(term(parts.host, u.host), 2);
+                           std::pow(term(parts.host, u.host), 2) + std::pow(term(parts.interference, u.interference), 2);
   const double sigma = std::sqrt(model_var + v.sd_log * v.sd_log);
   return Band{total * std::exp(v.mean_log - kZ90 * sigma), total * std::exp(v.mean_log + kZ90 * sigma)};
 }
@@ -87,7 +89,8 @@ bool ties(double value_a, const StepParts& a, double value_b, const StepParts& b
                      std::pow(term(a.exposed_comm, b.exposed_comm, u.exposed_comm), 2) +
                      std::pow(term(a.bubble, b.bubble, u.bubble), 2) +
                      std::pow(term(a.optimizer, b.optimizer, u.optimizer), 2) +
-                     std::pow(term(a.wait, b.wait, u.wait), 2) + std::pow(term(a.host, b.host, u.host), 2);
+                     std::pow(term(a.wait, b.wait, u.wait), 2) + std::pow(term(a.host, b.host, u.host), 2) +
+                     std::pow(term(a.interference, b.interference, u.interference), 2);
   return std::abs(std::log(value_b / value_a)) <= kZ90 * std::sqrt(var);
 }
 

@@ -75,6 +75,11 @@ double memory_time_s(const GpuSpec& gpu, double bytes) {
   return bytes / (gpu.hbm_efficiency * gpu.hbm_bandwidth_GBps * 1e9);
 }
 
+double overlap_interference(const GpuSpec& gpu) {
+  const double s = std::max(0.0, gpu.overlap_slowdown);
+  return s / (1.0 + s);
+}
+
 double gemm_time_s(const GpuSpec& gpu, Precision p, double m, double n, double k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double flops = 2.0 * m * n * k;

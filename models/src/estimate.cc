@@ -462,8 +462,30 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // reduce-scatter and then its own first gather: v of them per microbatch with
     // interleaving. A backward pass's first gathers queue behind the forward's and finish
     // during its compute: only the stream's throughput can expose them.
+    // Interference: every layer's gather (forward and backward) and reduce-scatter overlaps
+    // compute (lower.cc contend); priced per layer collective, as the engine issues them.
+    const double f = overlap_interference(c.gpu);
+    double waited = 1.0;  // of the chunk-boundary wait below, the share not spent slowed
+    if (f > 0) {
+      const LayerRankParams ld = layer_rank_params(m, pc, p, false);
+      const LayerRankParams lm = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
+      auto layer_coll = [&](CollKind k, const LayerRankParams& lp, double bytes_per_param) {
+        const double bytes = (lp.dense + lp.expert) * bytes_per_param;
+        return bytes > 0 ? collective_cost(c, k, g, bytes).time_s : 0.0;
+      };
+      const double ag_layers = dense_n * layer_coll(CollKind::kAllGather, ld, kWeightBytes) +
+                               moe_n * layer_coll(CollKind::kAllGather, lm, kWeightBytes);
+      const double rs_layers = dense_n * layer_coll(CollKind::kReduceScatter, ld, p.grad_bytes) +
+                               moe_n * layer_coll(CollKind::kReduceScatter, lm, p.grad_bytes);
+      st.forward += f * ag_layers;
+      st.backward += f * (ag_layers + rs_layers);
+      st.parts.interference = f * (2 * ag_layers + rs_layers);
+      // While a pass waits for the reduce-scatter and gather at its start, their
+      // interference runs on the idle compute stream: that much of the wait is counted above.
+      waited = 1.0 - f;
+    }
     const double v = p.virtual_stages;
-    st.fsdp = std::max(v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag + rs - st.backward);
+    st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag + rs - st.backward);
   }
   if (flops) *flops = fl;
   return st;
@@ -505,14 +527,19 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     bool operator==(const DpInputs&) const = default;
   };
   DpInputs dp_in{};
-  double dp_out = 0;
+  struct DpSync {
+    double time = 0;          // exposed beyond the stage's (slowed) last backward
+    double interference = 0;  // compute slowed by the overlapped collectives
+  };
+  DpSync dp_out{};
   bool have_dp = false;
+  const double f_int = overlap_interference(c.gpu);
   const Placement placement = Placement::of(p, gpn);
   const GroupShape dp_group = group_shape(static_cast<int>(nd), placement.group_stride(GroupKind::kDp), gpn);
   const GroupShape edp_group =
       group_shape(p.edp(), placement.group_stride(GroupKind::kEdp), gpn);
   StageTimes slowest;
-  double tail_best = -1, tail_dp = 0, tail_opt = 0;
+  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_int = 0;
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
@@ -527,7 +554,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       e.slowest_stage = s;
     }
     // Data-parallel gradient synchronisation and optimizer after the last backward.
-    double dp_time = 0;
+    DpSync dp_time{};
     if (p.zero < 3 && nd > 1) {
       // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
       // input embedding): it cannot overlap any backward compute.
@@ -536,8 +563,12 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       const LayerRankParams lp0 = layer_rank_params(m, e.params, p, first_moe);
       const ParamCounts& pc = e.params;
       const double extras0 = s == 0 ? static_cast<double>(pc.embedding_input) / p.tp + pc.position_embedding : 0.0;
+      // Overlapped collectives slow the compute they overlap (compute.h
+      // overlap_interference): by f x their time, all buckets but the last, whose compute
+      // is done; the window that hides them grows by as much.
       auto sync = [&](const GroupShape& g, double params, double last_params) {
-        if (params <= 0 || g.ranks <= 1) return 0.0;
+        DpSync out;
+        if (params <= 0 || g.ranks <= 1) return out;
         const double grad_bytes = params * p.grad_bytes;
         double t_grad = p.zero == 0 ? collective_cost(c, CollKind::kAllReduce, g, grad_bytes).time_s
                                     : collective_cost(c, CollKind::kReduceScatter, g, grad_bytes).time_s;
@@ -547,14 +578,21 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
           const double t_bucket =
               p.zero == 0 ? collective_cost(c, CollKind::kAllReduce, g, bucket).time_s
                           : collective_cost(c, CollKind::kReduceScatter, g, bucket).time_s;
-          t_grad = std::max(t_bucket, t_grad - st.backward);
+          const double slowed = f_int * std::max(0.0, t_grad - t_bucket);
+          out.interference += slowed;
+          t_grad = std::max(t_bucket, t_grad - st.backward - slowed);
         }
         double t_param = 0;
         if (p.zero >= 1) {
           t_param = collective_cost(c, CollKind::kAllGather, g, params * kWeightBytes).time_s;
-          if (p.overlap_param_gather) t_param = std::max(0.0, t_param - st.forward);
+          if (p.overlap_param_gather) {
+            const double slowed = f_int * t_param;
+            out.interference += slowed;
+            t_param = std::max(0.0, t_param - st.forward - slowed);
+          }
         }
-        return t_grad + t_param;
+        out.time = t_grad + t_param;
+        return out;
       };
       // Middle stages usually hold the same parameters and take the same time: price the
       // synchronisation once per distinct input (the same function of the same inputs).
@@ -562,25 +600,29 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       if (!(have_dp && in == dp_in)) {
         dp_in = in;
         have_dp = true;
-        dp_out = sync(dp_group, rp.dense, in.dense_last) + sync(edp_group, rp.expert, in.expert_last);
+        const DpSync a = sync(dp_group, rp.dense, in.dense_last), b = sync(edp_group, rp.expert, in.expert_last);
+        dp_out = {a.time + b.time, a.interference + b.interference};
       }
       dp_time = dp_out;
     }
     // Stage s ends its last backward about s backward passes before stage 0 (1F1B drain).
+    // The slowed compute and then the exposed transfers; the slack hides either.
     const double slack = s * st.backward / p.virtual_stages;
-    const double dp_exposed = std::max(0.0, dp_time - slack);
+    const double tail = std::max(0.0, dp_time.interference + dp_time.time - slack);
+    const double tail_interference = std::min(tail, dp_time.interference);
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
     const double t_opt = optimizer_time_s(c, p, opt_params);
-    if (dp_exposed + t_opt > tail_best) {
-      tail_best = dp_exposed + t_opt;
-      tail_dp = dp_exposed;
+    if (tail + t_opt > tail_best) {
+      tail_best = tail + t_opt;
+      tail_dp = tail - tail_interference;
+      tail_int = tail_interference;
       tail_opt = t_opt;
     }
   }
   const double bubble = (t_sum - t_max) / p.virtual_stages;
-  e.breakdown.compute = mb * (slowest.forward + slowest.backward);
-  e.compute = {mb * slowest.parts.gemm, mb * slowest.parts.attention, mb * slowest.parts.memory_bound,
-               mb * slowest.parts.recompute, mb * slowest.parts.output};
+  e.breakdown.compute = mb * (slowest.forward + slowest.backward) + tail_int;
+  e.compute = {mb * slowest.parts.gemm,      mb * slowest.parts.attention, mb * slowest.parts.memory_bound,
+               mb * slowest.parts.recompute, mb * slowest.parts.output,    mb * slowest.parts.interference + tail_int};
   e.exposed.tp = mb * slowest.tp;
   e.exposed.cp = mb * slowest.cp;
   e.exposed.ep = mb * slowest.ep;
@@ -597,9 +639,9 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
                   e.breakdown.wait + e.breakdown.optimizer + e.breakdown.input;
   if (e.breakdown.host > 0) e.step_time_s += e.breakdown.host;  // added only when launch-bound
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
-  e.step_time_band = step_time_band(StepParts{e.breakdown.compute, e.breakdown.exposed_comm, e.breakdown.bubble,
-                                               e.breakdown.optimizer, e.breakdown.wait, e.breakdown.input,
-                                               e.breakdown.host},
+  e.step_time_band = step_time_band(StepParts{e.breakdown.compute - e.compute.interference, e.breakdown.exposed_comm,
+                                               e.breakdown.bubble, e.breakdown.optimizer, e.breakdown.wait,
+                                               e.breakdown.input, e.breakdown.host, e.compute.interference},
                                       validation_residuals(p.stack));
   e.tokens_per_s_band = rate_band(e.step_time_band, e.step_time_s, e.tokens_per_s);
   const double peak = peak_flops(c.gpu, p.precision) * static_cast<double>(e.world);

@@ -107,7 +107,7 @@ class StageBuilder {
       Op op = compute(ComputeClass::kInput, SimTime::from_s(w_.input_time_s), 0, 0);
       input = add(op, "input", {});
     }
-    if (p_.zero >= 1 && p_.zero < 3 && p_.overlap_param_gather) param_gather_ = gather_params({});
+    if (p_.zero >= 1 && p_.zero < 3 && p_.overlap_param_gather) param_gather_ = gather_params({}, /*overlapped=*/true);
     const std::vector<ScheduleStep> steps = pipeline_schedule(p_, stage_);
     // Receives in the order the steps need them; with p2p overlap the receive of step i+1
     // is posted before step i computes (on its own stream, so it waits only for its data).
@@ -424,8 +424,20 @@ class StageBuilder {
   // --- FSDP (ZeRO-3) --------------------------------------------------------------
   std::uint32_t fsdp_gather(int layer, int mb, char pass, std::uint32_t window_dep) {
     const LayerRankParams& lp = is_moe(layer) ? layer_moe_ : layer_dense_;
-    return add(collective(CollKind::kAllGather, GroupKind::kDp, (lp.dense + lp.expert) * 2.0, layer, mb),
-               fmt::format("fsdp.ag {} mb{} L{}", pass, mb, layer), {window_dep});
+    return contend(add(collective(CollKind::kAllGather, GroupKind::kDp, (lp.dense + lp.expert) * 2.0, layer, mb),
+                       fmt::format("fsdp.ag {} mb{} L{}", pass, mb, layer), {window_dep}));
+  }
+
+  // Compute-communication interference (program.h kInterference): a data-parallel collective
+  // that overlaps compute slows the compute issued after it. The delay goes on the compute
+  // stream where the collective is issued, so the compute that follows waits for it; the
+  // simulator sizes it from the collective's own duration. Returns `coll`.
+  std::uint32_t contend(std::uint32_t coll) {
+    if (!(prog_.interference > 0) || coll == kNone) return coll;
+    Op op = compute(ComputeClass::kInterference, SimTime{}, 0, role_.ops[coll].layer, role_.ops[coll].microbatch);
+    op.contends = coll;
+    add(op, "interference " + prog_.names[role_.ops[coll].name], {});
+    return coll;
   }
 
   // --- passes ------------------------------------------------------------------------
@@ -530,9 +542,9 @@ class StageBuilder {
     auto flush_fsdp_rs = [&] {
       if (rs_after == kNone) return;
       const LayerRankParams& lp = is_moe(rs_layer) ? layer_moe_ : layer_dense_;
-      dp_ops_.push_back(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
-                                       (lp.dense + lp.expert) * p_.grad_bytes, rs_layer, mb),
-                            fmt::format("fsdp.rs mb{} L{}", mb, rs_layer), {rs_after}));
+      dp_ops_.push_back(contend(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
+                                               (lp.dense + lp.expert) * p_.grad_bytes, rs_layer, mb),
+                                    fmt::format("fsdp.rs mb{} L{}", mb, rs_layer), {rs_after})));
       rs_after = kNone;
     };
     for (int i = n - 1; i >= 0; --i) {
@@ -574,7 +586,9 @@ class StageBuilder {
         bucket_expert += lp.expert;
         if (i == 0 && k == 0) bucket_dense += extra_params_first();
         if ((bucket_dense + bucket_expert) * p_.grad_bytes >= bucket_bytes() || i == 0) {
-          flush_bucket(bucket_dense, bucket_expert, x, k, bucket_n++);
+          // The stage's last bucket (its first layer, in its last backward) has no compute
+          // after it to slow.
+          flush_bucket(bucket_dense, bucket_expert, x, k, bucket_n++, /*overlapped=*/!(i == 0 && j == 0));
           bucket_dense = bucket_expert = 0;
         }
       }
@@ -598,28 +612,34 @@ class StageBuilder {
     return ++backwards_seen_[key] == m_count_;
   }
 
-  void flush_bucket(double dense, double expert, std::uint32_t after, int chunk, std::uint32_t n) {
+  // `overlapped`: issued during the backward (overlap_grad_reduce), so it slows the compute
+  // after it.
+  void flush_bucket(double dense, double expert, std::uint32_t after, int chunk, std::uint32_t n, bool overlapped) {
     const CollKind kind = p_.zero == 0 ? CollKind::kAllReduce : CollKind::kReduceScatter;
+    auto issue = [&](std::uint32_t coll) { return overlapped ? contend(coll) : coll; };
     if (p_.dp * p_.cp > 1 && dense > 0) {
-      dp_ops_.push_back(add(collective(kind, GroupKind::kDp, dense * p_.grad_bytes, -1, -1),
-                            fmt::format("dp.{} grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n), {after}));
+      dp_ops_.push_back(issue(add(collective(kind, GroupKind::kDp, dense * p_.grad_bytes, -1, -1),
+                                  fmt::format("dp.{} grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n),
+                                  {after})));
     }
     if (p_.edp() > 1 && expert > 0) {
-      dp_ops_.push_back(add(collective(kind, GroupKind::kEdp, expert * p_.grad_bytes, -1, -1),
-                            fmt::format("edp.{} expert grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n),
-                            {after}));
+      dp_ops_.push_back(issue(add(collective(kind, GroupKind::kEdp, expert * p_.grad_bytes, -1, -1),
+                                  fmt::format("edp.{} expert grads chunk{} bucket{}", p_.zero == 0 ? "ar" : "rs", chunk, n),
+                                  {after})));
     }
   }
 
-  std::uint32_t gather_params(std::initializer_list<std::uint32_t> deps) {
+  // `overlapped`: issued before the first forward (overlap_param_gather), so it slows it.
+  std::uint32_t gather_params(std::initializer_list<std::uint32_t> deps, bool overlapped) {
     const RankParams rp = rank_params(m_, p_, stage_);
     std::uint32_t last = kNone;
+    auto issue = [&](std::uint32_t coll) { return overlapped ? contend(coll) : coll; };
     if (p_.dp * p_.cp > 1) {
-      last = add(collective(CollKind::kAllGather, GroupKind::kDp, rp.dense * 2.0, -1, -1), "dp.ag params", deps);
+      last = issue(add(collective(CollKind::kAllGather, GroupKind::kDp, rp.dense * 2.0, -1, -1), "dp.ag params", deps));
     }
     if (p_.edp() > 1 && rp.expert > 0) {
-      last = add(collective(CollKind::kAllGather, GroupKind::kEdp, rp.expert * 2.0, -1, -1), "edp.ag expert params",
-                 deps);
+      last = issue(add(collective(CollKind::kAllGather, GroupKind::kEdp, rp.expert * 2.0, -1, -1),
+                       "edp.ag expert params", deps));
     }
     return last;
   }
@@ -628,14 +648,14 @@ class StageBuilder {
     const RankParams rp = rank_params(m_, p_, stage_);
     if (p_.zero < 3 && !p_.overlap_grad_reduce) {
       // One reduction of all gradients after the last backward.
-      flush_bucket(rp.dense, rp.expert, last_compute_, -1, 0);
+      flush_bucket(rp.dense, rp.expert, last_compute_, -1, 0, /*overlapped=*/false);
     }
     const double nd = static_cast<double>(p_.dp) * p_.cp;
     const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / p_.edp() : rp.dense + rp.expert;
     Op opt = compute(ComputeClass::kOptimizer, SimTime::from_s(optimizer_time_s(c_, p_, params)), 0, -1);
     const std::uint32_t o = add(opt, "optimizer", {last_compute_});
     for (std::uint32_t d : dp_ops_) add_dep(o, d);
-    if (p_.zero >= 1 && p_.zero < 3 && !p_.overlap_param_gather) gather_params({o});
+    if (p_.zero >= 1 && p_.zero < 3 && !p_.overlap_param_gather) gather_params({o}, /*overlapped=*/false);
   }
 
   double p2p_bytes() const {
@@ -735,6 +755,7 @@ Program lower(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Wor
   prog.tokens_per_step = p.global_batch * w.seq_len;
   prog.model_flops_per_step = token_flops(m, w.seq_len).training * static_cast<double>(prog.tokens_per_step);
   prog.peak_flops_per_gpu = peak_flops(c.gpu, p.precision);
+  prog.interference = overlap_interference(c.gpu);
   for (int s = 0; s < p.pp; ++s) {
     StageBuilder b(prog, m, c, p, w, s);
     b.build();

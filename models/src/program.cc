@@ -23,6 +23,7 @@ const char* to_string(ComputeClass c) {
     case ComputeClass::kOptimizer: return "optimizer";
     case ComputeClass::kInput: return "input";
     case ComputeClass::kHost: return "host";
+    case ComputeClass::kInterference: return "interference";
   }
   return "?";
 }

@@ -54,6 +54,7 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"compute_s.memory_bound", e.compute.memory_bound},
       {"compute_s.recompute", e.compute.recompute},
       {"compute_s.output", e.compute.output},
+      {"compute_s.interference", e.compute.interference},
       {"exposed_comm_s.tp", e.exposed.tp},
       {"exposed_comm_s.dp", e.exposed.dp},
       {"exposed_comm_s.pp", e.exposed.pp},
@@ -124,7 +125,8 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                     {"attention", e.compute.attention},
                     {"memory_bound", e.compute.memory_bound},
                     {"recompute", e.compute.recompute},
-                    {"output", e.compute.output}};
+                    {"output", e.compute.output},
+                    {"interference", e.compute.interference}};
   j["exposed_comm_s"] = {{"tp", e.exposed.tp}, {"dp", e.exposed.dp}, {"pp", e.exposed.pp},
                          {"cp", e.exposed.cp}, {"ep", e.exposed.ep}};
   j["memory_bytes"] = {{"params", whole(e.memory.params)},
@@ -241,6 +243,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   part("  memory-bound", e.compute.memory_bound);
   if (e.compute.recompute > 0) part("  recompute", e.compute.recompute);
   if (e.compute.output > 0) part("  output head", e.compute.output);
+  if (e.compute.interference > 0) part("  interference", e.compute.interference);
   part("exposed comm", e.breakdown.exposed_comm);
   if (e.exposed.tp > 0) part("  tp", e.exposed.tp);
   if (e.exposed.dp > 0) part("  dp", e.exposed.dp);

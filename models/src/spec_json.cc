@@ -252,6 +252,7 @@ GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.gemm_efficiency, physical(r, "gemm_efficiency", kEfficiencyRange));
   set(g.attention_efficiency, physical(r, "attention_efficiency", kEfficiencyRange));
   set(g.hbm_efficiency, physical(r, "hbm_efficiency", kEfficiencyRange));
+  set(g.overlap_slowdown, r.number("overlap_slowdown", 0, 4));  // a fraction; 0 = off
   set(g.gemm_tile_m, r.integer("gemm_tile_m", 1, 4096));
   set(g.gemm_tile_n, r.integer("gemm_tile_n", 1, 4096));
   set(g.source, r.string("source"));

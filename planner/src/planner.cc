@@ -754,7 +754,8 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
   // their step make-up leaves uncertain. The closed form's shares stand for both figures.
   const auto parts = [](const Candidate& c) {
     const StepBreakdown& b = c.breakdown;
-    return StepParts{b.compute, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host};
+    const double slowed = c.compute.interference;
+    return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed};
   };
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     Candidate& c = r.ranked[i];
@@ -910,7 +911,8 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   std::string kinds;
   for (const auto& [t, name] : {std::pair{c.compute.gemm, "GEMMs"}, std::pair{c.compute.attention, "attention core"},
                                 std::pair{c.compute.memory_bound, "memory-bound"},
-                                std::pair{c.compute.recompute, "recompute"}, std::pair{c.compute.output, "output head"}}) {
+                                std::pair{c.compute.recompute, "recompute"}, std::pair{c.compute.output, "output head"},
+                                std::pair{c.compute.interference, "interference"}}) {
     if (t > 0.005 * step) kinds += fmt::format("{}{} {}", kinds.empty() ? " (" : ", ", name, pct(t, step));
   }
   if (!kinds.empty()) kinds += ")";

@@ -52,7 +52,14 @@ TemplateIndex index_template(const Program& program, const RoleTemplate& role,
       ++ix.initial[i];
     }
     switch (op.kind) {
-      case OpKind::kCompute: ix.duration[i] = op.duration; break;
+      case OpKind::kCompute:
+        // Interference: a share of the overlapping collective's nominal duration
+        // (program.h; the collective precedes it in the template).
+        ix.duration[i] = op.cclass == ComputeClass::kInterference && op.contends < i
+                             ? SimTime::from_ns(static_cast<std::int64_t>(
+                                   std::llround(program.interference * static_cast<double>(ix.duration[op.contends].ns()))))
+                             : op.duration;
+        break;
       case OpKind::kCollective: ix.duration[i] = backend.collective_time(program, op); break;
       case OpKind::kRecv:
         ix.duration[i] = backend.p2p_time(program, op, op.peer_stage, role.stage);

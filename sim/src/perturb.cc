@@ -85,6 +85,8 @@ SimTime ScenarioPerturbations::compute(int rank, int step, std::uint32_t op_inde
   }
   // Host-side work: a slower GPU does not slow it (input: only stalls change it).
   if (op.cclass == ComputeClass::kInput || op.cclass == ComputeClass::kHost) f = 1.0;
+  // Interference is sized from the collective's time, not the GPU's pace.
+  if (op.cclass == ComputeClass::kInterference) f = 1.0;
   return SimTime::from_ns(static_cast<std::int64_t>(std::llround(static_cast<double>(base.ns()) * f))) +
          SimTime::from_s(extra_s);
 }

@@ -894,5 +894,24 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
             1.3);
 }
 
+TEST(ScenarioErrors, OverlapSlowdownIsAFractionFromZero) {
+  // cluster.gpu.overlap_slowdown (specs.h): 0 (the default, off) is valid; a negative
+  // slowdown is not.
+  const auto with = [](const char* value) {
+    return scenario(kLlama70b,
+                    std::string(R"({"preset": "dgx-h100", "nodes": 8, "gpu": {"preset": "h100-sxm", "overlap_slowdown": )") +
+                        value + "}}",
+                    kPlan);
+  };
+  auto s = parse_scenario(with("0.189"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.overlap_slowdown, 0.189);
+  auto zero = parse_scenario(with("0"));
+  ASSERT_TRUE(zero.ok()) << zero.error().message;
+  EXPECT_EQ(zero->cluster.gpu.overlap_slowdown, 0.0);
+  EXPECT_EQ(load_error(with("-0.1")),
+            "cluster.gpu.overlap_slowdown: -0.1 is out of range (0 to 4)");
+}
+
 }  // namespace
 }  // namespace stepcast

@@ -395,13 +395,16 @@ TEST(PlannerBands, RowsCarryTheStepBandAndTiesFollowTheDocumentedFormula) {
   ASSERT_EQ(j["ranked"].size(), r.ranked.size());
 
   const double z90 = 1.2815515655446004;  // Phi^-1(0.9)
-  // compute, exposed communication, bubble, optimizer, straggler wait, host dispatch
-  const std::array<double, 6> u = {0.10, 0.25, 0.10, 0.25, 0.50, 0.50};
+  // compute (less its interference), exposed communication, bubble, optimizer, straggler
+  // wait, host dispatch, interference of overlapped collectives
+  const std::array<double, 7> u = {0.10, 0.25, 0.10, 0.25, 0.50, 0.50, 0.50};
   const auto shares = [](const Candidate& c) {
     const StepBreakdown& b = c.breakdown;
     const double total = b.compute + b.exposed_comm + b.bubble + b.optimizer + b.wait + b.input + b.host;
-    return std::array<double, 6>{b.compute / total, b.exposed_comm / total, b.bubble / total,
-                                 b.optimizer / total, b.wait / total, b.host / total};
+    const double slowed = c.compute.interference;
+    return std::array<double, 7>{(b.compute - slowed) / total, b.exposed_comm / total, b.bubble / total,
+                                 b.optimizer / total,         b.wait / total,         b.host / total,
+                                 slowed / total};
   };
   const auto best_shares = shares(r.ranked[0]);
   int ties = 0, not_ties = 0;

@@ -33,12 +33,13 @@ struct StepParts {
   double wait = 0;
   double input = 0;  // given by the scenario: no uncertainty of the model's
   double host = 0;   // GPU idle while the host dispatches kernels (launch-bound)
-  double total() const { return compute + exposed_comm + bubble + optimizer + wait + input + host; }
+  double interference = 0;  // compute slowed by overlapped collectives (not in `compute`)
+  double total() const { return compute + exposed_comm + bubble + optimizer + wait + input + host + interference; }
 };
 
 // Relative 1-sigma uncertainty of each part (log scale), from the status of its constants.
 struct PartUncertainty {
-  double compute, exposed_comm, bubble, optimizer, wait, host;
+  double compute, exposed_comm, bubble, optimizer, wait, host, interference;
 };
 const PartUncertainty& part_uncertainty();
 

@@ -44,6 +44,12 @@ double gemm_time_s(const GpuSpec& gpu, Precision precision, double m, double n, 
 // Time to stream `bytes` through HBM (memory-bound kernels).
 double memory_time_s(const GpuSpec& gpu, double bytes);
 
+// Compute-communication interference (docs/model-reference.md): while a collective of
+// duration C overlaps compute, the compute runs (1 + s) times slower, s =
+// gpu.overlap_slowdown, so the compute issued with it finishes C s / (1 + s) later (when
+// it lasts at least C / (1 + s); the comm is then the longer). Returns s / (1 + s).
+double overlap_interference(const GpuSpec& gpu);
+
 // E[max of n independent standard normals] (0 for n <= 1), by Blom's plotting position
 // Phi^-1((n - 0.375) / (n + 0.25)); within 0.6 % of the exact integral from n = 10 on
 // (tests/models/compute_test.cc integrates it).

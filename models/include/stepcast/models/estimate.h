@@ -71,11 +71,12 @@ struct ExposedComm {
 // Compute by kind of work (seconds; they add up to the compute they split): the layers'
 // GEMMs (forward, data and weight gradients), the attention core (forward and backward
 // kernels, attention.h), memory-bound work (norms, activations, RoPE, residuals, dropout,
-// MoE routing, FP8 quantization), recomputed forward work, and the output head (logits and
-// cross entropy, the multi-token prediction projections).
+// MoE routing, FP8 quantization), recomputed forward work, the output head (logits and
+// cross entropy, the multi-token prediction projections), and interference: compute slowed
+// by the data-parallel collectives that overlap it (compute.h overlap_interference).
 struct ComputeParts {
-  double gemm = 0, attention = 0, memory_bound = 0, recompute = 0, output = 0;
-  double total() const { return gemm + attention + memory_bound + recompute + output; }
+  double gemm = 0, attention = 0, memory_bound = 0, recompute = 0, output = 0, interference = 0;
+  double total() const { return gemm + attention + memory_bound + recompute + output + interference; }
 };
 
 // Per-microbatch times of one pipeline stage (seconds), the closed form's building block.

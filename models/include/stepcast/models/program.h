@@ -18,8 +18,10 @@ namespace stepcast {
 
 enum class OpKind : std::uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFree };
 // kHost: the GPU idle while the host dispatches a launch-bound layer's kernels (estimate.h
-// host_stall); no device work.
-enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput, kHost };
+// host_stall); no device work. kInterference: the compute stream's delay while a
+// data-parallel collective overlaps it (Op::contends, Program::interference); no device
+// work of its own.
+enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput, kHost, kInterference };
 // Which parallelism a communication op serves (the report's exposed_comm_s keys).
 enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // Symbolic groups. kDp is the data-parallel group including CP ranks (dense gradients,
@@ -57,6 +59,9 @@ struct Op {
                                           // duration); comm: nccl-tests size; alloc/free
   SimTime duration;                       // kCompute: cost-model time; comm: set by the backend
   std::uint32_t dep_begin = 0, dep_count = 0;  // indices into RoleTemplate::deps
+  // kInterference: the collective (same template, earlier) whose overlap it prices; its
+  // duration is Program::interference x that collective's (set by the simulator).
+  std::uint32_t contends = UINT32_MAX;
 };
 
 // The ops of one pipeline stage, in program order. `deps` holds, for each op, the ops
@@ -130,6 +135,9 @@ struct Program {
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;
   double peak_flops_per_gpu = 0;
+  // s / (1 + s), s = GpuSpec::overlap_slowdown: the compute time an overlapped collective of
+  // duration C adds, per second of C (estimate.h overlap_interference).
+  double interference = 0;
 
   int stage_of(int rank) const { return placement.coords(rank).p; }
   std::uint32_t intern(std::string name);

@@ -92,6 +92,13 @@ struct GpuSpec {
   // 0.6 (attention.h).
   double attention_efficiency = 0;
   double hbm_efficiency = 0.8;         // memory-bound kernels
+  // How much slower compute runs while a data-parallel collective overlaps it (NCCL's
+  // kernels hold SMs and HBM bandwidth), e.g. 0.189 = +18.9 %, the mean over A100, H100,
+  // MI250 and MI210 of Lee et al. 2025 (arXiv 2507.03114). Off (0) by default: only the
+  // data-parallel collectives are priced so far, and pricing them alone would favour the
+  // overlapped TP/CP/EP transfers (docs/model-reference.md, "Compute-communication
+  // interference").
+  double overlap_slowdown = 0;
   // GEMM tile used for tile quantization (compute.h); CPUs: small register tiles.
   int gemm_tile_m = 128, gemm_tile_n = 256;
   // Calibrated (calibration.h): seconds per operand byte added to every GEMM (0 = none).
