@@ -507,6 +507,11 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   return stage_times_with(m, count_params(m), c, p, w, stage, L, nullptr, nullptr);
 }
 
+StepParts step_parts(const StepBreakdown& b, const ComputeParts& compute) {
+  const double slowed = compute.interference;
+  return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed};
+}
+
 Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
   Estimate e;
   e.params = count_params(m);
@@ -639,10 +644,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
                   e.breakdown.wait + e.breakdown.optimizer + e.breakdown.input;
   if (e.breakdown.host > 0) e.step_time_s += e.breakdown.host;  // added only when launch-bound
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
-  e.step_time_band = step_time_band(StepParts{e.breakdown.compute - e.compute.interference, e.breakdown.exposed_comm,
-                                               e.breakdown.bubble, e.breakdown.optimizer, e.breakdown.wait,
-                                               e.breakdown.input, e.breakdown.host, e.compute.interference},
-                                      validation_residuals(p.stack));
+  e.step_time_band = step_time_band(step_parts(e.breakdown, e.compute), validation_residuals(p.stack));
   e.tokens_per_s_band = rate_band(e.step_time_band, e.step_time_s, e.tokens_per_s);
   const double peak = peak_flops(c.gpu, p.precision) * static_cast<double>(e.world);
   e.mfu = e.model_flops_per_step / (e.step_time_s * peak);

@@ -752,11 +752,7 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
 
   // Ties with the best (band.h): the objective's ratio is within what the difference in
   // their step make-up leaves uncertain. The closed form's shares stand for both figures.
-  const auto parts = [](const Candidate& c) {
-    const StepBreakdown& b = c.breakdown;
-    const double slowed = c.compute.interference;
-    return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed};
-  };
+  const auto parts = [](const Candidate& c) { return step_parts(c.breakdown, c.compute); };
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     Candidate& c = r.ranked[i];
     if (c.simulated && c.closed.step_time_s > 0) {

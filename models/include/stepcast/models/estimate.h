@@ -131,6 +131,10 @@ struct Estimate {
 };
 
 // REQUIRES: a validated layout (layout_errors() empty).
+// The band's parts of a step (band.h): the interference, which compute includes, apart
+// (its constant has its own uncertainty).
+StepParts step_parts(const StepBreakdown& breakdown, const ComputeParts& compute);
+
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                   const Workload& workload);
 inline Estimate estimate(const Scenario& s) {
