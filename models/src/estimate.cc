@@ -331,7 +331,8 @@ struct Layers {
 
 HostStall host_stall(const ModelSpec& m, const Plan& p, const LayerCost& lc, const LayerComm& cm, bool moe_layer) {
   const LayerKernels k = layer_kernels(m, p, moe_layer, stack_profile(p.stack));
-  const double gpu = lc.fwd_s() + lc.bwd_s() + cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s;
+  const double gpu =
+      lc.fwd_s() + lc.bwd_s() + cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s + cm.interference_s;
   const double stall = std::max(0.0, k.host_s - gpu);
   HostStall h;
   if (stall > 0 && k.fwd + k.bwd > 0) {
@@ -411,6 +412,17 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     st.parts.recompute = nd * L.dense.recompute_s + nm * L.moe.recompute_s;
     if (stage == p.pp - 1) st.parts.output = (1 + mtp) * (L.logits_fwd + L.logits_bwd) + mtp * 3 * L.mtp_proj_fwd;
   }
+  {
+    // The compute the layers' overlapped TP, CP and EP collectives slow (layer_cost.h
+    // LayerComm::interference_s): the forward pass's share in the forward, the rest
+    // (recomputation and backward) in the backward.
+    const double nd = dense_n + mtp_dense, nm = moe_n + mtp_moe_n;
+    const double fwd = nd * L.dense_comm.interference_fwd_s + nm * L.moe_comm.interference_fwd_s;
+    const double all = nd * L.dense_comm.interference_s + nm * L.moe_comm.interference_s;
+    st.forward += fwd;
+    st.backward += all - fwd;
+    st.parts.interference = all;
+  }
   st.tp = (dense_n + mtp_dense) * L.dense_comm.tp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.tp_exposed_s;
   st.cp = (dense_n + mtp_dense) * L.dense_comm.cp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.cp_exposed_s;
   st.ep = (moe_n + mtp_moe_n) * L.moe_comm.ep_exposed_s;
@@ -479,7 +491,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
                                moe_n * layer_coll(CollKind::kReduceScatter, lm, p.grad_bytes);
       st.forward += f * ag_layers;
       st.backward += f * (ag_layers + rs_layers);
-      st.parts.interference = f * (2 * ag_layers + rs_layers);
+      st.parts.interference += f * (2 * ag_layers + rs_layers);
       // While a pass waits for the reduce-scatter and gather at its start, their
       // interference runs on the idle compute stream: that much of the wait is counted above.
       waited = 1.0 - f;

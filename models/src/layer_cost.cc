@@ -317,10 +317,10 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   return lc;
 }
 
-double ring_overlap_exposed_s(double c, int n, double g) {
+double ring_overlap_exposed_s(double c, int n, double g, double f) {
   if (n < 2) return c;
   const double steps = n - 1;
-  return steps * std::max(0.0, c / steps - g);
+  return steps * std::max(0.0, (1.0 - f) * c / steps - g);
 }
 
 LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
@@ -332,6 +332,13 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double h = static_cast<double>(m.hidden_size);
   const bool sp = p.sequence_parallel && p.tp > 1;
   const double recompute_factor = p.recompute == Recompute::kFull ? 3.0 : 2.0;  // passes
+  // Interference (LayerComm::interference_s): each overlapped collective charges f of itself
+  // as slowed compute and exposes what is left of it beyond the compute beside it.
+  const double f = overlap_interference(c.gpu);
+  auto slowed = [&](double fwd, double bwd, double recomputed_block) {
+    out.interference_fwd_s += f * fwd;
+    out.interference_s += f * (fwd * (recompute_factor - 1) + bwd + recomputed_block);
+  };
   if (p.tp > 1) {
     const GroupShape g = group_shape(p.tp, pl.group_stride(GroupKind::kTp), gpn);
     out.tp_bytes = T * h * kActBytes;
@@ -359,14 +366,17 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       // beside the wgrad of qkv and fc1.
       const int n = p.tp;
       const double ag = out.tp_allgather_s, rs = out.tp_reducescatter_s;
-      out.tp_overlap_fwd_s = ring_overlap_exposed_s(ag, n, lc.qkv_chunk_s) +
-                             ring_overlap_exposed_s(rs, n, lc.proj_chunk_s) +
-                             ring_overlap_exposed_s(ag, n, lc.fc1_chunk_s) +
-                             ring_overlap_exposed_s(rs, n, lc.fc2_chunk_s);
-      out.tp_overlap_bwd_s = ring_overlap_exposed_s(ag, n, lc.fc2_chunk_s) + std::max(0.0, rs - lc.fc1_gemm_s) +
-                             ring_overlap_exposed_s(ag, n, lc.proj_chunk_s) + std::max(0.0, rs - lc.qkv_gemm_s);
+      out.tp_overlap_fwd_s = ring_overlap_exposed_s(ag, n, lc.qkv_chunk_s, f) +
+                             ring_overlap_exposed_s(rs, n, lc.proj_chunk_s, f) +
+                             ring_overlap_exposed_s(ag, n, lc.fc1_chunk_s, f) +
+                             ring_overlap_exposed_s(rs, n, lc.fc2_chunk_s, f);
+      out.tp_overlap_bwd_s = ring_overlap_exposed_s(ag, n, lc.fc2_chunk_s, f) +
+                             std::max(0.0, (1 - f) * rs - lc.fc1_gemm_s) +
+                             ring_overlap_exposed_s(ag, n, lc.proj_chunk_s, f) +
+                             std::max(0.0, (1 - f) * rs - lc.qkv_gemm_s);
       out.tp_exposed_s = out.tp_overlap_fwd_s * (recompute_factor - 1) + out.tp_overlap_bwd_s +
                          (lc.recompute_block ? mlp_pair : 0.0);  // the MLP block re-run unsplit
+      slowed(2 * (ag + rs), 2 * (ag + rs), 0);
     }
   }
   if (p.cp > 1) {
@@ -379,10 +389,10 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.cp_step_fwd_s = collective_cost(c, CollKind::kSendRecv, pair, out.cp_step_bytes).time_s;
     out.cp_step_bwd_s = collective_cost(c, CollKind::kSendRecv, pair, 2 * out.cp_step_bytes).time_s;
     const double steps = p.cp - 1;
-    const double fwd = steps * std::max(0.0, out.cp_step_fwd_s - lc.attn_core_s / p.cp);
-    const double bwd =
-        steps * std::max(0.0, out.cp_step_bwd_s - lc.attn_core_bwd_s / p.cp);
+    const double fwd = steps * std::max(0.0, (1 - f) * out.cp_step_fwd_s - lc.attn_core_s / p.cp);
+    const double bwd = steps * std::max(0.0, (1 - f) * out.cp_step_bwd_s - lc.attn_core_bwd_s / p.cp);
     out.cp_exposed_s = fwd + bwd + (p.recompute == Recompute::kFull ? fwd : 0.0);
+    slowed(steps * out.cp_step_fwd_s, steps * out.cp_step_bwd_s, 0);
   }
   if (moe && p.ep > 1) {
     const GroupShape g = group_shape(p.ep, pl.group_stride(GroupKind::kEp), gpn);
@@ -397,9 +407,10 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       // their own stream beside the pass's first all-to-all (the dispatch forward, the
       // combine's gradient backward), hiding it up to their GEMM time (backward: twice).
       const double a = out.ep_a2a_s;
-      const double fwd = a + std::max(0.0, a - lc.shared_gemm_s);
-      const double bwd = a + std::max(0.0, a - 2 * lc.shared_gemm_s);
+      const double fwd = a + std::max(0.0, (1 - f) * a - lc.shared_gemm_s);
+      const double bwd = a + std::max(0.0, (1 - f) * a - 2 * lc.shared_gemm_s);
       out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd + (lc.recompute_block ? fwd : 0.0);
+      slowed(a, a, lc.recompute_block ? a : 0.0);
     }
   }
   return out;

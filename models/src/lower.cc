@@ -271,6 +271,7 @@ class StageBuilder {
         // The shared experts beside the all-to-all (their own op after `prev`, not after `a`);
         // the routed experts wait for both (layer_comm: the closed form's exposure).
         const double shared = (bwd ? 2 : 1) * lc.shared_gemm_s;
+        contend(a);
         const std::uint32_t sh = add(compute(ComputeClass::kGemm, SimTime::from_s(shared), 0, layer, mb),
                                      fmt::format("{} mb{} L{} shared experts", pass, mb, layer), {prev});
         const std::uint32_t e = annotate(
@@ -301,8 +302,8 @@ class StageBuilder {
   // All-gather pipelined with a GEMM split into n chunks of `g` seconds (ring exchange).
   std::uint32_t ag_ring(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
     const double n = p_.tp;
-    const std::uint32_t ag = add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-                                 "tp.ag " + name + " (overlapped)", {prev});
+    const std::uint32_t ag = contend(add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                                         "tp.ag " + name + " (overlapped)", {prev}));
     const std::uint32_t main = add(compute(ComputeClass::kGemm, SimTime::from_s((n - 1) * g), flops * (n - 1) / n, layer, mb),
                                    name + " chunks", {prev});
     return add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops / n, layer, mb), name + " last chunk", {main, ag});
@@ -313,16 +314,16 @@ class StageBuilder {
     const double n = p_.tp;
     const std::uint32_t first = add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops / n, layer, mb),
                                     name + " first chunk", {prev});
-    const std::uint32_t rs = add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-                                 "tp.rs " + name + " (overlapped)", {first});
+    const std::uint32_t rs = contend(add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                                         "tp.rs " + name + " (overlapped)", {first}));
     const std::uint32_t rest = add(compute(ComputeClass::kGemm, SimTime::from_s((n - 1) * g), flops * (n - 1) / n, layer, mb),
                                    name + " chunks", {first});
     return join(rest, rs, layer, mb, "wait tp.rs " + name);
   }
   // A reduce-scatter issued after `prev` beside an independent GEMM of `g` seconds (bulk).
   std::uint32_t rs_bulk(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
-    const std::uint32_t rs = add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-                                 "tp.rs " + name + " (overlapped)", {prev});
+    const std::uint32_t rs = contend(add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                                         "tp.rs " + name + " (overlapped)", {prev}));
     const std::uint32_t w = add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops, layer, mb), name, {prev});
     return join(w, rs, layer, mb, "wait tp.rs " + name);
   }
@@ -354,6 +355,7 @@ class StageBuilder {
     role_.ops[ring].duration = SimTime::from_s((c - 1) * (bwd ? cm.cp_step_bwd_s : cm.cp_step_fwd_s));
     role_.ops[ring].kind = OpKind::kCompute;
     role_.ops[ring].cclass = ComputeClass::kElementwise;
+    contend(ring);
     const std::uint32_t main = annotate(add(compute(ComputeClass::kAttention, SimTime::from_s(core * (c - 1) / c),
                                                     core_flops * (c - 1) / c, layer, mb),
                                             name + ".core", {before}),
@@ -428,8 +430,10 @@ class StageBuilder {
                        fmt::format("fsdp.ag {} mb{} L{}", pass, mb, layer), {window_dep}));
   }
 
-  // Compute-communication interference (program.h kInterference): a data-parallel collective
-  // that overlaps compute slows the compute issued after it. The delay goes on the compute
+  // Compute-communication interference (program.h kInterference): a collective that
+  // overlaps compute (data-parallel buckets and gathers, the TP collectives of
+  // tp_comm_overlap, the CP ring, the all-to-all beside the shared experts) slows the
+  // compute issued after it. The delay goes on the compute
   // stream where the collective is issued, so the compute that follows waits for it; the
   // simulator sizes it from the collective's own duration. Returns `coll`.
   std::uint32_t contend(std::uint32_t coll) {

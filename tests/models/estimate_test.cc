@@ -337,6 +337,71 @@ TEST(TpCommOverlap, OneLayerExposedTimeByHand) {
   EXPECT_FALSE(layer_cost(mix, c, q, 8192, true).tp_overlap);
 }
 
+// Compute-communication interference of the overlapped TP collectives (model-reference
+// 4.5a), the same layer as above with s = 0.189 (Lee et al. 2025's mean): a collective of
+// c seconds beside w seconds of compute ends the pair max(c, w + f c) after it starts,
+// f = s / (1 + s): f c is charged as slowed compute and max(0, (1 - f) c - w) stays exposed.
+// Per ring step c/7 beside one chunk; the bulk RS beside the whole wgrad. Each pass
+// overlaps 2 all-gathers and 2 reduce-scatters.
+TEST(TpCommOverlap, InterferenceOfTheOverlappedCollectivesByHand) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-70b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 8;
+  c.gpu.overlap_slowdown = 0.189;
+  Plan p;
+  p.tp = 8, p.pp = 4, p.dp = 2, p.sequence_parallel = true, p.tp_comm_overlap = true;
+  p.global_batch = 64;
+  const double T = 8192, h = 8192, f = 0.189 / 1.189;
+  const GroupShape g = group_shape(8, 1, 8);
+  const double c_ag = collective_cost(c, CollKind::kAllGather, g, T * h * 2).time_s;
+  const double c_rs = collective_cost(c, CollKind::kReduceScatter, g, T * h * 2).time_s;
+  const double pace = job_pace(c);
+  auto gemm = [&](double mm, double nn, double kk) { return pace * gemm_time_s(c.gpu, Precision::kBf16, mm, nn, kk); };
+  const double qkv = gemm(1024, 1280, 8192), proj = gemm(1024, 8192, 1024);
+  const double fc1 = gemm(1024, 7168, 8192), fc2 = gemm(1024, 8192, 3584);
+  auto ring = [&](double coll, double chunk) { return 7 * std::max(0.0, (1 - f) * coll / 7 - chunk); };
+  auto bulk = [&](double coll, double w) { return std::max(0.0, (1 - f) * coll - w); };
+  const double fwd = ring(c_ag, qkv) + ring(c_rs, proj) + ring(c_ag, fc1) + ring(c_rs, fc2);
+  const double bwd = ring(c_ag, fc2) + bulk(c_rs, gemm(8192, 7168, 8192)) + ring(c_ag, proj) +
+                     bulk(c_rs, gemm(8192, 1280, 8192));
+  const double per_pass = f * 2 * (c_ag + c_rs);
+  const LayerCost lc = layer_cost(m, c, p, 8192, false);
+  const LayerComm cm = layer_comm(m, c, p, 8192, false, lc);
+  EXPECT_DOUBLE_EQ(cm.tp_overlap_fwd_s, fwd);
+  EXPECT_DOUBLE_EQ(cm.tp_overlap_bwd_s, bwd);
+  EXPECT_DOUBLE_EQ(cm.interference_fwd_s, per_pass);
+  EXPECT_DOUBLE_EQ(cm.interference_s, 2 * per_pass);
+  ClusterSpec quiet = c;
+  quiet.gpu.overlap_slowdown = 0;
+  const LayerComm off = layer_comm(m, quiet, p, 8192, false, lc);
+  EXPECT_EQ(off.interference_s, 0.0);
+  // Slowed compute plus exposed TP is never less than the exposed TP without interference.
+  EXPECT_GE(cm.interference_s + cm.tp_exposed_s, off.tp_exposed_s);
+  // The step: 80 layers over 4 stages, 20 per stage, 64 / 2 = 32 microbatches; the closed
+  // form charges the interference as compute (gradient reduction not overlapped here, so
+  // that the TP collectives alone slow it).
+  p.overlap_grad_reduce = false;
+  const Workload w{8192, 0, 0};
+  const Estimate on = estimate(m, c, p, w), base = estimate(m, quiet, p, w);
+  EXPECT_NEAR(on.compute.interference, 32 * 20 * 2 * per_pass, 1e-9);
+  EXPECT_NEAR(on.breakdown.compute - base.breakdown.compute, on.compute.interference, 1e-9);
+
+  // Context parallelism: the ring's cp-1 = 1 exchange beside 1/cp of the attention core,
+  // forward (K, V) and backward (twice the bytes).
+  Plan q;
+  q.tp = 4, q.cp = 2, q.dp = 2, q.sequence_parallel = true, q.global_batch = 16;
+  const ModelSpec& m8 = builtin_presets().models.at("llama3-8b");
+  ClusterSpec c2 = c;
+  c2.nodes = 2;
+  const LayerCost l8 = layer_cost(m8, c2, q, 8192, false);
+  const LayerComm k8 = layer_comm(m8, c2, q, 8192, false, l8);
+  ASSERT_GT(k8.cp_step_fwd_s, 0.0);
+  EXPECT_DOUBLE_EQ(k8.interference_fwd_s, f * k8.cp_step_fwd_s);
+  EXPECT_DOUBLE_EQ(k8.interference_s, f * (k8.cp_step_fwd_s + k8.cp_step_bwd_s));
+  EXPECT_DOUBLE_EQ(k8.cp_exposed_s, std::max(0.0, (1 - f) * k8.cp_step_fwd_s - l8.attn_core_s / 2) +
+                                        std::max(0.0, (1 - f) * k8.cp_step_bwd_s - l8.attn_core_bwd_s / 2));
+}
+
 }  // namespace
 }  // namespace stepcast
 

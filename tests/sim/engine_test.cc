@@ -628,6 +628,50 @@ TEST(Engine, TpCommOverlapStepMatchesTheClosedForm) {
   EXPECT_LT(run(shipped).summary.step_time_s, run(shipped_scenario()).summary.step_time_s - 1.0);
 }
 
+// Interference of the layers' overlapped collectives (model-reference 4.5a), s = 0.189: the
+// engine puts an interference op of f x the collective's duration on the compute stream
+// where it issues each TP collective of tp_comm_overlap, each CP ring and each all-to-all
+// beside the shared experts; the closed form prices the same per ring step
+// (layer_cost.h LayerComm::interference_s, by hand in TpCommOverlap.Interference...). The
+// critical rank's compute grows by what the closed form charges, and the steps agree as
+// without interference. Gradient reduction is not overlapped here, so that the layers'
+// collectives alone slow the compute.
+TEST(Engine, OverlappedTpCpAndEpCollectivesSlowTheComputeAsTheClosedForm) {
+  Scenario shipped = shipped_scenario();
+  shipped.plan.tp_comm_overlap = true;
+  Scenario cp = scenario(kCp);
+  cp.plan.tp_comm_overlap = true;
+  Scenario cp_full = cp;
+  cp_full.plan.recompute = Recompute::kFull;
+  const Scenario shared = scenario(R"({"name": "dsv3 cut", "model": {"preset": "deepseek-v3", "num_layers": 8},
+      "cluster": {"preset": "dgx-h100", "nodes": 4},
+      "plan": {"tp": 2, "pp": 2, "dp": 8, "ep": 16, "etp": 1, "sequence_parallel": true, "global_batch": 32,
+               "zero": 1, "moe_shared_expert_overlap": true},
+      "workload": {"seq_len": 4096}})");
+  struct Case {
+    const char* label;
+    Scenario s;
+  };
+  for (Case k : std::vector<Case>{{"shipped tp8 pp4 dp2 + overlap", shipped},
+                                  {"cp2 tp4 dp2 + overlap", cp},
+                                  {"cp2 tp4 dp2 full recompute + overlap", cp_full},
+                                  {"dsv3 cut, shared-expert overlap", shared}}) {
+    k.s.plan.overlap_grad_reduce = false;
+    Scenario quiet = k.s;
+    quiet.cluster.gpu.overlap_slowdown = 0;
+    k.s.cluster.gpu.overlap_slowdown = 0.189;
+    const Estimate e = estimate(k.s), e0 = estimate(quiet);
+    ASSERT_GT(e.compute.interference, 0.0) << k.label;
+    EXPECT_NEAR(e.breakdown.compute - e0.breakdown.compute, e.compute.interference, 1e-9) << k.label;
+    const Simulated r = run(k.s), r0 = run(quiet);
+    const analysis::RankBreakdown& c = r.summary.ranks[r.summary.critical];
+    const analysis::RankBreakdown& c0 = r0.summary.ranks[r0.summary.critical];
+    EXPECT_NEAR(c.compute - c0.compute, e.compute.interference, 1e-3 * e.compute.interference + 1e-6) << k.label;
+    EXPECT_NEAR(c.compute, e.breakdown.compute, 1e-3 * e.breakdown.compute) << k.label;
+    EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, r0.summary.step_time_s / e0.step_time_s, 0.002) << k.label;
+  }
+}
+
 // --- 6. peak memory --------------------------------------------------------------------------
 
 TEST(Engine, PeakMemoryEqualsTheStaticModelFor1F1BAndGpipe) {

@@ -131,8 +131,9 @@ struct LayerComm {
   double tp_allreduce_s = 0, tp_allgather_s = 0, tp_reducescatter_s = 0;
   // With TP communication overlap (LayerCost::tp_overlap), exposed seconds of each pass
   // (one layer, one microbatch): a collective of c seconds over n = tp ranks pipelined
-  // with a GEMM split into n chunks of g seconds exposes (n-1) * max(0, c/(n-1) - g);
-  // one left alone beside an independent GEMM of G seconds ("bulk") max(0, c - G).
+  // with a GEMM split into n chunks of g seconds exposes (n-1) * max(0, (1-f) c/(n-1) - g);
+  // one left alone beside an independent GEMM of G seconds ("bulk") max(0, (1-f) c - G);
+  // f is the interference (interference_s below; 0 by default).
   //   forward (and a full recompute): AG|qkv, RS|proj, AG|fc1, RS|fc2, all pipelined;
   //   backward: AG of the output gradient | dgrad of proj and of fc2 (pipelined), RS of
   //             the input gradient beside the wgrad of qkv and of fc1 (bulk).
@@ -146,11 +147,23 @@ struct LayerComm {
   double ep_a2a_s = 0;
   // Exposed seconds per microbatch, as the closed form counts them.
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
+  // Compute-communication interference (compute.h overlap_interference, f) of the
+  // collectives that overlap this layer's compute: the TP collectives of tp_comm_overlap,
+  // the CP ring beside the attention core, the all-to-all beside the overlapped shared
+  // experts. A collective of c seconds beside w seconds of compute ends the pair
+  // max(c, w + f c) after it starts (docs/model-reference.md 4.5a): f c is charged as
+  // compute (slowed), max(0, (1 - f) c - w) as exposed communication. Seconds per layer:
+  // one forward pass (`_fwd_s`), and per microbatch (`interference_s`: the forward, its full
+  // recomputation, the backward and a recomputed MoE block). The data-parallel collectives'
+  // interference is the step's (estimate.cc).
+  double interference_fwd_s = 0, interference_s = 0;
 };
 
-// (n-1) * max(0, c/(n-1) - g): the exposed part of a collective of `c` seconds split over
-// n-1 ring steps, each hidden behind one GEMM chunk of `g` seconds (n >= 2).
-double ring_overlap_exposed_s(double c, int n, double g);
+// (n-1) * max(0, (1 - f) c/(n-1) - g): the exposed part of a collective of `c` seconds split
+// over n-1 ring steps, each hidden behind one GEMM chunk of `g` seconds (n >= 2) that the
+// step's transfer slows by f of the transfer (interference; 0: none). The slowed compute,
+// f c, is the caller's to charge.
+double ring_overlap_exposed_s(double c, int n, double g, double f = 0.0);
 
 LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                      std::int64_t seq_len, bool moe_layer, const LayerCost& cost);

@@ -19,7 +19,7 @@ namespace stepcast {
 enum class OpKind : std::uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFree };
 // kHost: the GPU idle while the host dispatches a launch-bound layer's kernels (estimate.h
 // host_stall); no device work. kInterference: the compute stream's delay while a
-// data-parallel collective overlaps it (Op::contends, Program::interference); no device
+// collective overlaps it (Op::contends, Program::interference); no device
 // work of its own.
 enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput, kHost, kInterference };
 // Which parallelism a communication op serves (the report's exposed_comm_s keys).
