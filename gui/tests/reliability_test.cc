@@ -148,15 +148,20 @@ void ReliabilityTest::curveMaximumIsAtTheMarkedOptimum() {
   }
   QCOMPARE(view.optimumMarker()->count(), 2);
   const double optimum = view.optimumMarker()->at(0).x();
-  // The sweep holds the optimum rounded to whole steps (1.27 s each): the highest point of
-  // the curve is that point, the sweep point nearest the marked optimum.
+  // The sweep holds the optimum rounded to whole steps, and the optimum is the fitted
+  // minimum of the wall time around the best grid point: it lies between the neighbours of
+  // the curve's highest point, and the sweep point nearest it is as high as the highest to
+  // within the curve's flatness there (0.05 percentage points; the top is flat: two points
+  // 2.6 s apart differ by 0.006).
   int nearest = 0;
   for (int i = 1; i < curve->count(); ++i) {
     if (std::abs(curve->at(i).x() - optimum) < std::abs(curve->at(nearest).x() - optimum)) nearest = i;
   }
-  qInfo("curve maximum %.2f%% at %.1f s; marked optimum %.1f s", curve->at(best).y(), curve->at(best).x(), optimum);
-  QCOMPARE(best, nearest);
-  QVERIFY(std::abs(curve->at(best).x() - optimum) < 2.0);
+  qInfo("curve maximum %.3f%% at %.1f s; marked optimum %.1f s (%.3f%% there)", curve->at(best).y(),
+        curve->at(best).x(), optimum, curve->at(nearest).y());
+  QVERIFY(best > 0 && best + 1 < curve->count());
+  QVERIFY(curve->at(best - 1).x() < optimum && optimum < curve->at(best + 1).x());
+  QVERIFY(curve->at(nearest).y() > curve->at(best).y() - 0.05);
   // Daly's and Young's lines are marked too, Daly's below Young's (Daly's correction).
   QVERIFY(view.dalyMarker()->at(0).x() < view.youngMarker()->at(0).x());
   QVERIFY(view.recommendationLabel()->text().contains(QStringLiteral("sync")));

@@ -82,8 +82,10 @@ TEST(Band, EstimateReportsCarryTheBand) {
   const Estimate e = estimate(*s);
   const StepBreakdown& k = e.breakdown;
   const Band b =
-      step_time_band(StepParts{k.compute, k.exposed_comm, k.bubble, k.optimizer, k.wait, k.input, k.host},
+      step_time_band(StepParts{k.compute - e.compute.interference, k.exposed_comm, k.bubble, k.optimizer, k.wait,
+                               k.input, k.host, e.compute.interference},
                      validation_residuals(s->plan.stack));
+  EXPECT_GT(e.compute.interference, 0.0);  // its own part (u 0.5), out of the compute's
   EXPECT_DOUBLE_EQ(e.step_time_band.p10, b.p10);
   EXPECT_DOUBLE_EQ(e.step_time_band.p90, b.p90);
   EXPECT_LT(e.tokens_per_s_band.p10, e.tokens_per_s);

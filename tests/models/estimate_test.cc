@@ -237,7 +237,10 @@ TEST(Estimate, PipelineStepIsMMinus1SlowestStagesPlusOneOfEach) {
   // and the communication exposed per microbatch); it reduces to (m + p - 1) t when all
   // t_s are equal. The data-parallel tail (ZeRO-1 reduce-scatter / all-gather, exposed.dp,
   // no FSDP term) and the optimizer follow it.
-  const Scenario s = shipped_scenario();
+  // Without interference: the overlapped buckets' slowed compute is part of the tail too
+  // (Engine.OverlappedBucketsSlowTheBackwardByTheirInterference).
+  Scenario s = shipped_scenario();
+  s.cluster.gpu.overlap_slowdown = 0;
   ASSERT_EQ(s.plan.zero, 1);
   const Estimate e = estimate(s);
   const int p = s.plan.pp;
@@ -296,6 +299,7 @@ TEST(TpCommOverlap, OneLayerExposedTimeByHand) {
   const ModelSpec& m = builtin_presets().models.at("llama3-70b");
   ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
   c.nodes = 8;
+  c.gpu.overlap_slowdown = 0;  // interference: the next test
   Plan p;
   p.tp = 8, p.pp = 4, p.dp = 2, p.sequence_parallel = true, p.tp_comm_overlap = true;
   p.global_batch = 64;

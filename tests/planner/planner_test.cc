@@ -274,9 +274,11 @@ TEST(PlannerKnownGood, Llama3_70BKeepsTensorParallelismInsideANode) {
 // NVIDIA's published recipe for Llama-3-70B on 64 H100 in BF16 (Megatron-Bridge
 // LLAMA3_70B_PRETRAIN_CONFIG_H100_BF16_V1: TP4 PP4 CP2, virtual pipeline 5, global batch
 // 128, microbatch 1; scenarios/plan/llama3-70b-64xh100-megatron-recipe.json). The layout
-// (tp, pp, cp, v) ranks in the top 5 with the microbatch and ZeRO stage the planner picks
-// for it, and the recipe exactly as published is within 5% of the best step.
-TEST(PlannerKnownGood, Llama3_70BMegatronRecipeLayoutRanksInTheTop5) {
+// (tp, pp, cp, v) ranks in the top 10 of 7,830 with the microbatch and ZeRO stage the
+// planner picks for it (6th, 1.9% behind #1: the search's top is dense, 20 layouts within
+// 3.5%; it was 4th before the TP4 overlap's interference was priced), within 3% of the
+// best step, and the recipe exactly as published is within 5% of it.
+TEST(PlannerKnownGood, Llama3_70BMegatronRecipeLayoutRanksInTheTop10) {
   const Scenario s = load_file("scenarios/plan/llama3-70b-64xh100-megatron-recipe.json");
   ASSERT_EQ(s.plan.tp, 4);
   ASSERT_EQ(s.plan.virtual_stages, 5);
@@ -286,7 +288,8 @@ TEST(PlannerKnownGood, Llama3_70BMegatronRecipeLayoutRanksInTheTop5) {
     return c.plan.tp == 4 && c.plan.pp == 4 && c.plan.cp == 2 && c.plan.virtual_stages == 5;
   });
   ASSERT_NE(recipe, r.ranked.end());
-  EXPECT_LT(recipe - r.ranked.begin(), 5) << layout_string(recipe->plan);
+  EXPECT_LT(recipe - r.ranked.begin(), 10) << layout_string(recipe->plan);
+  EXPECT_LT(recipe->figures().step_time_s, 1.03 * r.ranked.front().figures().step_time_s);
   ASSERT_TRUE(r.scenario_layout.has_value());
   const Candidate& exact = r.ranked[static_cast<std::size_t>(*r.scenario_layout)];
   EXPECT_EQ(exact.plan.microbatch, 1);
@@ -350,14 +353,19 @@ TEST(PlannerObjective, CostIsPriceTimesGpuHoursOverTheSweep) {
     }
   }
   // The cheapest run is the smallest, 64 GPUs with TP2 PP2 CP4 interleaved v = 8 (each
-  // rank's attention kernel sees 2,048 tokens); 128 GPUs' best, CP8 at 1,024 tokens per
-  // kernel (a lower cuDNN efficiency, models/data/attention.json), is within 2% dearer.
+  // rank's attention kernel sees 2,048 tokens); 128 GPUs' best is the same layout with twice
+  // the data parallelism, within 2% dearer (its gradient reduction crosses more nodes). CP8
+  // at 1,024 tokens per kernel (a lower cuDNN efficiency, models/data/attention.json) and
+  // twice the ring exchanges beside it (their interference, docs/model-reference.md 4.5a)
+  // ranks below it.
   EXPECT_EQ(r.ranked.front().gpus(), 64);
   EXPECT_EQ(r.ranked.front().plan.schedule, Schedule::kInterleaved);
   EXPECT_EQ(r.ranked.front().plan.cp, 4);
   const auto best128 = std::find_if(r.ranked.begin(), r.ranked.end(), [](const Candidate& c) { return c.gpus() == 128; });
   ASSERT_NE(best128, r.ranked.end());
-  EXPECT_EQ(best128->plan.cp, 8);
+  EXPECT_EQ(best128->plan.tp, 2);
+  EXPECT_EQ(best128->plan.pp, 2);
+  EXPECT_EQ(best128->plan.cp, 4);
   EXPECT_GT(best128->figures().cost, r.ranked.front().figures().cost);
   EXPECT_LT(best128->figures().cost, 1.02 * r.ranked.front().figures().cost);
   EXPECT_EQ(r.ranked[r.best_by_tokens].gpus(), 512);
@@ -648,15 +656,17 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
     }
   }
   // The scenario's TP8 PP4: exposed TP communication 20.7% of the step without the overlap,
-  // 3.6% with it (the rest hides behind the split GEMMs); it ranks far better with it.
+  // 2.2% with it (the rest hides behind the split GEMMs, which it slows: interference 3.9%,
+  // docs/model-reference.md 4.5a); it ranks far better with it.
   auto off = explain_layout(s, r, "tp=8,pp=4,sp=true,zero=1");
   auto on = explain_layout(s, r, "tp=8,pp=4,sp=true,tpo=true,zero=1");
   ASSERT_TRUE(off.ok() && on.ok());
   ASSERT_TRUE(off->rank.has_value() && on->rank.has_value());
   EXPECT_EQ(on->layout, "tp=8,pp=4,dp=2,cp=1,ep=1,sp=true,tpo=true,schedule=1f1b,v=1,mb=1,gb=64,zero=1,recompute=none");
-  EXPECT_LT(*on->rank * 3, *off->rank);
+  EXPECT_LT(*on->rank * 2, *off->rank);
   EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
-  EXPECT_NE(on->limits[0].find("exposed TP communication 3.6%"), std::string::npos) << on->limits[0];
+  EXPECT_NE(on->limits[0].find("exposed TP communication 2.2%"), std::string::npos) << on->limits[0];
+  EXPECT_NE(on->limits[0].find("interference 3.9%"), std::string::npos) << on->limits[0];
   // The compute by kind of work, as the estimate reports it (estimate.h ComputeParts).
   const Estimate eo = estimate(s.model, s.cluster, on->plan, s.workload);
   EXPECT_NE(on->limits[0].find(fmt::format("(GEMMs {:.1f}%, attention core {:.1f}%", 100 * eo.compute.gemm / eo.step_time_s,

@@ -344,17 +344,16 @@ TEST(Engine, UnoverlappedGradientAllReduceIsFullyExposedAndOverlapLeavesTheLastB
 
 TEST(Engine, OverlappedBucketsSlowTheBackwardByTheirInterference) {
   // The same DDP step as above with interference at the source's mean, s = 0.189 (Lee et al.
-  // 2025; off by default, specs.h):
-  // each bucket's all-reduce slows the backward after it by C s / (1 + s). Every layer is
+  // 2025; the default, specs.h) against none: each bucket's all-reduce slows the backward after it by C s / (1 + s). Every layer is
   // its own bucket; the first to close (layer 31) also holds the final norm and the output
   // layer, the last (layer 0) the input embedding. The last bucket has no backward after it
   // to slow, so the critical rank's compute grows by s / (1 + s) x (C(layer 31 + head) +
   // 30 C(layer)), by hand, and the step by as much; the exposed last bucket stays.
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
-  const ClusterSpec off = builtin_presets().clusters.at("dgx-h100");
-  ClusterSpec on = off;
-  on.gpu.overlap_slowdown = 0.189;
-  ASSERT_EQ(off.gpu.overlap_slowdown, 0.0);
+  ClusterSpec off = builtin_presets().clusters.at("dgx-h100");
+  ASSERT_EQ(off.gpu.overlap_slowdown, 0.189);  // the default
+  const ClusterSpec on = off;
+  off.gpu.overlap_slowdown = 0;
   Plan p;
   p.dp = 8;
   p.global_batch = 16;
@@ -409,9 +408,9 @@ TEST(Engine, FsdpGathersAndReduceScattersSlowTheComputeByTheirInterference) {
   // collective on the compute stream: its critical rank's compute grows by the same (to
   // one ns rounding per op), and the two methods' steps agree within the closed form's 5 %.
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
-  const ClusterSpec off = builtin_presets().clusters.at("dgx-h100");
-  ClusterSpec on = off;
-  on.gpu.overlap_slowdown = 0.189;
+  ClusterSpec off = builtin_presets().clusters.at("dgx-h100");
+  const ClusterSpec on = off;
+  off.gpu.overlap_slowdown = 0;
   Plan p;
   p.dp = 8;
   p.zero = 3;
@@ -624,8 +623,9 @@ TEST(Engine, TpCommOverlapStepMatchesTheClosedForm) {
     EXPECT_NEAR(c.compute, e.breakdown.compute, 1e-3 * e.breakdown.compute) << k.label;
     EXPECT_NEAR(c.tp, e.exposed.tp, 0.02 * e.exposed.tp + 1e-4) << k.label;
   }
-  // The overlap shortens the shipped step (exposed TP 1.72 s -> ~0.27 s) in the engine too.
-  EXPECT_LT(run(shipped).summary.step_time_s, run(shipped_scenario()).summary.step_time_s - 1.0);
+  // The overlap shortens the shipped step in the engine too: exposed TP 1.72 s -> ~0.16 s,
+  // less the interference of the overlapped collectives (~0.29 s) and the split GEMMs' loss.
+  EXPECT_LT(run(shipped).summary.step_time_s, run(shipped_scenario()).summary.step_time_s - 0.8);
 }
 
 // Interference of the layers' overlapped collectives (model-reference 4.5a), s = 0.189: the

@@ -33,13 +33,15 @@ sim::RunResult run(const std::string& text, int steps = 2) {
   return *r;
 }
 
-// Sum of compute-stream span durations of `rank` (all steps).
+// Sum of compute-stream span durations of `rank` (all steps): its own work, without input
+// waits and interference delays (sized from the collectives, not the rank's speed).
 double compute_s(const sim::RunResult& r, int rank) {
   const RankTimeline& tl = r.out.timeline.ranks[static_cast<std::size_t>(rank)];
   const RoleTemplate& role = r.program.roles[static_cast<std::size_t>(tl.stage)];
   std::int64_t ns = 0;
   for (const Span& s : tl.spans) {
-    if (role.ops[s.op].stream == Stream::kCompute && role.ops[s.op].cclass != ComputeClass::kInput) {
+    if (role.ops[s.op].stream == Stream::kCompute && role.ops[s.op].cclass != ComputeClass::kInput &&
+        role.ops[s.op].cclass != ComputeClass::kInterference) {
       ns += (s.end - s.begin).ns();
     }
   }

@@ -98,7 +98,7 @@ struct GpuSpec {
   // data-parallel collectives are priced so far, and pricing them alone would favour the
   // overlapped TP/CP/EP transfers (docs/model-reference.md, "Compute-communication
   // interference").
-  double overlap_slowdown = 0;
+  double overlap_slowdown = 0.189;
   // GEMM tile used for tile quantization (compute.h); CPUs: small register tiles.
   int gemm_tile_m = 128, gemm_tile_n = 256;
   // Calibrated (calibration.h): seconds per operand byte added to every GEMM (0 = none).
