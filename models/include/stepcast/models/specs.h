@@ -92,12 +92,12 @@ struct GpuSpec {
   // 0.6 (attention.h).
   double attention_efficiency = 0;
   double hbm_efficiency = 0.8;         // memory-bound kernels
-  // How much slower compute runs while a data-parallel collective overlaps it (NCCL's
-  // kernels hold SMs and HBM bandwidth), e.g. 0.189 = +18.9 %, the mean over A100, H100,
-  // MI250 and MI210 of Lee et al. 2025 (arXiv 2507.03114). Off (0) by default: only the
-  // data-parallel collectives are priced so far, and pricing them alone would favour the
-  // overlapped TP/CP/EP transfers (docs/model-reference.md, "Compute-communication
-  // interference").
+  // How much slower compute runs while a collective overlaps it (NCCL's kernels hold SMs
+  // and HBM bandwidth): 0.189 = +18.9 %, the mean over A100, H100, MI250 and MI210 of Lee
+  // et al. 2025 (arXiv 2507.03114), the default; 0 turns it off. Priced for every
+  // overlapped collective: data-parallel buckets and gathers, ZeRO-3 / FSDP, TP
+  // (tp_comm_overlap), the CP ring and the all-to-all beside the shared experts
+  // (docs/model-reference.md 4.5a).
   double overlap_slowdown = 0.189;
   // GEMM tile used for tile quantization (compute.h); CPUs: small register tiles.
   int gemm_tile_m = 128, gemm_tile_n = 256;
