@@ -221,7 +221,10 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double sharded = rp.dense / nd + rp.expert / nde;
   const double full = rp.dense + rp.expert;
   mem.params = (p.zero >= 3 ? sharded : full) * kWeightBytes;
-  mem.grads = (p.zero >= 2 ? sharded : full) * p.grad_bytes;
+  // ZeRO-3 with fsdp_no_sync and accumulation: the unsharded gradients wait for the last
+  // microbatch's reduce-scatter (plus the sharded ones it accumulates into).
+  const bool unsharded_grads = p.fsdp_no_sync && p.zero >= 3 && nd > 1 && p.accumulation() > 1;
+  mem.grads = ((p.zero >= 2 ? sharded : full) + (unsharded_grads ? full : 0.0)) * p.grad_bytes;
   mem.optimizer = (p.zero >= 1 ? sharded : full) * optimizer_state_bytes(p);
   if (p.offload_optimizer > 0) {
     // The host holds its share of the optimizer states and an fp32 copy of their gradients.
@@ -298,8 +301,9 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
   mem.buffers += kContextBytes + (communicates ? kNcclBytes : 0.0);
   if (p.zero >= 3 && nd > 1) {
-    // FSDP: current and prefetched unsharded layer, plus the current unsharded gradients.
-    mem.buffers += rp.largest_layer * (2 * kWeightBytes + p.grad_bytes);
+    // FSDP: current and prefetched unsharded layer, plus the current unsharded gradients
+    // (with fsdp_no_sync they are among the stage's unsharded gradients, mem.grads).
+    mem.buffers += rp.largest_layer * (2 * kWeightBytes + (unsharded_grads ? 0.0 : p.grad_bytes));
   }
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.buffers;
   mem.capacity = c.gpu.hbm_GiB * kGiB;
@@ -477,6 +481,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // Interference: every layer's gather (forward and backward) and reduce-scatter overlaps
     // compute (lower.cc contend); priced per layer collective, as the engine issues them.
     const double f = overlap_interference(c.gpu);
+    // plan.fsdp_no_sync with gradient accumulation (one microbatch: nothing to defer).
+    const bool no_sync = p.fsdp_no_sync && p.accumulation() > 1;
     double waited = 1.0;  // of the chunk-boundary wait below, the share not spent slowed
     if (f > 0) {
       const LayerRankParams ld = layer_rank_params(m, pc, p, false);
@@ -489,15 +495,26 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
                                moe_n * layer_coll(CollKind::kAllGather, lm, kWeightBytes);
       const double rs_layers = dense_n * layer_coll(CollKind::kReduceScatter, ld, p.grad_bytes) +
                                moe_n * layer_coll(CollKind::kReduceScatter, lm, p.grad_bytes);
+      // With fsdp_no_sync only the last microbatch reduce-scatters (fsdp_last below).
+      const double rs_each = no_sync ? 0.0 : rs_layers;
       st.forward += f * ag_layers;
-      st.backward += f * (ag_layers + rs_layers);
-      st.parts.interference += f * (2 * ag_layers + rs_layers);
+      st.backward += f * (ag_layers + rs_each);
+      st.parts.interference += f * (2 * ag_layers + rs_each);
+      if (no_sync) st.fsdp_last_interference = f * rs_layers;
       // While a pass waits for the reduce-scatter and gather at its start, their
       // interference runs on the idle compute stream: that much of the wait is counted above.
       waited = 1.0 - f;
     }
     const double v = p.virtual_stages;
-    st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag + rs - st.backward);
+    if (no_sync) {
+      // No reduce-scatter in any microbatch but the last, whose backward carries them all
+      // (once per step: the step's tail, estimate()); the forward after a backward then
+      // waits only for its first gather.
+      st.fsdp = std::max(waited * v * layer_ag, ag - st.forward) + std::max(0.0, ag - st.backward);
+      st.fsdp_last = std::max(0.0, ag + rs - st.backward - st.fsdp_last_interference) - std::max(0.0, ag - st.backward);
+    } else {
+      st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag + rs - st.backward);
+    }
   }
   if (flops) *flops = fl;
   return st;
@@ -572,6 +589,10 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     }
     // Data-parallel gradient synchronisation and optimizer after the last backward.
     DpSync dp_time{};
+    if (p.zero >= 3 && p.fsdp_no_sync && p.accumulation() > 1) {
+      // The last microbatch's reduce-scatters and the compute they slow (stage_times).
+      dp_time = {st.fsdp_last, st.fsdp_last_interference};
+    }
     if (p.zero < 3 && nd > 1) {
       // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
       // input embedding): it cannot overlap any backward compute.

@@ -582,8 +582,12 @@ class StageBuilder {
       x = memory(false, act, fmt::format("free act mb{} L{}", mb, layer), x);
       if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", mb, layer), x);
       if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        rs_layer = layer;
-        rs_after = x;
+        // fsdp_no_sync: only the chunk's last backward reduce-scatters (the gradients
+        // accumulate unsharded until then).
+        if (!p_.fsdp_no_sync || last_mb) {
+          rs_layer = layer;
+          rs_after = x;
+        }
       } else if (last_mb && p_.overlap_grad_reduce) {
         const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
         bucket_dense += lp.dense;

@@ -153,6 +153,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                {"recompute", to_string(p.recompute)},
                {"precision", to_string(p.precision)}};
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
+  if (p.fsdp_no_sync) j["plan"]["fsdp_no_sync"] = true;        // likewise
   if (p.recompute == Recompute::kSelective && p.recompute_modules != Plan{}.recompute_modules) {
     j["plan"]["recompute_modules"] = recompute_module_names(p.recompute_modules);  // listed when not the default
   }
@@ -187,12 +188,12 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   line(fmt::format("  cluster  {}: {} nodes x {} {} = {} GPUs", c.name, c.nodes, c.gpus_per_node,
                    c.gpu.name, c.world()));
   line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={}{} sp={} schedule={}{} microbatch={} "
-                   "global_batch={} (m={}) zero={} recompute={} precision={}",
+                   "global_batch={} (m={}) zero={}{} recompute={} precision={}",
                    p.tp, p.pp, p.dp, p.cp, p.ep, p.expert_tp() != p.tp ? fmt::format(" etp={}", p.expert_tp()) : "",
                    p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
                    to_string(p.schedule),
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
-                   p.global_batch, e.microbatches, p.zero, recompute_text(p),
+                   p.global_batch, e.microbatches, p.zero, p.fsdp_no_sync ? " (no_sync)" : "", recompute_text(p),
                    to_string(p.precision)));
   if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
   if (!p.attention_kernel.empty()) line(fmt::format("  attention kernel {}", p.attention_kernel));

@@ -73,6 +73,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.ddp_bucket_MiB, r.number("ddp_bucket_MiB", 0, 1e6, false, true));
   set(p.overlap_grad_reduce, r.boolean("overlap_grad_reduce"));
   set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
+  set(p.fsdp_no_sync, r.boolean("fsdp_no_sync"));
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.moe_shared_expert_overlap, r.boolean("moe_shared_expert_overlap"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
@@ -206,6 +207,11 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                     "(tp = {}, sequence_parallel = {}); it overlaps the sequence-parallel "
                     "all-gathers and reduce-scatters with the GEMMs",
                     p.tp, p.sequence_parallel ? "true" : "false"));
+  }
+  if (p.fsdp_no_sync && p.zero != 3) {
+    add(fmt::format("plan.fsdp_no_sync: applies to ZeRO-3 / FSDP (zero 3), got zero {}; with ZeRO 0-2 the "
+                    "gradients are reduced once per step already",
+                    p.zero));
   }
   if (p.schedule == Schedule::kInterleaved) {
     if (p.virtual_stages < 2) {

@@ -913,5 +913,18 @@ TEST(ScenarioErrors, OverlapSlowdownIsAFractionFromZero) {
             "cluster.gpu.overlap_slowdown: -0.1 is out of range (0 to 4)");
 }
 
+TEST(ScenarioErrors, FsdpNoSyncNeedsZero3) {
+  // plan.fsdp_no_sync (specs.h) defers ZeRO-3's reduce-scatters to the last microbatch; with
+  // ZeRO 0-2 there is nothing to defer.
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 1, "fsdp_no_sync": true})")),
+            "plan.fsdp_no_sync: applies to ZeRO-3 / FSDP (zero 3), got zero 1; with ZeRO 0-2 the gradients are "
+            "reduced once per step already");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 3, "fsdp_no_sync": 1})")),
+            "plan.fsdp_no_sync: expected true or false, got 1");
+  auto s = parse_scenario(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 3, "fsdp_no_sync": true})"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_TRUE(s->plan.fsdp_no_sync);
+}
+
 }  // namespace
 }  // namespace stepcast

@@ -431,6 +431,54 @@ TEST(Engine, FsdpGathersAndReduceScattersSlowTheComputeByTheirInterference) {
   EXPECT_NEAR(b.summary.step_time_s / eb.step_time_s, 1.0, 0.05);
 }
 
+// plan.fsdp_no_sync (PyTorch FSDP no_sync / set_requires_gradient_sync(False)): Llama-3-8B,
+// ZeRO-3 over one node, 4 microbatches. Only the last microbatch reduce-scatters, so
+//  - the program has 32 reduce-scatters (one per layer) instead of 4 x 32;
+//  - the compute the reduce-scatters slow falls by 3 microbatches' worth,
+//    3 f 32 RS(layer), by hand from the collective model (f = 0.189 / 1.189);
+//  - the stage holds the unsharded gradients of all its 8.03e9 parameters in fp32 (4 B each)
+//    beside the sharded ones, less the one layer's unsharded gradients the FSDP buffer
+//    counted before;
+// and the engine's step and peak agree with the closed form's.
+TEST(Engine, FsdpNoSyncReduceScattersOnceAndHoldsTheUnshardedGradients) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.dp = 8;
+  p.zero = 3;
+  p.global_batch = 32;
+  const Workload w{8192, 0, 0};
+  Plan q = p;
+  q.fsdp_no_sync = true;
+  ASSERT_EQ(p.accumulation(), 4);
+  auto count_rs = [](const Program& prog) {
+    int n = 0;
+    for (const Op& op : prog.roles[0].ops) n += op.kind == OpKind::kCollective && op.coll == CollKind::kReduceScatter;
+    return n;
+  };
+  const Simulated a = run(m, c, p, w), b = run(m, c, q, w);
+  EXPECT_EQ(count_rs(a.program), 4 * 32);
+  EXPECT_EQ(count_rs(b.program), 32);
+  const GroupShape node8 = group_shape(8, 1, 8);
+  const double layer = layer_rank_params(m, p, false).dense;
+  const double rs = collective_cost(c, CollKind::kReduceScatter, node8, layer * p.grad_bytes).time_s;
+  const double f = 0.189 / 1.189;
+  const Estimate ea = estimate(m, c, p, w), eb = estimate(m, c, q, w);
+  EXPECT_NEAR(ea.compute.interference - eb.compute.interference, 3 * f * 32 * rs, 1e-12);
+  EXPECT_LT(eb.step_time_s, ea.step_time_s);
+  const RankParams rp = rank_params(m, p, 0);
+  EXPECT_DOUBLE_EQ(rp.dense, 8030261248.0);
+  EXPECT_NEAR(eb.memory.total - ea.memory.total, (rp.dense - rp.largest_layer) * 4.0, 1.0);
+  // Engine against closed form, each plan.
+  EXPECT_NEAR(b.summary.step_time_s / eb.step_time_s, 1.0, 0.01);
+  EXPECT_NEAR(a.summary.step_time_s / ea.step_time_s, 1.0, 0.01);
+  EXPECT_NEAR(peak_of_stage(b, 0) - peak_of_stage(a, 0), eb.memory.total - ea.memory.total, 1e6);
+  // One microbatch: nothing to accumulate, the same plan either way.
+  p.global_batch = q.global_batch = 8;
+  EXPECT_EQ(estimate(m, c, q, w).memory.total, estimate(m, c, p, w).memory.total);
+  EXPECT_EQ(estimate(m, c, q, w).step_time_s, estimate(m, c, p, w).step_time_s);
+}
+
 // --- 4. representative vs full -----------------------------------------------------------
 
 void expect_same_breakdown(const analysis::RankBreakdown& a, const analysis::RankBreakdown& b, const char* label) {

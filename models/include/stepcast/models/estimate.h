@@ -85,6 +85,9 @@ struct StageTimes {
   double backward = 0;       // compute of one microbatch backward (incl. recomputation)
   double tp = 0, cp = 0, ep = 0, pp = 0, fsdp = 0;  // exposed communication per microbatch
   double pp_fill = 0;  // with p2p overlap: one chunk-boundary transfer (fill and drain latency)
+  // ZeRO-3 with plan.fsdp_no_sync: what the last microbatch's reduce-scatters add once per
+  // step (the others do none): exposed seconds and the compute they slow (interference).
+  double fsdp_last = 0, fsdp_last_interference = 0;
   double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
   double offload = 0;        // exposed activation and weight offload transfers per microbatch
   ComputeParts parts;        // forward + backward split by kind of work

@@ -215,6 +215,12 @@ struct Plan {
   double ddp_bucket_MiB = 25;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
+  // ZeRO-3 / FSDP with gradient accumulation: reduce-scatter the gradients in the last
+  // microbatch only (PyTorch FSDP1 no_sync(), FSDP2 set_requires_gradient_sync(False) on
+  // the others), holding the stage's unsharded gradients meanwhile; off, every microbatch's
+  // backward reduce-scatters its layers' gradients (FSDP2's and DeepSpeed ZeRO-3's default).
+  // REQUIRES (loader): zero == 3.
+  bool fsdp_no_sync = false;
   // Pipeline p2p overlap (Megatron-Core overlap_p2p_comm, on by default there; it applies
   // to the interleaved schedule only): the receive for the next schedule step is posted
   // before the current step computes, so its transfer hides behind that compute. Off, or
