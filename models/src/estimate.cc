@@ -220,7 +220,10 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double nde = p.edp();
   const double sharded = rp.dense / nd + rp.expert / nde;
   const double full = rp.dense + rp.expert;
-  mem.params = (p.zero >= 3 ? sharded : full) * kWeightBytes;
+  // ZeRO-3 without reshard_after_forward: the stage's gathered parameters stay from the
+  // forward to the backward, beside the shards.
+  const bool kept_params = !p.reshard_after_forward && p.zero >= 3 && nd > 1;
+  mem.params = ((p.zero >= 3 ? sharded : full) + (kept_params ? full : 0.0)) * kWeightBytes;
   // ZeRO-3 with fsdp_no_sync and accumulation: the unsharded gradients wait for the last
   // microbatch's reduce-scatter (plus the sharded ones it accumulates into).
   const bool unsharded_grads = p.fsdp_no_sync && p.zero >= 3 && nd > 1 && p.accumulation() > 1;
@@ -303,7 +306,8 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   if (p.zero >= 3 && nd > 1) {
     // FSDP: current and prefetched unsharded layer, plus the current unsharded gradients
     // (with fsdp_no_sync they are among the stage's unsharded gradients, mem.grads).
-    mem.buffers += rp.largest_layer * (2 * kWeightBytes + (unsharded_grads ? 0.0 : p.grad_bytes));
+    // (Without reshard_after_forward the gathered weights are among mem.params.)
+    mem.buffers += rp.largest_layer * ((kept_params ? 0.0 : 2 * kWeightBytes) + (unsharded_grads ? 0.0 : p.grad_bytes));
   }
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.buffers;
   mem.capacity = c.gpu.hbm_GiB * kGiB;
@@ -497,23 +501,28 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
                                moe_n * layer_coll(CollKind::kReduceScatter, lm, p.grad_bytes);
       // With fsdp_no_sync only the last microbatch reduce-scatters (fsdp_last below).
       const double rs_each = no_sync ? 0.0 : rs_layers;
+      // Without reshard_after_forward the backward gathers nothing.
+      const double ag_bwd = p.reshard_after_forward ? ag_layers : 0.0;
       st.forward += f * ag_layers;
-      st.backward += f * (ag_layers + rs_each);
-      st.parts.interference += f * (2 * ag_layers + rs_each);
+      st.backward += f * (ag_bwd + rs_each);
+      st.parts.interference += f * (ag_layers + ag_bwd + rs_each);
       if (no_sync) st.fsdp_last_interference = f * rs_layers;
       // While a pass waits for the reduce-scatter and gather at its start, their
       // interference runs on the idle compute stream: that much of the wait is counted above.
       waited = 1.0 - f;
     }
     const double v = p.virtual_stages;
+    // The backward's gathers (none without reshard_after_forward).
+    const double ag_b = p.reshard_after_forward ? ag : 0.0;
     if (no_sync) {
       // No reduce-scatter in any microbatch but the last, whose backward carries them all
       // (once per step: the step's tail, estimate()); the forward after a backward then
       // waits only for its first gather.
-      st.fsdp = std::max(waited * v * layer_ag, ag - st.forward) + std::max(0.0, ag - st.backward);
-      st.fsdp_last = std::max(0.0, ag + rs - st.backward - st.fsdp_last_interference) - std::max(0.0, ag - st.backward);
+      st.fsdp = std::max(waited * v * layer_ag, ag - st.forward) + std::max(0.0, ag_b - st.backward);
+      st.fsdp_last =
+          std::max(0.0, ag_b + rs - st.backward - st.fsdp_last_interference) - std::max(0.0, ag_b - st.backward);
     } else {
-      st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag + rs - st.backward);
+      st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag_b + rs - st.backward);
     }
   }
   if (flops) *flops = fl;

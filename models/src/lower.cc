@@ -557,7 +557,10 @@ class StageBuilder {
       std::uint32_t gather = kNone;
       const int idx = n - 1 - i;
       if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        gather = fsdp_gather(layer, mb, 'B', idx >= 2 ? done[static_cast<std::size_t>(idx - 2)] : kNone);
+        // Without reshard_after_forward the forward's gathered parameters are still there.
+        if (p_.reshard_after_forward) {
+          gather = fsdp_gather(layer, mb, 'B', idx >= 2 ? done[static_cast<std::size_t>(idx - 2)] : kNone);
+        }
         flush_fsdp_rs();
       }
       std::uint32_t full_alloc = kNone;

@@ -154,6 +154,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                {"precision", to_string(p.precision)}};
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
   if (p.fsdp_no_sync) j["plan"]["fsdp_no_sync"] = true;        // likewise
+  if (!p.reshard_after_forward) j["plan"]["reshard_after_forward"] = false;  // listed when not the default
   if (p.recompute == Recompute::kSelective && p.recompute_modules != Plan{}.recompute_modules) {
     j["plan"]["recompute_modules"] = recompute_module_names(p.recompute_modules);  // listed when not the default
   }
@@ -193,7 +194,9 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
                    to_string(p.schedule),
                    p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
-                   p.global_batch, e.microbatches, p.zero, p.fsdp_no_sync ? " (no_sync)" : "", recompute_text(p),
+                   p.global_batch, e.microbatches, p.zero,
+                   std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),
+                   recompute_text(p),
                    to_string(p.precision)));
   if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
   if (!p.attention_kernel.empty()) line(fmt::format("  attention kernel {}", p.attention_kernel));

@@ -74,6 +74,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.overlap_grad_reduce, r.boolean("overlap_grad_reduce"));
   set(p.overlap_param_gather, r.boolean("overlap_param_gather"));
   set(p.fsdp_no_sync, r.boolean("fsdp_no_sync"));
+  set(p.reshard_after_forward, r.boolean("reshard_after_forward"));
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.moe_shared_expert_overlap, r.boolean("moe_shared_expert_overlap"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
@@ -211,6 +212,11 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   if (p.fsdp_no_sync && p.zero != 3) {
     add(fmt::format("plan.fsdp_no_sync: applies to ZeRO-3 / FSDP (zero 3), got zero {}; with ZeRO 0-2 the "
                     "gradients are reduced once per step already",
+                    p.zero));
+  }
+  if (!p.reshard_after_forward && p.zero != 3) {
+    add(fmt::format("plan.reshard_after_forward: false applies to ZeRO-3 / FSDP (zero 3), got zero {}; with "
+                    "ZeRO 0-2 the parameters are not sharded",
                     p.zero));
   }
   if (p.schedule == Schedule::kInterleaved) {

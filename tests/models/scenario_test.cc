@@ -926,5 +926,16 @@ TEST(ScenarioErrors, FsdpNoSyncNeedsZero3) {
   EXPECT_TRUE(s->plan.fsdp_no_sync);
 }
 
+TEST(ScenarioErrors, KeepingGatheredParametersNeedsZero3) {
+  // plan.reshard_after_forward false keeps ZeRO-3's gathered parameters for the backward;
+  // with ZeRO 0-2 nothing is gathered.
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 2, "reshard_after_forward": false})")),
+            "plan.reshard_after_forward: false applies to ZeRO-3 / FSDP (zero 3), got zero 2; with ZeRO 0-2 the "
+            "parameters are not sharded");
+  auto s = parse_scenario(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 3, "reshard_after_forward": false})"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_FALSE(s->plan.reshard_after_forward);
+}
+
 }  // namespace
 }  // namespace stepcast

@@ -221,6 +221,12 @@ struct Plan {
   // backward reduce-scatters its layers' gradients (FSDP2's and DeepSpeed ZeRO-3's default).
   // REQUIRES (loader): zero == 3.
   bool fsdp_no_sync = false;
+  // ZeRO-3 / FSDP: free each layer's gathered parameters after its forward and gather them
+  // again for its backward (FSDP2 reshard_after_forward=True, the default; DeepSpeed ZeRO-3
+  // likewise). false: keep the stage's gathered parameters from the forward to the backward
+  // (FSDP2 reshard_after_forward=False): no backward gathers, the unsharded parameters in
+  // memory. REQUIRES (loader): zero == 3 when false.
+  bool reshard_after_forward = true;
   // Pipeline p2p overlap (Megatron-Core overlap_p2p_comm, on by default there; it applies
   // to the interleaved schedule only): the receive for the next schedule step is posted
   // before the current step computes, so its transfer hides behind that compute. Off, or
