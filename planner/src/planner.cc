@@ -348,6 +348,9 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
             p.recompute = rc;
             for (int z : x.zero) {
               p.zero = z;
+              // The scenario's FSDP options (specs.h) apply to its ZeRO-3 layouts only.
+              p.fsdp_no_sync = z == 3 && x.s.plan.fsdp_no_sync;
+              p.reshard_after_forward = z != 3 || x.s.plan.reshard_after_forward;
               for (Stack st : x.stacks) {
               for (const std::array<double, 3>& off : x.offloads) {
                 p.stack = st;

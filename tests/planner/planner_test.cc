@@ -186,6 +186,24 @@ TEST(PlannerCounts, RejectionsAndRankedAddUpToTheSpace) {
       "search": {"gpus": {"min": 8, "max": 16}, "global_batch": [32, 64], "top_k": 0}})"), 2));
 }
 
+// The scenario's FSDP options (plan.fsdp_no_sync, plan.reshard_after_forward) apply to the
+// search's ZeRO-3 layouts only: the ZeRO-1 layouts are not rejected for them, and each
+// ZeRO-3 layout carries them.
+TEST(PlannerCounts, FsdpOptionsApplyToTheZero3LayoutsOnly) {
+  const PlanResult r = search(load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "plan": {"tp": 1, "pp": 1, "dp": 8, "zero": 3, "global_batch": 32, "fsdp_no_sync": true,
+               "reshard_after_forward": false},
+      "workload": {"seq_len": 2048},
+      "search": {"tp": [1], "pp": [1], "cp": [1], "global_batch": [32], "microbatch": [1], "zero": [1, 3],
+                 "recompute": ["full"], "top_k": 0}})"),
+                              2, 0);
+  ASSERT_EQ(r.ranked.size(), 2u);
+  for (const Candidate& c : r.ranked) {
+    EXPECT_EQ(c.plan.fsdp_no_sync, c.plan.zero == 3) << layout_string(c.plan);
+    EXPECT_EQ(c.plan.reshard_after_forward, c.plan.zero != 3) << layout_string(c.plan);
+  }
+}
+
 // Every layout of the space, enumerated independently of the search, explained one by
 // one: the first reason each gets adds up to the search's counts.
 TEST(PlannerCounts, EachLayoutIsCountedUnderTheReasonExplainGives) {
