@@ -226,7 +226,7 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   mem.params = ((p.zero >= 3 ? sharded : full) + (kept_params ? full : 0.0)) * kWeightBytes;
   // ZeRO-3 with fsdp_no_sync and accumulation: the unsharded gradients wait for the last
   // microbatch's reduce-scatter (plus the sharded ones it accumulates into).
-  const bool unsharded_grads = p.fsdp_no_sync && p.zero >= 3 && nd > 1 && p.accumulation() > 1;
+  const bool unsharded_grads = p.defers_reduce_scatter() && nd > 1;
   mem.grads = ((p.zero >= 2 ? sharded : full) + (unsharded_grads ? full : 0.0)) * p.grad_bytes;
   mem.optimizer = (p.zero >= 1 ? sharded : full) * optimizer_state_bytes(p);
   if (p.offload_optimizer > 0) {
@@ -485,8 +485,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // Interference: every layer's gather (forward and backward) and reduce-scatter overlaps
     // compute (lower.cc contend); priced per layer collective, as the engine issues them.
     const double f = overlap_interference(c.gpu);
-    // plan.fsdp_no_sync with gradient accumulation (one microbatch: nothing to defer).
-    const bool no_sync = p.fsdp_no_sync && p.accumulation() > 1;
+    const bool no_sync = p.defers_reduce_scatter();
     double waited = 1.0;  // of the chunk-boundary wait below, the share not spent slowed
     if (f > 0) {
       const LayerRankParams ld = layer_rank_params(m, pc, p, false);
@@ -502,10 +501,10 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       // With fsdp_no_sync only the last microbatch reduce-scatters (fsdp_last below).
       const double rs_each = no_sync ? 0.0 : rs_layers;
       // Without reshard_after_forward the backward gathers nothing.
-      const double ag_bwd = p.reshard_after_forward ? ag_layers : 0.0;
+      const double ag_layers_bwd = p.reshard_after_forward ? ag_layers : 0.0;
       st.forward += f * ag_layers;
-      st.backward += f * (ag_bwd + rs_each);
-      st.parts.interference += f * (ag_layers + ag_bwd + rs_each);
+      st.backward += f * (ag_layers_bwd + rs_each);
+      st.parts.interference += f * (ag_layers + ag_layers_bwd + rs_each);
       if (no_sync) st.fsdp_last_interference = f * rs_layers;
       // While a pass waits for the reduce-scatter and gather at its start, their
       // interference runs on the idle compute stream: that much of the wait is counted above.
@@ -513,16 +512,17 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     }
     const double v = p.virtual_stages;
     // The backward's gathers (none without reshard_after_forward).
-    const double ag_b = p.reshard_after_forward ? ag : 0.0;
+    const double ag_bwd = p.reshard_after_forward ? ag : 0.0;
     if (no_sync) {
       // No reduce-scatter in any microbatch but the last, whose backward carries them all
       // (once per step: the step's tail, estimate()); the forward after a backward then
       // waits only for its first gather.
-      st.fsdp = std::max(waited * v * layer_ag, ag - st.forward) + std::max(0.0, ag_b - st.backward);
+      st.fsdp = std::max(waited * v * layer_ag, ag - st.forward) + std::max(0.0, ag_bwd - st.backward);
       st.fsdp_last =
-          std::max(0.0, ag_b + rs - st.backward - st.fsdp_last_interference) - std::max(0.0, ag_b - st.backward);
+          std::max(0.0, ag_bwd + rs - st.backward - st.fsdp_last_interference) - std::max(0.0, ag_bwd - st.backward);
     } else {
-      st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) + std::max(0.0, ag_b + rs - st.backward);
+      st.fsdp = std::max(waited * v * (layer_rs + layer_ag), ag - st.forward) +
+                std::max(0.0, ag_bwd + rs - st.backward);
     }
   }
   if (flops) *flops = fl;
@@ -598,11 +598,10 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     }
     // Data-parallel gradient synchronisation and optimizer after the last backward.
     DpSync dp_time{};
-    if (p.zero >= 3 && p.fsdp_no_sync && p.accumulation() > 1) {
+    if (p.defers_reduce_scatter()) {
       // The last microbatch's reduce-scatters and the compute they slow (stage_times).
       dp_time = {st.fsdp_last, st.fsdp_last_interference};
-    }
-    if (p.zero < 3 && nd > 1) {
+    } else if (p.zero < 3 && nd > 1) {
       // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
       // input embedding): it cannot overlap any backward compute.
       const int first_layer = chunk_first_layer(m.num_layers, p.pp * p.virtual_stages, s);

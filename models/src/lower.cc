@@ -302,8 +302,9 @@ class StageBuilder {
   // All-gather pipelined with a GEMM split into n chunks of `g` seconds (ring exchange).
   std::uint32_t ag_ring(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
     const double n = p_.tp;
-    const std::uint32_t ag = contend(add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-                                         "tp.ag " + name + " (overlapped)", {prev}));
+    const std::uint32_t ag =
+        contend(add(collective(CollKind::kAllGather, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                    "tp.ag " + name + " (overlapped)", {prev}));
     const std::uint32_t main = add(compute(ComputeClass::kGemm, SimTime::from_s((n - 1) * g), flops * (n - 1) / n, layer, mb),
                                    name + " chunks", {prev});
     return add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops / n, layer, mb), name + " last chunk", {main, ag});
@@ -314,16 +315,18 @@ class StageBuilder {
     const double n = p_.tp;
     const std::uint32_t first = add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops / n, layer, mb),
                                     name + " first chunk", {prev});
-    const std::uint32_t rs = contend(add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-                                         "tp.rs " + name + " (overlapped)", {first}));
+    const std::uint32_t rs =
+        contend(add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                    "tp.rs " + name + " (overlapped)", {first}));
     const std::uint32_t rest = add(compute(ComputeClass::kGemm, SimTime::from_s((n - 1) * g), flops * (n - 1) / n, layer, mb),
                                    name + " chunks", {first});
     return join(rest, rs, layer, mb, "wait tp.rs " + name);
   }
   // A reduce-scatter issued after `prev` beside an independent GEMM of `g` seconds (bulk).
   std::uint32_t rs_bulk(std::uint32_t prev, double g, double flops, int layer, int mb, const std::string& name) {
-    const std::uint32_t rs = contend(add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
-                                         "tp.rs " + name + " (overlapped)", {prev}));
+    const std::uint32_t rs =
+        contend(add(collective(CollKind::kReduceScatter, GroupKind::kTp, dense_comm_.tp_bytes, layer, mb),
+                    "tp.rs " + name + " (overlapped)", {prev}));
     const std::uint32_t w = add(compute(ComputeClass::kGemm, SimTime::from_s(g), flops, layer, mb), name, {prev});
     return join(w, rs, layer, mb, "wait tp.rs " + name);
   }
@@ -585,9 +588,9 @@ class StageBuilder {
       x = memory(false, act, fmt::format("free act mb{} L{}", mb, layer), x);
       if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", mb, layer), x);
       if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        // fsdp_no_sync: only the chunk's last backward reduce-scatters (the gradients
-        // accumulate unsharded until then).
-        if (!p_.fsdp_no_sync || last_mb) {
+        // Deferred (fsdp_no_sync): only the chunk's last backward reduce-scatters (the
+        // gradients accumulate unsharded until then).
+        if (!p_.defers_reduce_scatter() || last_mb) {
           rs_layer = layer;
           rs_after = x;
         }

@@ -271,6 +271,9 @@ struct Plan {
   int edp() const { return tp * cp * dp / (expert_tp() * ep); }
   // Gradient-accumulation steps m = global_batch / (microbatch * dp).
   std::int64_t accumulation() const { return global_batch / (std::int64_t{microbatch} * dp); }
+  // ZeRO-3 with fsdp_no_sync and more than one microbatch: the reduce-scatters wait for the
+  // last microbatch (one microbatch: nothing to defer, the default plan).
+  bool defers_reduce_scatter() const { return fsdp_no_sync && zero >= 3 && accumulation() > 1; }
 };
 
 struct Workload {
