@@ -461,8 +461,19 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     if (p.schedule == Schedule::kInterleaved && p.overlap_p2p_comm) {
       // Each receive is posted a step ahead and hides behind that step's chunk: in the
       // steady state a forward's behind a backward chunk and a backward's behind a forward.
-      st.pp = v * std::max(0.0, one - st.backward / v) + v * std::max(0.0, one - st.forward / v);
+      // Its transfer kernel slows that chunk's compute (interference, model-reference 4.5a;
+      // lower.cc contend): f one is charged as compute, max(0, (1 - f) one - chunk) stays
+      // exposed (ring_overlap_exposed_s with n = 2).
+      const double f = overlap_interference(c.gpu);
+      st.pp = v * ring_overlap_exposed_s(one, 2, st.backward / v, f) + v * ring_overlap_exposed_s(one, 2, st.forward / v, f);
       st.pp_fill = one;
+      // The stage's receives per microbatch: the activation into each of its chunks but the
+      // model's first, the gradient into each but the model's last. A forward's receive is
+      // posted before the backward chunk it follows, a backward's before a forward chunk.
+      const double recv_fwd = v - (stage == 0 ? 1 : 0), recv_bwd = v - (stage == p.pp - 1 ? 1 : 0);
+      st.backward += f * one * recv_fwd;
+      st.forward += f * one * recv_bwd;
+      st.parts.interference += f * one * (recv_fwd + recv_bwd);
     } else {
       st.pp = 2.0 * v * one;
     }

@@ -131,7 +131,9 @@ class StageBuilder {
     const int peer = st.forward ? k - 1 : k + 1;
     Op r = p2p(OpKind::kRecv, stage_of_chunk(peer), tag(mb, peer, !st.forward), mb);
     if (ahead) r.stream = Stream::kPpRecv;
-    return add(r, fmt::format("pp.recv {} mb{} chunk{}", st.forward ? 'F' : 'B', mb, k), {});
+    const std::uint32_t id = add(r, fmt::format("pp.recv {} mb{} chunk{}", st.forward ? 'F' : 'B', mb, k), {});
+    // Posted ahead, its transfer overlaps the compute issued next (that step's chunk).
+    return ahead ? contend(id) : id;
   }
 
  private:
@@ -435,8 +437,8 @@ class StageBuilder {
 
   // Compute-communication interference (program.h kInterference): a collective that
   // overlaps compute (data-parallel buckets and gathers, the TP collectives of
-  // tp_comm_overlap, the CP ring, the all-to-all beside the shared experts) slows the
-  // compute issued after it. The delay goes on the compute
+  // tp_comm_overlap, the CP ring, the all-to-all beside the shared experts, the pipeline
+  // receives posted ahead) slows the compute issued after it. The delay goes on the compute
   // stream where the collective is issued, so the compute that follows waits for it; the
   // simulator sizes it from the collective's own duration. Returns `coll`.
   std::uint32_t contend(std::uint32_t coll) {

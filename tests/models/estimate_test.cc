@@ -116,8 +116,9 @@ TEST(Bubble, InterleavedBubbleIsPMinus1OverVStageTimes) {
 
 // Pipeline p2p overlap (Plan::overlap_p2p_comm, interleaved only): each receive is posted
 // a step ahead and hides behind one chunk of the other direction. Per microbatch, with
-// `one` the transfer of one chunk boundary and f, b the stage's forward/backward compute:
-//   blocking: 2 v one;  overlapped: v max(0, one - b/v) + v max(0, one - f/v),
+// `one` the transfer of one chunk boundary, F, B the stage's forward/backward compute and
+// f the interference factor:
+//   blocking: 2 v one;  overlapped: v max(0, (1 - f) one - B/v) + v max(0, (1 - f) one - F/v),
 // plus one transfer per stage boundary on the fill and drain path, 2 (p - 1) one per step.
 TEST(PipelineP2pOverlap, ReceivesHideBehindOneChunkAndOnlyTheFillPathRemains) {
   const ModelSpec m = balanced_model();
@@ -136,12 +137,24 @@ TEST(PipelineP2pOverlap, ReceivesHideBehindOneChunkAndOnlyTheFillPathRemains) {
   ASSERT_GT(a.forward / 2, one);
   EXPECT_EQ(a.pp, 0.0);
   EXPECT_DOUBLE_EQ(a.pp_fill, one);
+  // Interference (model-reference 4.5a): each overlapped receive's transfer slows the chunk
+  // beside it by f one, f = s / (1 + s) with the H100's s = 0.189. Stage 1 receives 2
+  // activations and 2 gradients per microbatch (v = 2); stage 0 no activation into the
+  // model's first chunk (3), the last stage no gradient into its last (3). Blocking
+  // receives do not overlap compute: nothing.
+  const double f = 0.189 / 1.189;
+  expect_rel(a.parts.interference, 4 * f * one, 1e-12);
+  expect_rel(a.forward + a.backward - (b.forward + b.backward), 4 * f * one, 1e-9);
+  EXPECT_EQ(b.parts.interference, 0.0);
+  expect_rel(stage_times(m, c, on, kWorkload, 0).parts.interference, 3 * f * one, 1e-12);
+  expect_rel(stage_times(m, c, on, kWorkload, 3).parts.interference, 3 * f * one, 1e-12);
   const Estimate ea = estimate(m, c, on, kWorkload);
   const Estimate eb = estimate(m, c, off, kWorkload);
   expect_rel(ea.exposed.pp, 2.0 * 3 * one, 1e-12);  // 2 (p - 1) transfers
   expect_rel(eb.exposed.pp, 8 * 4 * one, 1e-12);    // m 2 v transfers
   // A slow link (one longer than a chunk): overlap saves exactly the compute it hides
-  // behind, f + b per microbatch.
+  // behind, f + b per microbatch (their interference included: (1 - f) one of each of the 4
+  // transfers stays exposed beyond the chunk, f one is the slowed chunk).
   c.intra_bandwidth_GBps = 0.5;
   const StageTimes sa = stage_times(m, c, on, kWorkload, 1);
   const StageTimes sb = stage_times(m, c, off, kWorkload, 1);

@@ -96,8 +96,8 @@ struct GpuSpec {
   // and HBM bandwidth): 0.189 = +18.9 %, the mean over A100, H100, MI250 and MI210 of Lee
   // et al. 2025 (arXiv 2507.03114), the default; 0 turns it off. Priced for every
   // overlapped collective: data-parallel buckets and gathers, ZeRO-3 / FSDP, TP
-  // (tp_comm_overlap), the CP ring and the all-to-all beside the shared experts
-  // (docs/model-reference.md 4.5a).
+  // (tp_comm_overlap), the CP ring, the all-to-all beside the shared experts and the
+  // pipeline receives posted ahead (overlap_p2p_comm) (docs/model-reference.md 4.5a).
   double overlap_slowdown = 0.189;
   // GEMM tile used for tile quantization (compute.h); CPUs: small register tiles.
   int gemm_tile_m = 128, gemm_tile_n = 256;
