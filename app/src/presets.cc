@@ -55,6 +55,7 @@ std::string presets_json(const PresetsReport& report) {
     o["attention_bwd_kernels"] = st.attention_bwd_kernels;
     o["elementwise_bwd_per_fwd"] = st.elementwise_bwd_per_fwd;
     o["moe_grouped_gemm"] = st.moe_grouped_gemm;
+    o["moe_gemm_per_expert"] = st.moe_gemm_per_expert;
     o["router_kernels"] = st.router_kernels;
     o["rmsnorm_bytes"] = st.rmsnorm_bytes;
     o["layernorm_bytes"] = st.layernorm_bytes;

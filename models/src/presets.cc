@@ -69,6 +69,7 @@ StackProfile read_stack(ObjectReader& r) {
   count("attention_bwd_kernels", s.attention_bwd_kernels);
   num("elementwise_bwd_per_fwd", s.elementwise_bwd_per_fwd);
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
+  flag("moe_gemm_per_expert", s.moe_gemm_per_expert);
   count("router_kernels", s.router_kernels);
   num("rmsnorm_bytes", s.rmsnorm_bytes);
   num("layernorm_bytes", s.layernorm_bytes);

@@ -38,8 +38,9 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
   } else {
     const MoeSpec& e = *m.moe;
     const double local = static_cast<double>(e.num_experts) / p.ep;
-    const double groups = s.moe_grouped_gemm ? 1.0 : local;  // launches per expert matrix
-    gemms += 1 + groups * (fc1 + 1);                         // router + routed experts
+    const double launches = s.moe_gemm_per_expert ? local : 1.0;  // GEMM launches per expert matrix
+    const double groups = s.moe_grouped_gemm ? 1.0 : local;       // the activation's launches
+    gemms += 1 + launches * (fc1 + 1);                            // router + routed experts
     elem += s.router_kernels + groups * act;
     if (e.num_shared_experts > 0) {
       gemms += fc1 + 1;
@@ -66,10 +67,12 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
     if (!moe && p.recomputes(RM::kMlp)) k.bwd += fc1 + 1 + act;
     if (moe) {
       const MoeSpec& e = *m.moe;
-      const double groups = s.moe_grouped_gemm ? 1.0 : static_cast<double>(e.num_experts) / p.ep;
+      const double local = static_cast<double>(e.num_experts) / p.ep;
+      const double launches = s.moe_gemm_per_expert ? local : 1.0;
+      const double groups = s.moe_grouped_gemm ? 1.0 : local;
       const double shared = e.num_shared_experts > 0 ? fc1 + 1 + act : 0.0;
       if (p.recomputes(RM::kMoe)) {
-        k.bwd += 1 + s.router_kernels + groups * (fc1 + 1 + act) + shared;
+        k.bwd += 1 + s.router_kernels + launches * (fc1 + 1) + groups * act + shared;
       } else {
         if (p.recomputes(RM::kMoeAct)) k.bwd += groups * act;
         if (p.recomputes(RM::kSharedExperts)) k.bwd += shared;

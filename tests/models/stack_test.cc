@@ -47,8 +47,8 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
   for (const std::string& name : names_of<Stack>()) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
-    EXPECT_EQ(s.sources.size(), 22u) << name;
-    EXPECT_EQ(s.verification.size(), 22u) << name;
+    EXPECT_EQ(s.sources.size(), 23u) << name;
+    EXPECT_EQ(s.verification.size(), 23u) << name;
   }
 }
 
@@ -75,6 +75,40 @@ TEST(Stack, Fsdp2EagerLlamaLayerKernelsByHand) {
   const LayerKernels d = layer_kernels(gpt, no_fa, false, stack_profile(Stack::kMegatronCore));
   EXPECT_EQ(d.fwd, 13);
   EXPECT_EQ(d.bwd, 19);
+}
+
+// An MoE layer of Qwen3-30B-A3B (128 experts, top-8, SwiGLU, no shared expert) with ep 8:
+// 16 local experts. megatron-core (Transformer Engine's GroupedLinear: one cuBLAS GEMM
+// launch per local expert on its multi-stream backend, the SwiGLU once on all rows):
+// GEMMs qkv 1 + proj 1 + router 1 + 16 x (fc1 1 + fc2 1) = 35; elementwise RMSNorm 2 +
+// RoPE 2 + residual 2 + router 4 + SwiGLU 1 = 11; attention 1 -> forward 47; backward
+// 2 x 35 + 3 + 11 = 84. fsdp2-eager (a loop over the experts): GEMMs 3 + 1 + 1 +
+// 16 x (w1 + w3 + w2) = 53; elementwise 16 + 6 + 2 + 4 + 16 x (silu, mul) = 60 -> forward
+// 114; backward 106 + 3 + 60 = 169. With ep 128 (one local expert) the two loops are one
+// launch each: megatron-core 5 GEMMs, forward 17.
+TEST(Stack, MoeLayerKernelsByHand) {
+  const ModelSpec& m = builtin_presets().models.at("qwen3-30b-a3b");
+  ASSERT_TRUE(m.moe.has_value());
+  ASSERT_EQ(m.moe->num_experts, 128);
+  Plan p;
+  p.ep = 8;
+  const LayerKernels mc = layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore));
+  EXPECT_EQ(mc.fwd, 47);
+  EXPECT_EQ(mc.bwd, 84);
+  EXPECT_NEAR(mc.host_s, (47 + 84) * 10e-6, 1e-15);
+  const LayerKernels eager = layer_kernels(m, p, true, stack_profile(Stack::kFsdp2Eager));
+  EXPECT_EQ(eager.fwd, 114);
+  EXPECT_EQ(eager.bwd, 169);
+  p.ep = 128;
+  const LayerKernels one = layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore));
+  EXPECT_EQ(one.fwd, 17);
+  EXPECT_EQ(one.bwd, 2 * 5 + 3 + 11);
+  // Megatron-Core's "moe" recomputation re-runs the router, the expert GEMMs (one launch
+  // per local expert) and the SwiGLU before the backward: 1 + 4 + 16 x 2 + 1 = 38 more.
+  p.ep = 8;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = module_bit(RecomputeModule::kMoe);
+  EXPECT_EQ(layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore)).bwd, 84 + 38);
 }
 
 // One H100, no parallelism, 2 layers, m = 2 microbatches of one 16-token sequence: each

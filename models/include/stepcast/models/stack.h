@@ -26,7 +26,12 @@ struct StackProfile {
   int dropout_kernels = 0;              // per hidden dropout (two per layer) when model.dropout
   int attention_fwd_kernels = 1, attention_bwd_kernels = 3;
   double elementwise_bwd_per_fwd = 1;   // backward kernels per forward elementwise kernel
-  bool moe_grouped_gemm = true;         // one GEMM per expert matrix for all local experts
+  // MoE experts: a grouped module (the activation applied once to all local experts' rows)
+  // or a loop over the local experts; and whether each expert matrix's GEMM is launched once
+  // per local expert (Transformer Engine's multi-stream cuBLAS grouped GEMM, eager loops) or
+  // as one grouped kernel.
+  bool moe_grouped_gemm = true;
+  bool moe_gemm_per_expert = true;
   int router_kernels = 4;               // MoE routing elementwise kernels (forward)
   // HBM bytes one forward of an elementwise op moves per element of its 16-bit tensor (the
   // fused kernels' read 2 + write 2; eager PyTorch's decompositions move more): a norm, the
