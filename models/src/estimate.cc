@@ -337,12 +337,36 @@ struct Layers {
 
 }  // namespace
 
+int moe_host_syncs(const ModelSpec& m, const Plan& p, const StackProfile& s) {
+  if (!m.moe) return 0;
+  const int local = std::max(1, m.moe->num_experts / std::max(1, p.ep));
+  if (s.moe_host_sync == "per_expert") return local;
+  if (s.moe_host_sync == "dispatcher") return p.ep > 1 || local > 1 ? 1 : 0;
+  return 0;
+}
+
 HostStall host_stall(const ModelSpec& m, const Plan& p, const LayerCost& lc, const LayerComm& cm, bool moe_layer) {
-  const LayerKernels k = layer_kernels(m, p, moe_layer, stack_profile(p.stack));
-  const double gpu =
-      lc.fwd_s() + lc.bwd_s() + cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s + cm.interference_s;
-  const double stall = std::max(0.0, k.host_s - gpu);
+  const StackProfile& s = stack_profile(p.stack);
+  const LayerKernels k = layer_kernels(m, p, moe_layer, s);
+  const double comm = cm.tp_exposed_s + cm.cp_exposed_s + cm.ep_exposed_s + cm.interference_s;
+  const double gpu = lc.fwd_s() + lc.bwd_s() + comm;
   HostStall h;
+  const int syncs = moe_layer ? moe_host_syncs(m, p, s) : 0;
+  if (syncs > 0 && k.fwd + k.bwd > 0) {
+    // The forward's synchronisations (stack.h moe_host_sync): the host cannot run ahead
+    // across them, so the forward's dispatch is set against the forward's GPU time alone
+    // (the layer's communication split as its compute), and after each the GPU idles for
+    // one launch. A recomputed MoE block ("moe" module) re-runs the dispatcher in the
+    // backward, with its synchronisations.
+    const double us = s.host_us_per_kernel * 1e-6;
+    const double share = lc.fwd_s() + lc.bwd_s() > 0 ? lc.fwd_s() / (lc.fwd_s() + lc.bwd_s()) : 0.5;
+    const double gpu_f = lc.fwd_s() + share * comm, gpu_b = gpu - gpu_f;
+    const int syncs_b = p.recomputes(RecomputeModule::kMoe) ? syncs : 0;
+    h.fwd_s = std::max(0.0, k.fwd * us - gpu_f) + syncs * us;
+    h.bwd_s = std::max(0.0, k.bwd * us - gpu_b) + syncs_b * us;
+    return h;
+  }
+  const double stall = std::max(0.0, k.host_s - gpu);
   if (stall > 0 && k.fwd + k.bwd > 0) {
     h.fwd_s = stall * k.fwd / (k.fwd + k.bwd);
     h.bwd_s = stall - h.fwd_s;

@@ -71,6 +71,8 @@ StackProfile read_stack(ObjectReader& r) {
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   flag("moe_gemm_per_expert", s.moe_gemm_per_expert);
   count("router_kernels", s.router_kernels);
+  if (auto x = r.choice("moe_host_sync", {"dispatcher", "per_expert", "none"})) s.moe_host_sync = *x;
+  params.emplace_back("moe_host_sync");
   num("rmsnorm_bytes", s.rmsnorm_bytes);
   num("layernorm_bytes", s.layernorm_bytes);
   num("gated_activation_bytes", s.gated_activation_bytes);

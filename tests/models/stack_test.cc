@@ -47,8 +47,8 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
   for (const std::string& name : names_of<Stack>()) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
-    EXPECT_EQ(s.sources.size(), 23u) << name;
-    EXPECT_EQ(s.verification.size(), 23u) << name;
+    EXPECT_EQ(s.sources.size(), 24u) << name;
+    EXPECT_EQ(s.verification.size(), 24u) << name;
   }
 }
 
@@ -109,6 +109,67 @@ TEST(Stack, MoeLayerKernelsByHand) {
   p.recompute = Recompute::kSelective;
   p.recompute_modules = module_bit(RecomputeModule::kMoe);
   EXPECT_EQ(layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore)).bwd, 84 + 38);
+}
+
+// Host-device synchronisation in an MoE layer's forward (stack moe_host_sync): Megatron-
+// Core's dropless all-to-all dispatcher synchronises once per MoE layer forward when ep > 1
+// or more than one expert is local; an eager loop once per local expert (torch.where).
+TEST(Stack, MoeHostSynchronisationsPerLayer) {
+  const ModelSpec& m = builtin_presets().models.at("qwen3-30b-a3b");
+  Plan p;
+  p.ep = 8;
+  EXPECT_EQ(moe_host_syncs(m, p, stack_profile(Stack::kMegatronCore)), 1);
+  EXPECT_EQ(moe_host_syncs(m, p, stack_profile(Stack::kFsdp2Eager)), 16);
+  p.ep = 1;
+  EXPECT_EQ(moe_host_syncs(m, p, stack_profile(Stack::kMegatronCore)), 1);  // 128 local experts
+  EXPECT_EQ(moe_host_syncs(m, p, stack_profile(Stack::kDeepspeedZero)), 128);
+  ModelSpec one = m;
+  one.moe->num_experts = 1;
+  one.moe->top_k = 1;
+  EXPECT_EQ(moe_host_syncs(one, p, stack_profile(Stack::kMegatronCore)), 0);
+  EXPECT_EQ(moe_host_syncs(builtin_presets().models.at("llama3-8b"), p, stack_profile(Stack::kMegatronCore)), 0);
+}
+
+// The shipped Qwen3-30B-A3B scenario (megatron-core, ep 8, pp 2 interleaved, m = 32): each MoE
+// layer's GPU time (milliseconds) is far above its dispatch (47 + 84 kernels x 10 us, Stack.
+// MoeLayerKernelsByHand), so the only host time is the GPU's wait for the launch after each
+// forward's synchronisation: 10 us x 24 layers per stage x 32 microbatches = 7.68 ms per step.
+// Without MoE synchronisation (moe_host_sync "none" would leave it 0): the host is hidden.
+TEST(Stack, MoeDispatcherSynchronisationWaitByHand) {
+  const Result<Scenario> s =
+      load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/qwen3-30b-a3b-ep8-16xh100.json");
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->plan.accumulation(), 32);
+  const LayerCost lc = layer_cost(s->model, s->cluster, s->plan, s->workload.seq_len, true);
+  const LayerComm cm = layer_comm(s->model, s->cluster, s->plan, s->workload.seq_len, true, lc);
+  ASSERT_GT(lc.fwd_s(), 47 * 10e-6);
+  ASSERT_GT(lc.bwd_s(), 84 * 10e-6);
+  const HostStall h = host_stall(s->model, s->plan, lc, cm, true);
+  EXPECT_NEAR(h.fwd_s, 10e-6, 1e-15);
+  EXPECT_EQ(h.bwd_s, 0.0);
+  const Estimate e = estimate(s->model, s->cluster, s->plan, s->workload);
+  EXPECT_NEAR(e.breakdown.host, 32 * 24 * 10e-6, 1e-12);
+  // A tiny launch-bound MoE (hidden 64, 8 experts top-2, fsdp2-eager: a loop with one
+  // synchronisation per expert): the forward and the backward each wait for their own
+  // dispatch, and the forward for 8 launches more: host - GPU + 8 x 10 us.
+  ModelSpec tiny = s->model;
+  tiny.num_layers = 2;
+  tiny.hidden_size = 64;
+  tiny.num_attention_heads = 4;
+  tiny.num_kv_heads = 4;
+  tiny.head_dim = 16;
+  tiny.moe->num_experts = 8;
+  tiny.moe->top_k = 2;
+  tiny.moe->expert_ffn_hidden_size = 128;
+  Plan p;
+  p.stack = Stack::kFsdp2Eager;
+  const LayerCost tl = layer_cost(tiny, one_h100(), p, 16, true);
+  const LayerComm tc = layer_comm(tiny, one_h100(), p, 16, true, tl);
+  const LayerKernels k = layer_kernels(tiny, p, true, stack_profile(Stack::kFsdp2Eager));
+  ASSERT_GT(k.fwd * 10e-6, tl.fwd_s());
+  ASSERT_GT(k.bwd * 10e-6, tl.bwd_s());
+  const HostStall th = host_stall(tiny, p, tl, tc, true);
+  EXPECT_NEAR(th.total_s(), (k.fwd + k.bwd) * 10e-6 - (tl.fwd_s() + tl.bwd_s() + tc.interference_s) + 8 * 10e-6, 1e-12);
 }
 
 // One H100, no parallelism, 2 layers, m = 2 microbatches of one 16-token sequence: each

@@ -94,6 +94,7 @@ struct StageTimes {
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host + offload; }
 };
 struct LayerCost;
+struct StackProfile;
 struct LayerComm;
 // Host dispatch (docs/model-reference.md section 4.3): the host runs ahead of the GPU unless
 // dispatching a layer's kernels (stack profile: kernels x host_us_per_kernel) takes longer
@@ -105,7 +106,12 @@ struct HostStall {
   double fwd_s = 0, bwd_s = 0;
   double total_s() const { return fwd_s + bwd_s; }
 };
+// An MoE layer whose stack synchronises host and device in the forward (stack.h
+// moe_host_sync) sets each pass's dispatch against that pass's GPU time, and adds one launch
+// (host_us_per_kernel) after each synchronisation: the GPU waits for it.
 HostStall host_stall(const ModelSpec& model, const Plan& plan, const LayerCost& lc, const LayerComm& cm, bool moe_layer);
+// The host-device synchronisations of one MoE layer's forward under the stack (0 without MoE).
+int moe_host_syncs(const ModelSpec& model, const Plan& plan, const StackProfile& stack);
 
 StageTimes stage_times(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                        const Workload& workload, int stage);

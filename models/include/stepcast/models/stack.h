@@ -33,6 +33,12 @@ struct StackProfile {
   bool moe_grouped_gemm = true;
   bool moe_gemm_per_expert = true;
   int router_kernels = 4;               // MoE routing elementwise kernels (forward)
+  // Host-device synchronisations in an MoE layer's forward, where the host waits for the
+  // GPU (its lead is lost, the GPU then idles for the next launch): "dispatcher" one (Megatron-
+  // Core's dropless all-to-all dispatcher copies the token counts to the host before the
+  // all-to-all when ep > 1 or more than one local expert), "per_expert" one per local expert
+  // (an eager loop's torch.where per expert), "none".
+  std::string moe_host_sync = "dispatcher";
   // HBM bytes one forward of an elementwise op moves per element of its 16-bit tensor (the
   // fused kernels' read 2 + write 2; eager PyTorch's decompositions move more): a norm, the
   // gated activation (per inner element), RoPE (per q or k element).
