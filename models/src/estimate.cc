@@ -10,6 +10,7 @@
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/layer_cost.h"
+#include "stepcast/models/lower.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/stack.h"
 
@@ -197,6 +198,12 @@ int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) 
 
 double inflight_microbatches(const Plan& p, int stage) {
   const double m = static_cast<double>(p.accumulation());
+  if (p.moe_a2a_overlap && p.schedule != Schedule::kGpipe) {
+    // Merged steps (specs.h moe_a2a_overlap): the warm-up's chunks, one more forward than
+    // without (stage_memory adds the layer a merged step holds beyond them).
+    const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
+    return std::min<double>(schedule_warmup(p, stage), m * v) / v;
+  }
   switch (p.schedule) {
     case Schedule::kGpipe: return m;
     case Schedule::kOneFOneB: return std::min<double>(p.pp - stage, m);
@@ -261,6 +268,18 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
   mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +
                     activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
+  if (p.moe_a2a_overlap && p.schedule != Schedule::kGpipe && rp.layers > 0) {
+    // A merged step allocates its forward's layers one by one while its backward frees its
+    // own (lower.cc): one layer more than the warm-up's chunks. Its backward frees its output
+    // head's buffer first, before its forward's loss allocates one: on the last stage the
+    // layer adds only what it exceeds that buffer by.
+    const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
+    if (schedule_warmup(p, stage) < static_cast<double>(p.accumulation()) * v) {
+      const double layer = (dense_here * a_dense + moe_here * a_moe) / rp.layers;
+      const double head = stage == p.pp - 1 ? output_head_bytes(m, p, static_cast<double>(w.seq_len)) : 0.0;
+      mem.activations += std::max(0.0, layer - head);
+    }
+  }
   if (stage == p.pp - 1 && m.mtp_layers > 0) {
     // Per module: its activations for each microbatch in flight, and one more output-head
     // buffer like the model's.
@@ -458,6 +477,22 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   st.tp = (dense_n + mtp_dense) * L.dense_comm.tp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.tp_exposed_s;
   st.cp = (dense_n + mtp_dense) * L.dense_comm.cp_exposed_s + (moe_n + mtp_moe_n) * L.moe_comm.cp_exposed_s;
   st.ep = (moe_n + mtp_moe_n) * L.moe_comm.ep_exposed_s;
+  if (p.moe_a2a_overlap && moe_n > 0) {
+    // All-to-all overlap (specs.h moe_a2a_overlap): the steady state's merged steps, a share
+    // r of the stage's chunk passes, hide each MoE layer's all-to-alls behind the other
+    // pass's blocks (layer_cost.h merged_a2a); the warm-up and cool-down passes expose them
+    // as before. The multi-token prediction layers run unmerged (lower.cc).
+    const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
+    const double total = static_cast<double>(p.accumulation()) * v;
+    const double r = std::max(0.0, total - schedule_warmup(p, stage)) / total;
+    const MergedA2a mg = merged_a2a(L.moe, L.moe_comm, overlap_interference(c.gpu));
+    st.ep = moe_n * ((1 - r) * L.moe_comm.ep_exposed_s + r * mg.exposed) + mtp_moe_n * L.moe_comm.ep_exposed_s;
+    // Half of the slowed blocks are forward ones (attention, experts), half backward.
+    const double slowed = moe_n * r * mg.interference;
+    st.forward += slowed / 2;
+    st.backward += slowed / 2;
+    st.parts.interference += slowed;
+  }
   st.host = (dense_n + mtp_dense) * L.dense_stall + (moe_n + mtp_moe_n) * L.moe_stall;
   if (p.offload_activations > 0 || p.offload_weights > 0) {
     // Whole layers, the stage's first ones; a layer's exposed transfers of each kind.

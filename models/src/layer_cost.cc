@@ -317,6 +317,16 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   return lc;
 }
 
+MergedA2a merged_a2a(const LayerCost& lc, const LayerComm& cm, double f) {
+  MergedA2a out;
+  const double a = cm.ep_a2a_s;
+  const double beside[4] = {lc.attn_fwd_s() + cm.tp_attn_pass_s, lc.mlp_bwd_s() + lc.recompute_s + cm.tp_mlp_pass_s,
+                            lc.mlp_fwd_s() + cm.tp_mlp_pass_s, lc.attn_bwd_s() + cm.tp_attn_pass_s};
+  for (double w : beside) out.exposed += ring_overlap_exposed_s(a, 2, w, f);
+  out.interference = 4 * f * a;
+  return out;
+}
+
 double ring_overlap_exposed_s(double c, int n, double g, double f) {
   if (n < 2) return c;
   const double steps = n - 1;
@@ -358,6 +368,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                                             collective_cost(c, CollKind::kReduceScatter, g, out.moe_tp_bytes).time_s
                                       : 0.0;
     }
+    out.tp_attn_pass_s = one;
+    out.tp_mlp_pass_s = mlp_pair;
     out.tp_exposed_s = (one + mlp_pair) * recompute_factor + (lc.recompute_block ? mlp_pair : 0.0);
     if (lc.tp_overlap) {
       // Transformer Engine userbuffers (docs/model-reference.md): forward AG|qkv and AG|fc1

@@ -11,6 +11,19 @@
 
 namespace stepcast {
 
+int schedule_warmup(const Plan& plan, int stage) {
+  const int p = plan.pp, m = static_cast<int>(plan.accumulation());
+  if (plan.schedule == Schedule::kGpipe) return m;
+  const int v = plan.schedule == Schedule::kInterleaved ? plan.virtual_stages : 1;
+  const int total = m * v;
+  int warmup = v == 1 ? std::min(p - stage - 1, m) : std::min(2 * (p - stage - 1) + (v - 1) * p, total);
+  // All-to-all overlap: one more forward, so that each merged step's forward and backward
+  // belong to different microbatches (Megatron-Core schedules.py get_pp_rank_microbatches;
+  // combined_1f1b.py without pipelining: the first microbatch's forward alone).
+  if (plan.moe_a2a_overlap) warmup = std::min(warmup + 1, total);
+  return warmup;
+}
+
 std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage) {
   const int p = plan.pp, m = static_cast<int>(plan.accumulation());
   std::vector<ScheduleStep> out;
@@ -21,8 +34,7 @@ std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage) {
   }
   const int v = plan.schedule == Schedule::kInterleaved ? plan.virtual_stages : 1;
   const int total = m * v;
-  const int warmup = v == 1 ? std::min(p - stage - 1, m)
-                            : std::min(2 * (p - stage - 1) + (v - 1) * p, total);
+  const int warmup = schedule_warmup(plan, stage);
   // k-th forward (backward) chunk-microbatch of this stage, Megatron's interleaving.
   auto fwd = [&](int k) {
     if (v == 1) return ScheduleStep{true, k, 0};
@@ -112,13 +124,31 @@ class StageBuilder {
     // Receives in the order the steps need them; with p2p overlap the receive of step i+1
     // is posted before step i computes (on its own stream, so it waits only for its data).
     const bool ahead = p_.pp > 1 && p_.schedule == Schedule::kInterleaved && p_.overlap_p2p_comm;
-    std::uint32_t next = kNone;
-    for (std::size_t i = 0; i < steps.size(); ++i) {
+    // All-to-all overlap: the steady state's forward/backward pairs run as merged steps.
+    const std::size_t warmup = static_cast<std::size_t>(schedule_warmup(p_, stage_));
+    const std::size_t steady_end = steps.size() - warmup;  // the cool-down's first step
+    auto span_at = [&](std::size_t i) -> std::size_t {
+      return p_.moe_a2a_overlap && i >= warmup && i + 1 < steady_end && (i - warmup) % 2 == 0 ? 2 : 1;
+    };
+    // The receives of the next span (one step, or the two of a merged step).
+    std::uint32_t next = kNone, next2 = kNone;
+    for (std::size_t i = 0; i < steps.size();) {
       const ScheduleStep& st = steps[i];
-      const std::uint32_t r = i > 0 && ahead ? next : recv_for(st, ahead);
-      if (ahead && i + 1 < steps.size()) next = recv_for(steps[i + 1], true);
-      if (st.forward) forward(st.microbatch, st.chunk, input, r);
+      const std::size_t span = span_at(i);
+      std::uint32_t r = next, r2 = next2;
+      if (i == 0 || !ahead) {
+        r = recv_for(st, ahead);
+        r2 = span == 2 ? recv_for(steps[i + 1], ahead) : kNone;
+      }
+      if (ahead && i + span < steps.size()) {
+        const std::size_t j = i + span;
+        next = recv_for(steps[j], true);
+        next2 = span_at(j) == 2 ? recv_for(steps[j + 1], true) : kNone;
+      }
+      if (span == 2) merged(st, steps[i + 1], input, r, r2);
+      else if (st.forward) forward(st.microbatch, st.chunk, input, r);
       else backward(st.microbatch, st.chunk, r);
+      i += span;
     }
     finish_step();
   }
@@ -450,40 +480,85 @@ class StageBuilder {
   }
 
   // --- passes ------------------------------------------------------------------------
-  void forward(int mb, int j, std::uint32_t input, std::uint32_t recv) {
-    const int k = chunk_of(j);
-    const int first = chunk_first_layer(m_.num_layers, chunks_, k);
-    const int n = chunk_layers(m_.num_layers, chunks_, k);
+  // A chunk pass is emitted as its start, its layers (one at a time, or pairs of a forward
+  // and a backward layer in a merged step) and its end.
+  struct FwdPass {
+    int mb = 0, k = 0, first = 0, n = 0;
     std::uint32_t x = kNone;
-    if (k == 0) {
-      x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
+    std::vector<std::uint32_t> done;
+  };
+  struct BwdPass {
+    int mb = 0, j = 0, k = 0, first = 0, n = 0;
+    bool last_mb = false;
+    bool logits_freed = false;  // the output head's buffer freed after its backward
+    std::uint32_t x = kNone;
+    std::vector<std::uint32_t> done;
+    double bucket_dense = 0, bucket_expert = 0;
+    std::uint32_t bucket_n = 0;
+    // FSDP: the reduce-scatter of a layer's gradients is issued after the next layer's
+    // prefetch gather. The DP stream runs in program order, so a reduce-scatter placed
+    // before that gather would hold it until the layer's backward is done: no prefetch.
+    // (PyTorch FSDP issues the backward prefetch in the pre-backward hook, before the
+    // post-backward reduce-scatter.)
+    int rs_layer = -1;
+    std::uint32_t rs_after = kNone;
+  };
+
+  void forward(int mb, int j, std::uint32_t input, std::uint32_t recv) {
+    FwdPass f = fwd_begin(mb, j, input, recv);
+    for (int i = 0; i < f.n; ++i) fwd_layer(f, i);
+    fwd_end(f);
+  }
+
+  FwdPass fwd_begin(int mb, int j, std::uint32_t input, std::uint32_t recv) {
+    FwdPass f;
+    f.mb = mb;
+    f.k = chunk_of(j);
+    f.first = chunk_first_layer(m_.num_layers, chunks_, f.k);
+    f.n = chunk_layers(m_.num_layers, chunks_, f.k);
+    if (f.k == 0) {
+      f.x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
     } else {
-      x = recv;
+      f.x = recv;
     }
     if (param_gather_ != kNone) add_dep_to_next_ = param_gather_;
-    std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);
-    for (int i = 0; i < n; ++i) {
-      const int layer = first + i;
-      std::uint32_t gather = kNone;
-      if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        // Prefetch: at most two gathered layers, so gather i waits for layer i-2.
-        gather = fsdp_gather(layer, mb, 'F', i >= 2 ? done[static_cast<std::size_t>(i - 2)] : kNone);
-      }
-      // An activation-offloaded layer keeps its activations in host memory (its staging
-      // buffer is in the stage's static bytes).
-      const double act = layer < act_off_end_ ? 0.0
-                         : p_.recompute == Recompute::kFull
-                             ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
-                             : (is_moe(layer) ? act_moe_ : act_dense_);
-      std::uint32_t a = memory(true, act, fmt::format("alloc act mb{} L{}", mb, layer), x);
-      add_dep(a, gather);
-      if (add_dep_to_next_ != kNone) {
-        add_dep(a, add_dep_to_next_);
-        add_dep_to_next_ = kNone;
-      }
-      x = host_wait(layer_forward(a, layer, mb, 'F'), layer, mb, 'F');
-      done[static_cast<std::size_t>(i)] = x;
+    f.done.assign(static_cast<std::size_t>(f.n), kNone);
+    return f;
+  }
+
+  // Layer i's activations (and its ZeRO-3 gather): the op its forward starts after.
+  std::uint32_t fwd_layer_start(FwdPass& f, int i) {
+    const int layer = f.first + i;
+    std::uint32_t gather = kNone;
+    if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+      // Prefetch: at most two gathered layers, so gather i waits for layer i-2.
+      gather = fsdp_gather(layer, f.mb, 'F', i >= 2 ? f.done[static_cast<std::size_t>(i - 2)] : kNone);
     }
+    // An activation-offloaded layer keeps its activations in host memory (its staging
+    // buffer is in the stage's static bytes).
+    const double act = layer < act_off_end_ ? 0.0
+                       : p_.recompute == Recompute::kFull
+                           ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
+                           : (is_moe(layer) ? act_moe_ : act_dense_);
+    std::uint32_t a = memory(true, act, fmt::format("alloc act mb{} L{}", f.mb, layer), f.x);
+    add_dep(a, gather);
+    if (add_dep_to_next_ != kNone) {
+      add_dep(a, add_dep_to_next_);
+      add_dep_to_next_ = kNone;
+    }
+    return a;
+  }
+
+  void fwd_layer(FwdPass& f, int i) {
+    const int layer = f.first + i;
+    const std::uint32_t a = fwd_layer_start(f, i);
+    f.x = host_wait(layer_forward(a, layer, f.mb, 'F'), layer, f.mb, 'F');
+    f.done[static_cast<std::size_t>(i)] = f.x;
+  }
+
+  void fwd_end(FwdPass& f) {
+    const int mb = f.mb, k = f.k;
+    std::uint32_t x = f.x;
     if (k == chunks_ - 1) {
       x = memory(true, logits_bytes(), fmt::format("alloc logits mb{}", mb), x);
       x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
@@ -510,11 +585,22 @@ class StageBuilder {
   }
 
   void backward(int mb, int j, std::uint32_t recv) {
-    const int k = chunk_of(j);
-    const int first = chunk_first_layer(m_.num_layers, chunks_, k);
-    const int n = chunk_layers(m_.num_layers, chunks_, k);
+    BwdPass b = bwd_begin(mb, j, recv);
+    for (int idx = 0; idx < b.n; ++idx) bwd_layer(b, idx);
+    bwd_end(b);
+  }
+
+  // `free_logits`: free the output head's buffer right after its backward (a merged step,
+  // whose forward computes its own loss at its end); else at the pass's end.
+  BwdPass bwd_begin(int mb, int j, std::uint32_t recv, bool free_logits = false) {
+    BwdPass b;
+    b.mb = mb;
+    b.j = j;
+    b.k = chunk_of(j);
+    b.first = chunk_first_layer(m_.num_layers, chunks_, b.k);
+    b.n = chunk_layers(m_.num_layers, chunks_, b.k);
     std::uint32_t x = kNone;
-    if (k == chunks_ - 1) {
+    if (b.k == chunks_ - 1) {
       x = last_compute_;
       for (int i = m_.mtp_layers - 1; i >= 0; --i) {
         const int layer = m_.num_layers + i;
@@ -530,94 +616,194 @@ class StageBuilder {
       x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
                        fmt::format("B mb{} logits", mb), {x}),
                    logits_.ce_s / 2, 0);
+      if (free_logits) {
+        x = memory(false, logits_bytes(), fmt::format("free logits mb{}", mb), x);
+        b.logits_freed = true;
+      }
     } else {
       x = recv;
     }
-    const bool last_mb = is_last_backward(mb, j);
-    std::vector<std::uint32_t> done(static_cast<std::size_t>(n), kNone);
-    double bucket_dense = 0, bucket_expert = 0;
-    std::uint32_t bucket_n = 0;
-    if (last_mb && k == chunks_ - 1) {
-      bucket_dense += extra_params_last();
-      bucket_expert += mtp_params().expert;
+    b.x = x;
+    b.last_mb = is_last_backward(mb, j);
+    b.done.assign(static_cast<std::size_t>(b.n), kNone);
+    if (b.last_mb && b.k == chunks_ - 1) {
+      b.bucket_dense += extra_params_last();
+      b.bucket_expert += mtp_params().expert;
     }
-    // FSDP: the reduce-scatter of a layer's gradients is issued after the next layer's
-    // prefetch gather. The DP stream runs in program order, so a reduce-scatter placed
-    // before that gather would hold it until the layer's backward is done: no prefetch.
-    // (PyTorch FSDP issues the backward prefetch in the pre-backward hook, before the
-    // post-backward reduce-scatter.)
-    int rs_layer = -1;
-    std::uint32_t rs_after = kNone;
-    auto flush_fsdp_rs = [&] {
-      if (rs_after == kNone) return;
-      const LayerRankParams& lp = is_moe(rs_layer) ? layer_moe_ : layer_dense_;
-      dp_ops_.push_back(contend(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
-                                               (lp.dense + lp.expert) * p_.grad_bytes, rs_layer, mb),
-                                    fmt::format("fsdp.rs mb{} L{}", mb, rs_layer), {rs_after})));
-      rs_after = kNone;
-    };
-    for (int i = n - 1; i >= 0; --i) {
-      const int layer = first + i;
-      const bool moe = is_moe(layer);
-      std::uint32_t gather = kNone;
-      const int idx = n - 1 - i;
-      if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        // Without reshard_after_forward the forward's gathered parameters are still there.
-        if (p_.reshard_after_forward) {
-          gather = fsdp_gather(layer, mb, 'B', idx >= 2 ? done[static_cast<std::size_t>(idx - 2)] : kNone);
-        }
-        flush_fsdp_rs();
+    return b;
+  }
+
+  void flush_fsdp_rs(BwdPass& b) {
+    if (b.rs_after == kNone) return;
+    const LayerRankParams& lp = is_moe(b.rs_layer) ? layer_moe_ : layer_dense_;
+    dp_ops_.push_back(contend(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
+                                             (lp.dense + lp.expert) * p_.grad_bytes, b.rs_layer, b.mb),
+                                  fmt::format("fsdp.rs mb{} L{}", b.mb, b.rs_layer), {b.rs_after})));
+    b.rs_after = kNone;
+  }
+
+  // The layer idx-th from the chunk's end (layer first + n - 1 - idx): its gather and
+  // recomputation, before its backward blocks. Returns the op they start after; sets
+  // `full_alloc` to the recomputation's buffer (kNone without).
+  std::uint32_t bwd_layer_start(BwdPass& b, int idx, std::uint32_t& full_alloc) {
+    const int layer = b.first + b.n - 1 - idx;
+    const bool moe = is_moe(layer);
+    std::uint32_t x = b.x;
+    std::uint32_t gather = kNone;
+    if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+      // Without reshard_after_forward the forward's gathered parameters are still there.
+      if (p_.reshard_after_forward) {
+        gather = fsdp_gather(layer, b.mb, 'B', idx >= 2 ? b.done[static_cast<std::size_t>(idx - 2)] : kNone);
       }
-      std::uint32_t full_alloc = kNone;
-      if (p_.recompute == Recompute::kFull) {
-        full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
-        add_dep(full_alloc, gather);
-        x = layer_forward(full_alloc, layer, mb, 'R');
-      } else if (selective() && lc_of(moe).recompute_s > 0) {
-        full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", mb, layer), x);
-        add_dep(full_alloc, gather);
-        x = recompute_modules(full_alloc, layer, mb, kNone);
-      } else if (gather != kNone) {
-        x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), fmt::format("wait fsdp.ag B mb{} L{}", mb, layer),
-                {x, gather});
+      flush_fsdp_rs(b);
+    }
+    full_alloc = kNone;
+    if (p_.recompute == Recompute::kFull) {
+      full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, layer), x);
+      add_dep(full_alloc, gather);
+      x = layer_forward(full_alloc, layer, b.mb, 'R');
+    } else if (selective() && lc_of(moe).recompute_s > 0) {
+      full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, layer), x);
+      add_dep(full_alloc, gather);
+      x = recompute_modules(full_alloc, layer, b.mb, kNone);
+    } else if (gather != kNone) {
+      x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, b.mb),
+              fmt::format("wait fsdp.ag B mb{} L{}", b.mb, layer), {x, gather});
+    }
+    return x;
+  }
+
+  // After the layer's backward blocks (`x`): its host wait, frees, and the gradient
+  // reduction it completes.
+  void bwd_layer_finish(BwdPass& b, int idx, std::uint32_t x, std::uint32_t full_alloc) {
+    const int i = b.n - 1 - idx;
+    const int layer = b.first + i;
+    const bool moe = is_moe(layer);
+    x = host_wait(x, layer, b.mb, 'B');
+    b.done[static_cast<std::size_t>(idx)] = x;
+    const double act = layer < act_off_end_ ? 0.0
+                       : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
+                                                          : (moe ? act_moe_ : act_dense_);
+    x = memory(false, act, fmt::format("free act mb{} L{}", b.mb, layer), x);
+    if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", b.mb, layer), x);
+    if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+      // Deferred (fsdp_no_sync): only the chunk's last backward reduce-scatters (the
+      // gradients accumulate unsharded until then).
+      if (!p_.defers_reduce_scatter() || b.last_mb) {
+        b.rs_layer = layer;
+        b.rs_after = x;
       }
-      x = (!moe && dense_.tp_overlap) ? layer_backward_overlap(x, layer, mb) : layer_backward_blocks(x, layer, mb);
-      x = host_wait(x, layer, mb, 'B');
-      done[static_cast<std::size_t>(idx)] = x;
-      const double act = layer < act_off_end_ ? 0.0
-                         : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
-                                                            : (moe ? act_moe_ : act_dense_);
-      x = memory(false, act, fmt::format("free act mb{} L{}", mb, layer), x);
-      if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", mb, layer), x);
-      if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
-        // Deferred (fsdp_no_sync): only the chunk's last backward reduce-scatters (the
-        // gradients accumulate unsharded until then).
-        if (!p_.defers_reduce_scatter() || last_mb) {
-          rs_layer = layer;
-          rs_after = x;
-        }
-      } else if (last_mb && p_.overlap_grad_reduce) {
-        const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
-        bucket_dense += lp.dense;
-        bucket_expert += lp.expert;
-        if (i == 0 && k == 0) bucket_dense += extra_params_first();
-        if ((bucket_dense + bucket_expert) * p_.grad_bytes >= bucket_bytes() || i == 0) {
-          // The stage's last bucket (its first layer, in its last backward) has no compute
-          // after it to slow.
-          flush_bucket(bucket_dense, bucket_expert, x, k, bucket_n++, /*overlapped=*/!(i == 0 && j == 0));
-          bucket_dense = bucket_expert = 0;
-        }
+    } else if (b.last_mb && p_.overlap_grad_reduce) {
+      const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
+      b.bucket_dense += lp.dense;
+      b.bucket_expert += lp.expert;
+      if (i == 0 && b.k == 0) b.bucket_dense += extra_params_first();
+      if ((b.bucket_dense + b.bucket_expert) * p_.grad_bytes >= bucket_bytes() || i == 0) {
+        // The stage's last bucket (its first layer, in its last backward) has no compute
+        // after it to slow.
+        flush_bucket(b.bucket_dense, b.bucket_expert, x, b.k, b.bucket_n++, /*overlapped=*/!(i == 0 && b.j == 0));
+        b.bucket_dense = b.bucket_expert = 0;
       }
     }
-    flush_fsdp_rs();
-    if (k == 0) {
-      x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", mb), x);
+    b.x = x;
+  }
+
+  void bwd_layer(BwdPass& b, int idx) {
+    const int layer = b.first + b.n - 1 - idx;
+    std::uint32_t full_alloc = kNone;
+    std::uint32_t x = bwd_layer_start(b, idx, full_alloc);
+    x = (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb) : layer_backward_blocks(x, layer, b.mb);
+    bwd_layer_finish(b, idx, x, full_alloc);
+  }
+
+  void bwd_end(BwdPass& b) {
+    flush_fsdp_rs(b);
+    std::uint32_t x = b.x;
+    if (b.k == 0) {
+      x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", b.mb), x);
     } else {
-      const Op s = p2p(OpKind::kSend, stage_of_chunk(k - 1), tag(mb, k, true), mb);
-      add(s, fmt::format("pp.send B mb{} chunk{}", mb, k), {x});
+      const Op s = p2p(OpKind::kSend, stage_of_chunk(b.k - 1), tag(b.mb, b.k, true), b.mb);
+      add(s, fmt::format("pp.send B mb{} chunk{}", b.mb, b.k), {x});
     }
-    if (k == chunks_ - 1) x = memory(false, logits_bytes(), fmt::format("free logits mb{}", mb), x);
+    if (b.k == chunks_ - 1 && !b.logits_freed) x = memory(false, logits_bytes(), fmt::format("free logits mb{}", b.mb), x);
     last_compute_ = x;
+  }
+
+  // --- all-to-all overlap (Plan::moe_a2a_overlap) -------------------------------------
+  // A merged step: the forward of one chunk-microbatch and the backward of another, layer
+  // by layer (forward layer i with backward layer n-1-i; the rest alone), as Megatron-Core's
+  // combined 1F1B schedules them (models/common/model_chunk_schedule_plan.py
+  // schedule_layer_1f1b). Each all-to-all runs on the EP stream beside a compute block of
+  // the other pass: B combine | F attention, F dispatch | B experts, B dispatch | F experts,
+  // F combine | B attention. A block starts with a zero-second op on the compute stream, so
+  // that its TP collectives wait for the compute issued before it (Megatron runs them on the
+  // compute stream); the all-to-alls' interference precedes the block beside them.
+  void merged(const ScheduleStep& fs, const ScheduleStep& bs, std::uint32_t input, std::uint32_t recv_f,
+              std::uint32_t recv_b) {
+    FwdPass f = fwd_begin(fs.microbatch, fs.chunk, input, recv_f);
+    BwdPass b = bwd_begin(bs.microbatch, bs.chunk, recv_b, /*free_logits=*/true);
+    const int pairs = std::min(f.n, b.n);
+    for (int i = 0; i < pairs; ++i) {
+      if (is_moe(f.first + i) && is_moe(b.first + b.n - 1 - i)) {
+        merged_layers(f, i, b, i);
+      } else {
+        fwd_layer(f, i);
+        bwd_layer(b, i);
+      }
+    }
+    for (int i = pairs; i < f.n; ++i) fwd_layer(f, i);
+    for (int i = pairs; i < b.n; ++i) bwd_layer(b, i);
+    fwd_end(f);
+    bwd_end(b);
+  }
+
+  std::uint32_t a2a_overlapped(std::uint32_t after, int layer, int mb, char pass, const char* what) {
+    return contend(add(collective(CollKind::kAllToAll, GroupKind::kEp, moe_comm_.ep_bytes, layer, mb),
+                       fmt::format("ep.a2a {} mb{} L{} {} (overlapped)", pass, mb, layer, what), {after}));
+  }
+  std::uint32_t block_start(std::uint32_t after, int layer, int mb, char pass, const char* what) {
+    return add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb),
+               fmt::format("{} mb{} L{} {} start", pass, mb, layer, what), {after});
+  }
+  std::uint32_t attention_block(std::uint32_t x, int layer, int mb, char pass) {
+    const std::string t = fmt::format("{} mb{} L{} attn", pass, mb, layer);
+    x = tp_before(block_start(x, layer, mb, pass, "attn"), layer, mb, t, false);
+    x = attention(x, layer, mb, pass);
+    return tp_after(x, layer, mb, t, false);
+  }
+  // The routed experts' compute (LayerCost's MLP block: router, permutation, expert GEMMs)
+  // between the expert-TP gather and scatter, without the all-to-alls.
+  std::uint32_t expert_block(std::uint32_t x, int layer, int mb, char pass, std::uint32_t full_alloc) {
+    const bool bwd = pass == 'B';
+    const std::string t = fmt::format("{} mb{} L{} moe", pass, mb, layer);
+    x = tp_before(block_start(x, layer, mb, pass, "moe"), layer, mb, t, true);
+    // Selective recomputation (its modules' op, in its buffer) before the experts' backward.
+    if (full_alloc != kNone) x = recompute_modules(x, layer, mb, full_alloc);
+    const double s = bwd ? moe_.mlp_bwd_s() : moe_.mlp_fwd_s();
+    x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(s), (bwd ? 2 : 1) * moe_.mlp_flops, layer, mb), t, {x}),
+                 (bwd ? 2 : 1) * moe_.mlp_elem_s, 0);
+    return tp_after(x, layer, mb, t, true);
+  }
+
+  void merged_layers(FwdPass& f, int i, BwdPass& b, int idx) {
+    const int lf = f.first + i, lb = b.first + b.n - 1 - idx;
+    // The backward layer's recomputation buffer is allocated when its pass reaches it; its
+    // modules' op runs in its experts' block.
+    const std::uint32_t full_alloc =
+        selective() && moe_.recompute_s > 0
+            ? memory(true, full_moe_, fmt::format("alloc recompute mb{} L{}", b.mb, lb), b.x)
+            : kNone;
+    const std::uint32_t cb = a2a_overlapped(b.x, lb, b.mb, 'B', "combine");
+    const std::uint32_t fa = attention_block(fwd_layer_start(f, i), lf, f.mb, 'F');
+    const std::uint32_t fd = a2a_overlapped(fa, lf, f.mb, 'F', "dispatch");
+    const std::uint32_t bm = expert_block(cb, lb, b.mb, 'B', full_alloc);
+    const std::uint32_t bd = a2a_overlapped(bm, lb, b.mb, 'B', "dispatch");
+    const std::uint32_t fm = expert_block(fd, lf, f.mb, 'F', kNone);
+    const std::uint32_t fc = a2a_overlapped(fm, lf, f.mb, 'F', "combine");
+    const std::uint32_t ba = attention_block(bd, lb, b.mb, 'B');
+    f.x = host_wait(fc, lf, f.mb, 'F');
+    f.done[static_cast<std::size_t>(i)] = f.x;
+    bwd_layer_finish(b, idx, ba, full_alloc);
   }
 
   // The last backward of chunk j in this stage's schedule.

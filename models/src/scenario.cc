@@ -77,6 +77,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.reshard_after_forward, r.boolean("reshard_after_forward"));
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.moe_shared_expert_overlap, r.boolean("moe_shared_expert_overlap"));
+  set(p.moe_a2a_overlap, r.boolean("moe_a2a_overlap"));
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
   if (auto s = r.choice("attention_kernel", {"stack", "fa2", "cudnn", "fa3"})) {
@@ -184,10 +185,38 @@ std::string one_per_line(const std::vector<std::string>& lines) {
 
 }  // namespace
 
+std::string moe_a2a_overlap_problem(const ModelSpec& m, const Plan& p) {
+  // Megatron-Core's rules (transformer_config.py __post_init__ for
+  // overlap_moe_expert_parallel_comm), then what stepcast does not express.
+  if (!m.moe) return fmt::format("needs a mixture-of-experts model ({} has no moe)", m.name);
+  if (p.ep < 2) return fmt::format("needs expert parallelism (ep > 1, got {}): it overlaps the expert-parallel all-to-alls", p.ep);
+  if (p.pp > 1 && p.schedule != Schedule::kInterleaved) {
+    return fmt::format("with pp = {} needs the interleaved schedule (Megatron-Core requires virtual pipeline stages)",
+                       p.pp);
+  }
+  if (p.recompute == Recompute::kFull) return "cannot be combined with full recomputation (Megatron-Core refuses it)";
+  if (p.recomputes(RecomputeModule::kMoe)) {
+    return "cannot be combined with recompute_modules \"moe\" (the recomputed MoE block re-runs the dispatch)";
+  }
+  if (p.moe_shared_expert_overlap) {
+    return "cannot be combined with plan.moe_shared_expert_overlap (Megatron-Core refuses it)";
+  }
+  if (p.stack != Stack::kMegatronCore) {
+    return fmt::format("is Megatron-Core's (plan.stack \"megatron-core\", got \"{}\")", to_string(p.stack));
+  }
+  if (p.zero >= 3) return "with zero 3 is not expressed";
+  if (p.cp > 1) return fmt::format("with context parallelism (cp = {}) is not expressed", p.cp);
+  if (p.offloads()) return "with offload is not expressed";
+  return "";
+}
+
 std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
                                        const Workload& w) {
   std::vector<std::string> out;
   auto add = [&](std::string s) { out.push_back(std::move(s)); };
+  if (p.moe_a2a_overlap) {
+    if (const std::string why = moe_a2a_overlap_problem(m, p); !why.empty()) add("plan.moe_a2a_overlap: " + why);
+  }
   if (m.num_attention_heads % p.tp != 0) {
     add(fmt::format("plan.tp: {} does not divide num_attention_heads ({})", p.tp,
                     m.num_attention_heads));

@@ -48,7 +48,9 @@ double output_head_buffer_bytes(const ModelSpec& model, const Plan& plan, double
 int moe_layers_among_first(const ModelSpec& model, const Plan& plan, int stage, int n);
 
 // Microbatch-equivalents of activations held at peak by pipeline stage `stage`
-// (GPipe m; 1F1B min(p - stage, m); interleaved Megatron warm-up + 1, in chunks / v).
+// (GPipe m; 1F1B min(p - stage, m); interleaved Megatron warm-up + 1, in chunks / v). With
+// plan.moe_a2a_overlap: the warm-up's chunks (one forward more; stage_memory adds the layer
+// a merged step holds beyond them).
 double inflight_microbatches(const Plan& plan, int stage);
 
 MemoryBreakdown stage_memory(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,

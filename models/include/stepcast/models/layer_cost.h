@@ -129,6 +129,9 @@ struct LayerComm {
   double tp_bytes = 0;
   double moe_tp_bytes = 0;
   double tp_allreduce_s = 0, tp_allgather_s = 0, tp_reducescatter_s = 0;
+  // One pass's TP collectives around the attention block and around the MLP (MoE) block:
+  // with SP the all-gather + reduce-scatter pair, else the all-reduce (0 without TP).
+  double tp_attn_pass_s = 0, tp_mlp_pass_s = 0;
   // With TP communication overlap (LayerCost::tp_overlap), exposed seconds of each pass
   // (one layer, one microbatch): a collective of c seconds over n = tp ranks pipelined
   // with a GEMM split into n chunks of g seconds exposes (n-1) * max(0, (1-f) c/(n-1) - g);
@@ -167,6 +170,18 @@ double ring_overlap_exposed_s(double c, int n, double g, double f = 0.0);
 
 LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                      std::int64_t seq_len, bool moe_layer, const LayerCost& cost);
+
+// All-to-all overlap (Plan::moe_a2a_overlap): one MoE layer of a merged step, a forward and
+// a backward of it from two microbatches, its four all-to-alls (A = LayerComm::ep_a2a_s
+// each) beside the other pass's compute blocks (with their TP collectives):
+//   B combine | F attention, F dispatch | B experts (and the recomputed modules),
+//   B dispatch | F experts,  F combine | B attention.
+// Each pair ends max(A, w + f A) after it starts: `interference` = 4 f A slowed compute,
+// `exposed` = sum of max(0, (1 - f) A - w) -- per microbatch, as ep_exposed_s.
+struct MergedA2a {
+  double exposed = 0, interference = 0;
+};
+MergedA2a merged_a2a(const LayerCost& cost, const LayerComm& comm, double f);
 
 }  // namespace stepcast
 

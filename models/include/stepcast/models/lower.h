@@ -23,5 +23,8 @@ struct ScheduleStep {
   int chunk = 0;  // virtual chunk 0..v-1 of this stage
 };
 std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage);
+// The warm-up forwards of `stage` in pipeline_schedule (plus one with plan.moe_a2a_overlap;
+// all m with GPipe). The steady state's forward/backward pairs follow it.
+int schedule_warmup(const Plan& plan, int stage);
 
 }  // namespace stepcast

@@ -53,6 +53,9 @@ Result<Scenario> parse_scenario(std::string_view text, const LoadOptions& option
 // Reads `path` and parses it; messages are prefixed with "<path>: ".
 Result<Scenario> load_scenario_file(const std::string& path, const LoadOptions& options = {});
 
+// Why plan.moe_a2a_overlap cannot apply to this model and plan ("" when it can): Megatron-
+// Core's rules, then what stepcast does not express (specs.h Plan::moe_a2a_overlap).
+std::string moe_a2a_overlap_problem(const ModelSpec& model, const Plan& plan);
 // Semantic checks of a layout against model, cluster and workload (divisibility, world
 // size, batch). One message per problem, each naming the plan field (e.g. "plan.tp: ...").
 // Empty when the layout is valid. Used by the loader and by layout search.

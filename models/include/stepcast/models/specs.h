@@ -235,6 +235,15 @@ struct Plan {
   // MoE shared-expert overlap (Megatron-Core moe_shared_expert_overlap, off by default there):
   // the shared experts compute on their own stream beside each pass's first all-to-all.
   bool moe_shared_expert_overlap = false;
+  // Expert-parallel all-to-all overlap (Megatron-Core overlap_moe_expert_parallel_comm,
+  // Megatron-Bridge moe_a2a_overlap; off by default there): in the steady state the forward
+  // of one microbatch chunk and the backward of another run merged, layer by layer, each
+  // all-to-all of one beside a compute block of the other (combined 1F1B,
+  // docs/model-reference.md "All-to-all overlap"); one more warm-up forward. REQUIRES
+  // (loader, moe_a2a_overlap_problem): an MoE model, ep > 1, the interleaved schedule when
+  // pp > 1, no full recomputation and no "moe" module recomputation, no shared-expert
+  // overlap, the megatron-core stack; not expressed with zero 3, cp > 1 or offload.
+  bool moe_a2a_overlap = false;
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
   // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
   std::array<int, 4> placement = {0, 1, 2, 3};
