@@ -356,6 +356,13 @@ struct Layers {
 
 }  // namespace
 
+double merged_share(const Plan& p, int stage) {
+  if (!p.moe_a2a_overlap || p.schedule == Schedule::kGpipe) return 0.0;
+  const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
+  const double total = static_cast<double>(p.accumulation()) * v;
+  return std::max(0.0, total - schedule_warmup(p, stage)) / total;
+}
+
 int moe_host_syncs(const ModelSpec& m, const Plan& p, const StackProfile& s) {
   if (!m.moe) return 0;
   const int local = std::max(1, m.moe->num_experts / std::max(1, p.ep));
@@ -482,9 +489,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // r of the stage's chunk passes, hide each MoE layer's all-to-alls behind the other
     // pass's blocks (layer_cost.h merged_a2a); the warm-up and cool-down passes expose them
     // as before. The multi-token prediction layers run unmerged (lower.cc).
-    const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
-    const double total = static_cast<double>(p.accumulation()) * v;
-    const double r = std::max(0.0, total - schedule_warmup(p, stage)) / total;
+    const double r = merged_share(p, stage);
     const MergedA2a mg = merged_a2a(L.moe, L.moe_comm, overlap_interference(c.gpu));
     st.ep = moe_n * ((1 - r) * L.moe_comm.ep_exposed_s + r * mg.exposed) + mtp_moe_n * L.moe_comm.ep_exposed_s;
     // Half of the slowed blocks are forward ones (attention, experts), half backward.
@@ -526,6 +531,15 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       const double f = overlap_interference(c.gpu);
       st.pp = v * ring_overlap_exposed_s(one, 2, st.backward / v, f) + v * ring_overlap_exposed_s(one, 2, st.forward / v, f);
       st.pp_fill = one;
+      if (p.moe_a2a_overlap) {
+        // A merged step (all-to-all overlap) sends its outputs when it ends, and the next
+        // merged step of the neighbour needs its backward's gradient at once: no chunk lies
+        // between them to hide it ((1 - f) one exposed per merged step); its forward's input
+        // was sent a step earlier (the extra warm-up forward). The share r of the chunk
+        // passes that run merged (as the all-to-alls below).
+        const double r = merged_share(p, stage);
+        st.pp = (1 - r) * st.pp + r * v * (1 - f) * one;
+      }
       // The stage's receives per microbatch: the activation into each of its chunks but the
       // model's first, the gradient into each but the model's last. A forward's receive is
       // posted before the backward chunk it follows, a backward's before a forward chunk.

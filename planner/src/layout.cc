@@ -16,7 +16,7 @@ namespace stepcast::planner {
 namespace {
 
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "etp", "sp", "tpo", "tp_comm_overlap", "schedule", "v",
+  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "etp", "sp", "tpo", "tp_comm_overlap", "a2a", "moe_a2a_overlap", "schedule", "v",
                                              "virtual_stages", "mb", "microbatch", "gb",
                                              "global_batch", "zero", "recompute", "stack", "gpus",
                                              "offload_optimizer", "offload_activations", "offload_weights"};
@@ -38,11 +38,11 @@ const char* schedule_name(Schedule schedule) { return to_string(schedule).data()
 const char* recompute_name(Recompute recompute) { return to_string(recompute).data(); }
 
 std::string layout_string(const Plan& p) {
-  return fmt::format("tp={},pp={},dp={},cp={},ep={}{},sp={}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
+  return fmt::format("tp={},pp={},dp={},cp={},ep={}{},sp={}{}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
                      p.tp, p.pp, p.dp, p.cp, p.ep,
                      p.expert_tp() != p.tp ? fmt::format(",etp={}", p.expert_tp()) : std::string(),
                      p.sequence_parallel ? "true" : "false",
-                     p.tp_comm_overlap ? ",tpo=true" : "",
+                     p.tp_comm_overlap ? ",tpo=true" : "", p.moe_a2a_overlap ? ",a2a=true" : "",
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
@@ -81,7 +81,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         }
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
-      return Error{msg + " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, schedule, v, mb, gb, zero, recompute, stack, gpus, "
+      return Error{msg + " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, schedule, v, mb, gb, zero, recompute, stack, gpus, "
                          "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
@@ -89,6 +89,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
     if (key == "microbatch") key = "mb";
     if (key == "global_batch") key = "gb";
     if (key == "tp_comm_overlap") key = "tpo";
+    if (key == "moe_a2a_overlap") key = "a2a";
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return Error{fmt::format("{}: {} is given twice", quoted, key)};
     }
@@ -110,6 +111,10 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       if (value == "true" || value == "1") out.plan.tp_comm_overlap = true;
       else if (value == "false" || value == "0") out.plan.tp_comm_overlap = false;
       else return Error{fmt::format("{}: tpo: expected true or false, got \"{}\"", quoted, printable(value))};
+    } else if (key == "a2a") {
+      if (value == "true" || value == "1") out.plan.moe_a2a_overlap = true;
+      else if (value == "false" || value == "0") out.plan.moe_a2a_overlap = false;
+      else return Error{fmt::format("{}: a2a: expected true or false, got \"{}\"", quoted, printable(value))};
     } else if (key == "schedule") {
       if (auto x = parse_schedule(value)) out.plan.schedule = *x;
       else {

@@ -357,6 +357,9 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                 p.offload_optimizer = off[0];
                 p.offload_activations = off[1];
                 p.offload_weights = off[2];
+                // The scenario's all-to-all overlap applies where Megatron-Core allows it (and
+                // stepcast expresses it); the other layouts go without.
+                p.moe_a2a_overlap = x.s.plan.moe_a2a_overlap && moe_a2a_overlap_problem(m, p).empty();
                 // The loader's rules stay the authority: anything they still find is counted.
                 const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
                 if (!errors.empty()) {

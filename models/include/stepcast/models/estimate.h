@@ -112,6 +112,9 @@ struct HostStall {
 // moe_host_sync) sets each pass's dispatch against that pass's GPU time, and adds one launch
 // (host_us_per_kernel) after each synchronisation: the GPU waits for it.
 HostStall host_stall(const ModelSpec& model, const Plan& plan, const LayerCost& lc, const LayerComm& cm, bool moe_layer);
+// With plan.moe_a2a_overlap: the share of stage `stage`'s chunk passes that run in merged
+// steps (the steady state's, (m v - warm-up) / m v); 0 without.
+double merged_share(const Plan& plan, int stage);
 // The host-device synchronisations of one MoE layer's forward under the stack (0 without MoE).
 int moe_host_syncs(const ModelSpec& model, const Plan& plan, const StackProfile& stack);
 
