@@ -278,6 +278,8 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
       const double layer = (dense_here * a_dense + moe_here * a_moe) / rp.layers;
       const double head = stage == p.pp - 1 ? output_head_bytes(m, p, static_cast<double>(w.seq_len)) : 0.0;
       mem.activations += std::max(0.0, layer - head);
+      // The first stage's merged forward also holds its microbatch's token ids (8 B each).
+      if (stage == 0) mem.activations += 8.0 * p.microbatch * static_cast<double>(w.seq_len) / p.cp;
     }
   }
   if (stage == p.pp - 1 && m.mtp_layers > 0) {

@@ -204,6 +204,37 @@ TEST(PlannerCounts, FsdpOptionsApplyToTheZero3LayoutsOnly) {
   }
 }
 
+// The scenario's all-to-all overlap (plan.moe_a2a_overlap) applies to the search's layouts
+// where Megatron-Core allows it -- expert parallelism, no pipeline or the interleaved
+// schedule, no full recomputation -- and the others go without it instead of being rejected.
+TEST(PlannerCounts, A2aOverlapAppliesWhereMegatronCoreAllowsIt) {
+  const Scenario s = load_text(R"({"model": {"preset": "qwen3-30b-a3b", "num_layers": 8},
+      "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "plan": {"pp": 2, "dp": 8, "ep": 8, "schedule": "interleaved", "virtual_stages": 2, "global_batch": 64,
+               "zero": 1, "moe_a2a_overlap": true},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [1], "pp": [1, 2], "cp": [1], "ep": [1, 8], "global_batch": [64], "microbatch": [1],
+                 "zero": [1], "recompute": ["none", "full"], "schedule": ["1f1b", "interleaved"],
+                 "virtual_stages": [2], "top_k": 0}})");
+  const PlanResult r = search(s, 2, 0);
+  int with = 0, without = 0;
+  for (const Candidate& c : r.ranked) {
+    const bool allowed = c.plan.ep > 1 && (c.plan.pp == 1 || c.plan.schedule == Schedule::kInterleaved) &&
+                         c.plan.recompute != Recompute::kFull;
+    EXPECT_EQ(c.plan.moe_a2a_overlap, allowed) << layout_string(c.plan);
+    with += c.plan.moe_a2a_overlap;
+    without += !c.plan.moe_a2a_overlap;
+  }
+  EXPECT_GT(with, 0);
+  EXPECT_GT(without, 0);
+  // The same space without the flag: the same layouts, none overlapped.
+  Scenario plain = s;
+  plain.plan.moe_a2a_overlap = false;
+  const PlanResult r0 = search(plain, 2, 0);
+  EXPECT_EQ(r0.ranked.size() + r0.engine_rejected.size(), r.ranked.size() + r.engine_rejected.size());
+  for (const Candidate& c : r0.ranked) EXPECT_FALSE(c.plan.moe_a2a_overlap);
+}
+
 // Every layout of the space, enumerated independently of the search, explained one by
 // one: the first reason each gets adds up to the search's counts.
 TEST(PlannerCounts, EachLayoutIsCountedUnderTheReasonExplainGives) {
