@@ -565,6 +565,10 @@ void PlannerView::adoptSelected() {
                                    {"offload_weights", p.offload_weights}}) {
     if (value > 0 || document()->value({"plan", key})) edits.push_back({{"plan", key}, value});
   }
+  // All-to-all overlap: written when the layout has it or the plan names it.
+  if (p.moe_a2a_overlap || document()->value({"plan", "moe_a2a_overlap"})) {
+    edits.push_back({{"plan", "moe_a2a_overlap"}, p.moe_a2a_overlap});
+  }
   // Needed when tp exceeds the KV heads; written only then or when the plan names it.
   if (p.replicate_kv_heads || document()->value({"plan", "replicate_kv_heads"})) {
     edits.push_back({{"plan", "replicate_kv_heads"}, p.replicate_kv_heads});

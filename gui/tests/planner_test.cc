@@ -60,6 +60,7 @@ class PlannerTest : public QObject {
   void tableAndChartMatchADirectRun();
   void adoptingRowZeroWritesTheBestPlanAndUndoRestoresTheText();
   void adoptingAFoldedOffloadedLayoutWritesEtpAndOffload();
+  void adoptingAnOverlappedMoeLayoutWritesTheAllToAllOverlap();
   void cancelFromAProgressSignalLeavesNoResult();
   void eventLoopNeverBlocksDuringALongSearch();
 };
@@ -180,6 +181,31 @@ void PlannerTest::adoptingAFoldedOffloadedLayoutWritesEtpAndOffload() {
   QCOMPARE(p.expert_tp(), 1);
   QCOMPARE(p.offload_optimizer, 1.0);
   QCOMPARE(p.offload_activations, 0.0);
+}
+
+// The scenario asks for Megatron-Core's all-to-all overlap; the search applies it to its EP
+// layouts without pipelining (docs/model-reference.md 5.8), and adopting one must keep it.
+void PlannerTest::adoptingAnOverlappedMoeLayoutWritesTheAllToAllOverlap() {
+  ScenarioDocument doc;
+  doc.setText(R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+      "plan": {"dp": 8, "ep": 8, "global_batch": 16, "moe_a2a_overlap": true},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [1], "pp": [1], "cp": [1], "ep": [8], "global_batch": [16], "microbatch": [1],
+                 "zero": [1], "recompute": ["none"], "top_k": 0}})");
+  QVERIFY2(doc.planScenario().has_value(), qPrintable(doc.error()));
+  PlannerView view(&doc);
+  view.startSearch();
+  QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 120000);
+  QVERIFY(view.report() != nullptr);
+  QVERIFY(view.report()->result.ranked.front().plan.moe_a2a_overlap);
+  QVERIFY(view.layoutAt(0).contains(QStringLiteral(",a2a=true")));
+  view.table()->selectRow(0);
+  view.adoptSelected();
+  QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
+  QVERIFY(doc.scenario()->plan.moe_a2a_overlap);
 }
 
 void PlannerTest::cancelFromAProgressSignalLeavesNoResult() {
