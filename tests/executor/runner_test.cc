@@ -226,6 +226,39 @@ TEST(Runner, RecomputedMoeBlocksRunTheirAllToAllsAgainAndVerify) {
   }
 }
 
+TEST(Runner, MergedStepsRunTheirOverlappedAllToAllsAndVerify) {
+  // With Megatron-Core's all-to-all overlap (plan.moe_a2a_overlap) the program interleaves a
+  // forward and a backward chunk layer by layer in its merged steps, each all-to-all on the EP
+  // stream beside the other pass's block (docs/model-reference.md 5.8). The executor runs the
+  // same all-to-alls, in the new order on every member of the EP group: all measured, every
+  // element verified, as many as without the overlap.
+  Scenario s = folded_moe();
+  s.plan.moe_a2a_overlap = true;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  int a2a = 0, overlapped = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.kind != OpKind::kCollective || op.group != GroupKind::kEp) continue;
+    ++a2a;
+    overlapped += prog.names[op.name].find("(overlapped)") != std::string::npos;
+  }
+  EXPECT_EQ(a2a, 4 * 4 * 4);
+  EXPECT_EQ(overlapped, 3 * 4 * 4);  // m = 4: one forward alone, three merged steps, one backward
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  Scenario plain = s;
+  plain.plan.moe_a2a_overlap = false;
+  const auto base = run_all(plain, o);
+  ASSERT_EQ(res.size(), base.size());
+  for (std::size_t r = 0; r < res.size(); ++r) {
+    EXPECT_EQ(res[r].wrong_elements, 0);
+    EXPECT_EQ(res[r].verified_elements, base[r].verified_elements);
+  }
+}
+
 TEST(Runner, CorruptedCollectivesAreCounted) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;
