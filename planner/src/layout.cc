@@ -112,6 +112,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       else if (value == "false" || value == "0") out.plan.tp_comm_overlap = false;
       else return Error{fmt::format("{}: tpo: expected true or false, got \"{}\"", quoted, printable(value))};
     } else if (key == "a2a") {
+      out.a2a_given = true;
       if (value == "true" || value == "1") out.plan.moe_a2a_overlap = true;
       else if (value == "false" || value == "0") out.plan.moe_a2a_overlap = false;
       else return Error{fmt::format("{}: a2a: expected true or false, got \"{}\"", quoted, printable(value))};

@@ -88,7 +88,8 @@ bool core_attn_only_with_flash(const Plan& p) {
 auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(),
                          static_cast<int>(p.schedule), p.virtual_stages, p.microbatch,
-                         p.sequence_parallel, p.tp_comm_overlap, p.zero, static_cast<int>(p.recompute),
+                         p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap, p.zero,
+                         static_cast<int>(p.recompute),
                          static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
@@ -1029,6 +1030,12 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   }
   Explanation ex;
   p = canonical(x, p, ex.folded);
+  // The scenario's options that apply to some layouts only, as the search applies them: its
+  // FSDP options to ZeRO-3, its all-to-all overlap where Megatron-Core allows it (unless the
+  // layout names a2a).
+  p.fsdp_no_sync = p.zero == 3 && s.plan.fsdp_no_sync;
+  p.reshard_after_forward = p.zero != 3 || s.plan.reshard_after_forward;
+  if (!parsed->a2a_given) p.moe_a2a_overlap = s.plan.moe_a2a_overlap && moe_a2a_overlap_problem(s.model, p).empty();
   ex.plan = p;
   ex.layout = layout_string(p);
   ex.outside = outside_space(x, p);

@@ -233,6 +233,21 @@ TEST(PlannerCounts, A2aOverlapAppliesWhereMegatronCoreAllowsIt) {
   const PlanResult r0 = search(plain, 2, 0);
   EXPECT_EQ(r0.ranked.size() + r0.engine_rejected.size(), r.ranked.size() + r.engine_rejected.size());
   for (const Candidate& c : r0.ranked) EXPECT_FALSE(c.plan.moe_a2a_overlap);
+  // --explain applies the flag as the search does unless the layout names a2a: a layout
+  // with full recomputation is explained without it (not refused), a2a=false explains the
+  // overlapped layout's plain twin.
+  auto full = explain_layout(s, r, "pp=1,ep=8,schedule=1f1b,v=1,recompute=full");
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_FALSE(full->plan.moe_a2a_overlap);
+  EXPECT_TRUE(full->problems.empty()) << full->problems.front();
+  auto on = explain_layout(s, r, "pp=1,ep=8,schedule=1f1b,v=1");
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_TRUE(on->plan.moe_a2a_overlap);
+  EXPECT_NE(on->layout.find(",a2a=true"), std::string::npos);
+  auto off = explain_layout(s, r, "pp=1,ep=8,schedule=1f1b,v=1,a2a=false");
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_FALSE(off->plan.moe_a2a_overlap);
+  EXPECT_EQ(off->layout.find(",a2a="), std::string::npos);
 }
 
 // Every layout of the space, enumerated independently of the search, explained one by
