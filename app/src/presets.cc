@@ -57,7 +57,7 @@ std::string presets_json(const PresetsReport& report) {
     o["moe_grouped_gemm"] = st.moe_grouped_gemm;
     o["moe_gemm_per_expert"] = st.moe_gemm_per_expert;
     o["router_kernels"] = st.router_kernels;
-    o["moe_host_sync"] = st.moe_host_sync;
+    o["moe_host_sync"] = StackProfile::kHostSyncNames[static_cast<int>(st.moe_host_sync)];
     o["rmsnorm_bytes"] = st.rmsnorm_bytes;
     o["layernorm_bytes"] = st.layernorm_bytes;
     o["gated_activation_bytes"] = st.gated_activation_bytes;

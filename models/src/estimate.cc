@@ -368,8 +368,11 @@ double merged_share(const Plan& p, int stage) {
 int moe_host_syncs(const ModelSpec& m, const Plan& p, const StackProfile& s) {
   if (!m.moe) return 0;
   const int local = std::max(1, m.moe->num_experts / std::max(1, p.ep));
-  if (s.moe_host_sync == "per_expert") return local;
-  if (s.moe_host_sync == "dispatcher") return p.ep > 1 || local > 1 ? 1 : 0;
+  switch (s.moe_host_sync) {
+    case StackProfile::HostSync::kPerExpert: return local;
+    case StackProfile::HostSync::kDispatcher: return p.ep > 1 || local > 1 ? 1 : 0;
+    case StackProfile::HostSync::kNone: break;
+  }
   return 0;
 }
 
@@ -537,8 +540,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
         // A merged step (all-to-all overlap) sends its outputs when it ends, and the next
         // merged step of the neighbour needs its backward's gradient at once: no chunk lies
         // between them to hide it ((1 - f) one exposed per merged step); its forward's input
-        // was sent a step earlier (the extra warm-up forward). The share r of the chunk
-        // passes that run merged (as the all-to-alls below).
+        // was sent a step earlier (the extra warm-up forward). r: the share of the stage's
+        // chunk passes that run merged (merged_share).
         const double r = merged_share(p, stage);
         st.pp = (1 - r) * st.pp + r * v * (1 - f) * one;
       }

@@ -71,7 +71,11 @@ StackProfile read_stack(ObjectReader& r) {
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   flag("moe_gemm_per_expert", s.moe_gemm_per_expert);
   count("router_kernels", s.router_kernels);
-  if (auto x = r.choice("moe_host_sync", {"dispatcher", "per_expert", "none"})) s.moe_host_sync = *x;
+  if (auto x = r.choice("moe_host_sync", {"none", "dispatcher", "per_expert"})) {
+    s.moe_host_sync = *x == "none" ? StackProfile::HostSync::kNone
+                      : *x == "dispatcher" ? StackProfile::HostSync::kDispatcher
+                                           : StackProfile::HostSync::kPerExpert;
+  }
   params.emplace_back("moe_host_sync");
   num("rmsnorm_bytes", s.rmsnorm_bytes);
   num("layernorm_bytes", s.layernorm_bytes);

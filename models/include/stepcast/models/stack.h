@@ -38,7 +38,9 @@ struct StackProfile {
   // Core's dropless all-to-all dispatcher copies the token counts to the host before the
   // all-to-all when ep > 1 or more than one local expert), "per_expert" one per local expert
   // (an eager loop's torch.where per expert), "none".
-  std::string moe_host_sync = "dispatcher";
+  enum class HostSync { kNone, kDispatcher, kPerExpert };
+  HostSync moe_host_sync = HostSync::kDispatcher;
+  static constexpr const char* kHostSyncNames[] = {"none", "dispatcher", "per_expert"};
   // HBM bytes one forward of an elementwise op moves per element of its 16-bit tensor (the
   // fused kernels' read 2 + write 2; eager PyTorch's decompositions move more): a norm, the
   // gated activation (per inner element), RoPE (per q or k element).
