@@ -137,8 +137,9 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                            [](S s) { return QVariant(s.plan.sequence_parallel); }});
   addField(plan, tr("TP comm overlap"), {{"plan", "tp_comm_overlap"}, Kind::kBool, nullptr, nullptr,
                                          [](S s) { return QVariant(s.plan.tp_comm_overlap); }});
-  addField(plan, tr("All-to-all overlap (MoE)"), {{"plan", "moe_a2a_overlap"}, Kind::kBool, nullptr, nullptr,
-                                                  [](S s) { return QVariant(s.plan.moe_a2a_overlap); }});
+  addField(plan, tr("All-to-all overlap (MoE)"), {{"plan", "moe_a2a_overlap"}, Kind::kBool, nullptr, nullptr, [](S s) {
+                                                    return QVariant(s.plan.moe_a2a_overlap);
+                                                  }});
   addField(plan, tr("Schedule"), {{"plan", "schedule"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                     return QVariant(QString::fromStdString(std::string(to_string(s.plan.schedule))));
                                   }});

@@ -48,9 +48,9 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
   // them too.
   static const std::array<ValidationResiduals, 4> own{{
       {13, 0.0089553244030176338, 0.074143277332090682},  // megatron-core
-      {1, 0.25003409513021135, 0},   // fsdp2-eager: one record, too few for its own
-      {0, 0.0, 0.0},   // fsdp2-compile
-      {1, 0.41900750372638818, 0},  // deepspeed-zero: one record, too few for its own
+      {1, 0.25003409513021135, 0},                        // fsdp2-eager: one record, too few for its own
+      {0, 0.0, 0.0},                                      // fsdp2-compile
+      {1, 0.41900750372638818, 0},                        // deepspeed-zero: one record, too few for its own
   }};
   return own.at(static_cast<std::size_t>(stack));
 }

@@ -534,7 +534,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       // lower.cc contend): f one is charged as compute, max(0, (1 - f) one - chunk) stays
       // exposed (ring_overlap_exposed_s with n = 2).
       const double f = overlap_interference(c.gpu);
-      st.pp = v * ring_overlap_exposed_s(one, 2, st.backward / v, f) + v * ring_overlap_exposed_s(one, 2, st.forward / v, f);
+      st.pp = v * ring_overlap_exposed_s(one, 2, st.backward / v, f) +
+              v * ring_overlap_exposed_s(one, 2, st.forward / v, f);
       st.pp_fill = one;
       if (p.moe_a2a_overlap) {
         // A merged step (all-to-all overlap) sends its outputs when it ends, and the next

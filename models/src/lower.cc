@@ -536,10 +536,9 @@ class StageBuilder {
     }
     // An activation-offloaded layer keeps its activations in host memory (its staging
     // buffer is in the stage's static bytes).
-    const double act = layer < act_off_end_ ? 0.0
-                       : p_.recompute == Recompute::kFull
-                           ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
-                           : (is_moe(layer) ? act_moe_ : act_dense_);
+    const double act = layer < act_off_end_               ? 0.0
+                       : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
+                                                          : (is_moe(layer) ? act_moe_ : act_dense_);
     std::uint32_t a = memory(true, act, fmt::format("alloc act mb{} L{}", f.mb, layer), f.x);
     add_dep(a, gather);
     if (add_dep_to_next_ != kNone) {
@@ -636,9 +635,9 @@ class StageBuilder {
   void flush_fsdp_rs(BwdPass& b) {
     if (b.rs_after == kNone) return;
     const LayerRankParams& lp = is_moe(b.rs_layer) ? layer_moe_ : layer_dense_;
-    dp_ops_.push_back(contend(add(collective(CollKind::kReduceScatter, GroupKind::kDp,
-                                             (lp.dense + lp.expert) * p_.grad_bytes, b.rs_layer, b.mb),
-                                  fmt::format("fsdp.rs mb{} L{}", b.mb, b.rs_layer), {b.rs_after})));
+    dp_ops_.push_back(contend(add(
+        collective(CollKind::kReduceScatter, GroupKind::kDp, (lp.dense + lp.expert) * p_.grad_bytes, b.rs_layer, b.mb),
+        fmt::format("fsdp.rs mb{} L{}", b.mb, b.rs_layer), {b.rs_after})));
     b.rs_after = kNone;
   }
 
@@ -681,11 +680,12 @@ class StageBuilder {
     const bool moe = is_moe(layer);
     x = host_wait(x, layer, b.mb, 'B');
     b.done[static_cast<std::size_t>(idx)] = x;
-    const double act = layer < act_off_end_ ? 0.0
+    const double act = layer < act_off_end_               ? 0.0
                        : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
                                                           : (moe ? act_moe_ : act_dense_);
     x = memory(false, act, fmt::format("free act mb{} L{}", b.mb, layer), x);
-    if (full_alloc != kNone) x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", b.mb, layer), x);
+    if (full_alloc != kNone)
+      x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", b.mb, layer), x);
     if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
       // Deferred (fsdp_no_sync): only the chunk's last backward reduce-scatters (the
       // gradients accumulate unsharded until then).
@@ -712,7 +712,8 @@ class StageBuilder {
     const int layer = b.first + b.n - 1 - idx;
     std::uint32_t full_alloc = kNone;
     std::uint32_t x = bwd_layer_start(b, idx, full_alloc);
-    x = (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb) : layer_backward_blocks(x, layer, b.mb);
+    x = (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb)
+                                              : layer_backward_blocks(x, layer, b.mb);
     bwd_layer_finish(b, idx, x, full_alloc);
   }
 
@@ -725,7 +726,8 @@ class StageBuilder {
       const Op s = p2p(OpKind::kSend, stage_of_chunk(b.k - 1), tag(b.mb, b.k, true), b.mb);
       add(s, fmt::format("pp.send B mb{} chunk{}", b.mb, b.k), {x});
     }
-    if (b.k == chunks_ - 1 && !b.logits_freed) x = memory(false, logits_bytes(), fmt::format("free logits mb{}", b.mb), x);
+    if (b.k == chunks_ - 1 && !b.logits_freed)
+      x = memory(false, logits_bytes(), fmt::format("free logits mb{}", b.mb), x);
     last_compute_ = x;
   }
 
@@ -780,8 +782,9 @@ class StageBuilder {
     // Selective recomputation (its modules' op, in its buffer) before the experts' backward.
     if (full_alloc != kNone) x = recompute_modules(x, layer, mb, full_alloc);
     const double s = bwd ? moe_.mlp_bwd_s() : moe_.mlp_fwd_s();
-    x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(s), (bwd ? 2 : 1) * moe_.mlp_flops, layer, mb), t, {x}),
-                 (bwd ? 2 : 1) * moe_.mlp_elem_s, 0);
+    x = annotate(
+        add(compute(ComputeClass::kGemm, SimTime::from_s(s), (bwd ? 2 : 1) * moe_.mlp_flops, layer, mb), t, {x}),
+        (bwd ? 2 : 1) * moe_.mlp_elem_s, 0);
     return tp_after(x, layer, mb, t, true);
   }
 

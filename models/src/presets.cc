@@ -72,7 +72,7 @@ StackProfile read_stack(ObjectReader& r) {
   flag("moe_gemm_per_expert", s.moe_gemm_per_expert);
   count("router_kernels", s.router_kernels);
   if (auto x = r.choice("moe_host_sync", {"none", "dispatcher", "per_expert"})) {
-    s.moe_host_sync = *x == "none" ? StackProfile::HostSync::kNone
+    s.moe_host_sync = *x == "none"         ? StackProfile::HostSync::kNone
                       : *x == "dispatcher" ? StackProfile::HostSync::kDispatcher
                                            : StackProfile::HostSync::kPerExpert;
   }

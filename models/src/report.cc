@@ -189,18 +189,16 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
                    s.model.moe ? fmt::format(", MoE {}x top-{}", s.model.moe->num_experts, s.model.moe->top_k) : ""));
   line(fmt::format("  cluster  {}: {} nodes x {} {} = {} GPUs", c.name, c.nodes, c.gpus_per_node,
                    c.gpu.name, c.world()));
-  line(fmt::format("  plan     tp={} pp={} dp={} cp={} ep={}{} sp={} schedule={}{} microbatch={} "
-                   "global_batch={} (m={}) zero={}{} recompute={} precision={}",
-                   p.tp, p.pp, p.dp, p.cp, p.ep,
-                   (p.expert_tp() != p.tp ? fmt::format(" etp={}", p.expert_tp()) : "") +
-                       (p.moe_a2a_overlap ? " (a2a overlap)" : ""),
-                   p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off",
-                   to_string(p.schedule),
-                   p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch,
-                   p.global_batch, e.microbatches, p.zero,
-                   std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),
-                   recompute_text(p),
-                   to_string(p.precision)));
+  line(fmt::format(
+      "  plan     tp={} pp={} dp={} cp={} ep={}{} sp={} schedule={}{} microbatch={} "
+      "global_batch={} (m={}) zero={}{} recompute={} precision={}",
+      p.tp, p.pp, p.dp, p.cp, p.ep,
+      (p.expert_tp() != p.tp ? fmt::format(" etp={}", p.expert_tp()) : "") +
+          (p.moe_a2a_overlap ? " (a2a overlap)" : ""),
+      p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off", to_string(p.schedule),
+      p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch, p.global_batch, e.microbatches,
+      p.zero, std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),
+      recompute_text(p), to_string(p.precision)));
   if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
   if (!p.attention_kernel.empty()) line(fmt::format("  attention kernel {}", p.attention_kernel));
   line("");

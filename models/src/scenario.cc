@@ -189,7 +189,8 @@ std::string moe_a2a_overlap_problem(const ModelSpec& m, const Plan& p) {
   // Megatron-Core's rules (transformer_config.py __post_init__ for
   // overlap_moe_expert_parallel_comm), then what stepcast does not express.
   if (!m.moe) return fmt::format("needs a mixture-of-experts model ({} has no moe)", m.name);
-  if (p.ep < 2) return fmt::format("needs expert parallelism (ep > 1, got {}): it overlaps the expert-parallel all-to-alls", p.ep);
+  if (p.ep < 2)
+    return fmt::format("needs expert parallelism (ep > 1, got {}): it overlaps the expert-parallel all-to-alls", p.ep);
   if (p.pp > 1 && p.schedule != Schedule::kInterleaved) {
     return fmt::format("with pp = {} needs the interleaved schedule (Megatron-Core requires virtual pipeline stages)",
                        p.pp);

@@ -16,10 +16,31 @@ namespace stepcast::planner {
 namespace {
 
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = {"tp", "pp", "dp", "cp", "ep", "etp", "sp", "tpo", "tp_comm_overlap", "a2a", "moe_a2a_overlap", "schedule", "v",
-                                             "virtual_stages", "mb", "microbatch", "gb",
-                                             "global_batch", "zero", "recompute", "stack", "gpus",
-                                             "offload_optimizer", "offload_activations", "offload_weights"};
+  static const std::vector<std::string> k = {"tp",
+                                             "pp",
+                                             "dp",
+                                             "cp",
+                                             "ep",
+                                             "etp",
+                                             "sp",
+                                             "tpo",
+                                             "tp_comm_overlap",
+                                             "a2a",
+                                             "moe_a2a_overlap",
+                                             "schedule",
+                                             "v",
+                                             "virtual_stages",
+                                             "mb",
+                                             "microbatch",
+                                             "gb",
+                                             "global_batch",
+                                             "zero",
+                                             "recompute",
+                                             "stack",
+                                             "gpus",
+                                             "offload_optimizer",
+                                             "offload_activations",
+                                             "offload_weights"};
   return k;
 }
 
@@ -41,10 +62,9 @@ std::string layout_string(const Plan& p) {
   return fmt::format("tp={},pp={},dp={},cp={},ep={}{},sp={}{}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
                      p.tp, p.pp, p.dp, p.cp, p.ep,
                      p.expert_tp() != p.tp ? fmt::format(",etp={}", p.expert_tp()) : std::string(),
-                     p.sequence_parallel ? "true" : "false",
-                     p.tp_comm_overlap ? ",tpo=true" : "", p.moe_a2a_overlap ? ",a2a=true" : "",
-                     schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
-                     recompute_name(p.recompute),
+                     p.sequence_parallel ? "true" : "false", p.tp_comm_overlap ? ",tpo=true" : "",
+                     p.moe_a2a_overlap ? ",a2a=true" : "", schedule_name(p.schedule), p.virtual_stages, p.microbatch,
+                     p.global_batch, p.zero, recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
          (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
          (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
@@ -81,8 +101,9 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         }
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
-      return Error{msg + " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, schedule, v, mb, gb, zero, recompute, stack, gpus, "
-                         "offload_optimizer, offload_activations, offload_weights)"};
+      return Error{msg +
+                   " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, schedule, v, mb, gb, zero, recompute, stack, gpus, "
+                   "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
     if (key == "virtual_stages") key = "v";

@@ -86,11 +86,10 @@ bool core_attn_only_with_flash(const Plan& p) {
 // Ties go to fewer GPUs, then the smaller batch, then the simpler layout: less context,
 // tensor and pipeline parallelism (so more data parallelism), fewer expert groups, ...
 auto layout_key(const Plan& p) {
-  return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(),
-                         static_cast<int>(p.schedule), p.virtual_stages, p.microbatch,
-                         p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap, p.zero,
-                         static_cast<int>(p.recompute),
-                         static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
+  return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(), static_cast<int>(p.schedule),
+                         p.virtual_stages, p.microbatch, p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap,
+                         p.zero, static_cast<int>(p.recompute), static_cast<int>(p.stack), p.offload_optimizer,
+                         p.offload_activations, p.offload_weights);
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }

@@ -42,7 +42,8 @@ Scenario load(const std::string& text) {
 TEST(MoeA2aOverlap, LoaderRulesNameTheField) {
   const std::string on = R"(, "moe_a2a_overlap": true)";
   EXPECT_TRUE(load(qwen_cut(on)).plan.moe_a2a_overlap);
-  EXPECT_EQ(load_error(qwen_cut(R"(, "moe_a2a_overlap": "yes")")), "plan.moe_a2a_overlap: expected true or false, got \"yes\"");
+  EXPECT_EQ(load_error(qwen_cut(R"(, "moe_a2a_overlap": "yes")")),
+            "plan.moe_a2a_overlap: expected true or false, got \"yes\"");
   const std::string p = "plan.moe_a2a_overlap: ";
   EXPECT_EQ(load_error(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
                            "plan": {"dp": 8, "global_batch": 8, "moe_a2a_overlap": true}, "workload": {"seq_len": 4096}})"),
@@ -124,7 +125,8 @@ TEST(MoeA2aOverlap, MergedStepsHideTheAllToAllsByHand) {
     const double a = cm.ep_a2a_s;
     ASSERT_GT(a, 0.0);
     EXPECT_NEAR(cm.ep_exposed_s, 4 * a, 1e-15);
-    for (double block : {lc.attn_fwd_s(), lc.attn_bwd_s(), lc.mlp_fwd_s(), lc.mlp_bwd_s()}) ASSERT_GT(block, (1 - f) * a);
+    for (double block : {lc.attn_fwd_s(), lc.attn_bwd_s(), lc.mlp_fwd_s(), lc.mlp_bwd_s()})
+      ASSERT_GT(block, (1 - f) * a);
     const StageTimes s0 = stage_times(off.model, off.cluster, off.plan, off.workload, 0);
     const StageTimes s1 = stage_times(on.model, on.cluster, on.plan, on.workload, 0);
     EXPECT_NEAR(s0.ep, 8 * 4 * a, 1e-12);
@@ -147,7 +149,8 @@ TEST(MoeA2aOverlap, MergedStepsHideTheAllToAllsByHand) {
     const LayerCost lc = layer_cost(on.model, on.cluster, on.plan, 4096, true);
     const LayerComm cm = layer_comm(on.model, on.cluster, on.plan, 4096, true, lc);
     const double a = cm.ep_a2a_s;
-    for (double block : {lc.attn_fwd_s(), lc.attn_bwd_s(), lc.mlp_fwd_s(), lc.mlp_bwd_s()}) ASSERT_LT(block, (1 - f) * a);
+    for (double block : {lc.attn_fwd_s(), lc.attn_bwd_s(), lc.mlp_fwd_s(), lc.mlp_bwd_s()})
+      ASSERT_LT(block, (1 - f) * a);
     const StageTimes s0 = stage_times(off.model, off.cluster, off.plan, off.workload, 0);
     const StageTimes s1 = stage_times(on.model, on.cluster, on.plan, on.workload, 0);
     const double layer = lc.fwd_s() + lc.bwd_s();

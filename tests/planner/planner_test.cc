@@ -905,9 +905,10 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
     auto e = explain_layout(s, r, layout);
     return e.ok() ? std::string("(ok)") : e.error().message;
   };
-  EXPECT_EQ(message("tp=8,pq=4,gpus=8"),
-            "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
-            "schedule, v, mb, gb, zero, recompute, stack, gpus, offload_optimizer, offload_activations, offload_weights)");
+  EXPECT_EQ(
+      message("tp=8,pq=4,gpus=8"),
+      "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
+      "schedule, v, mb, gb, zero, recompute, stack, gpus, offload_optimizer, offload_activations, offload_weights)");
   EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");
   EXPECT_EQ(message("tp"), "\"tp\": \"tp\" is not key=value");
   EXPECT_EQ(message("tp=8,tp=4"), "\"tp=8,tp=4\": tp is given twice");

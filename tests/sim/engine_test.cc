@@ -298,8 +298,9 @@ TEST(Engine, InterleavedReceivesPostedAheadHideTheirTransfers) {
     const int recvs = stage == 0 || stage == s.plan.pp - 1 ? 3 * 16 : 4 * 16;
     const double extra = stage_rank(on, stage).compute - stage_rank(off, stage).compute;
     EXPECT_NEAR(extra, f * one * recvs, 0.05 * f * one * recvs) << stage;
-    const double closed = 16 * (stage_times(c_on.model, c_on.cluster, c_on.plan, c_on.workload, stage).parts.interference -
-                                stage_times(s.model, s.cluster, s.plan, s.workload, stage).parts.interference);
+    const double closed =
+        16 * (stage_times(c_on.model, c_on.cluster, c_on.plan, c_on.workload, stage).parts.interference -
+              stage_times(s.model, s.cluster, s.plan, s.workload, stage).parts.interference);
     EXPECT_NEAR(extra, closed, 1e-3 * closed) << stage;
   }
   EXPECT_LT(on.summary.step_time_s, off.summary.step_time_s);
@@ -797,7 +798,8 @@ TEST(Engine, MergedStepsOverlapTheAllToAllsAsTheClosedForm) {
     Scenario s;
     double step_tolerance;
   };
-  for (const Case& k : std::vector<Case>{{"cut, no pipeline", cut, 0.005}, {"recipe, pp 2 interleaved", recipe, 0.01}}) {
+  for (const Case& k :
+       std::vector<Case>{{"cut, no pipeline", cut, 0.005}, {"recipe, pp 2 interleaved", recipe, 0.01}}) {
     Scenario plain = k.s;
     plain.plan.moe_a2a_overlap = false;
     const Simulated r = run(k.s), r0 = run(plain);

@@ -27,7 +27,7 @@ struct ParsedLayout {
   bool dp_given = false;       // "dp=N" named (else the caller derives it)
   bool gb_given = false;       // "gb=N" named
   bool schedule_given = false;
-  bool a2a_given = false;      // "a2a=..." named (else the scenario's flag where it applies)
+  bool a2a_given = false;  // "a2a=..." named (else the scenario's flag where it applies)
 };
 
 // Parses "key=value" pairs separated by commas, on top of `base`. Keys: tp, pp, dp, cp, ep,
