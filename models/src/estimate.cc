@@ -200,9 +200,9 @@ double inflight_microbatches(const Plan& p, int stage) {
   const double m = static_cast<double>(p.accumulation());
   if (p.moe_a2a_overlap && p.schedule != Schedule::kGpipe) {
     // Merged steps (specs.h moe_a2a_overlap): the warm-up's chunks, one more forward than
-    // without (stage_memory adds the layer a merged step holds beyond them).
-    const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
-    return std::min<double>(schedule_warmup(p, stage), m * v) / v;
+    // without (stage_memory adds the layer a merged step holds beyond them). schedule_warmup
+    // is capped at the m v chunk passes; virtual_stages is 1 unless interleaved.
+    return static_cast<double>(schedule_warmup(p, stage)) / p.virtual_stages;
   }
   switch (p.schedule) {
     case Schedule::kGpipe: return m;
@@ -268,19 +268,16 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
   mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +
                     activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
-  if (p.moe_a2a_overlap && p.schedule != Schedule::kGpipe && rp.layers > 0) {
+  if (merged_share(p, stage) > 0 && rp.layers > 0) {
     // A merged step allocates its forward's layers one by one while its backward frees its
     // own (lower.cc): one layer more than the warm-up's chunks. Its backward frees its output
     // head's buffer first, before its forward's loss allocates one: on the last stage the
     // layer adds only what it exceeds that buffer by.
-    const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
-    if (schedule_warmup(p, stage) < static_cast<double>(p.accumulation()) * v) {
-      const double layer = (dense_here * a_dense + moe_here * a_moe) / rp.layers;
-      const double head = stage == p.pp - 1 ? output_head_bytes(m, p, static_cast<double>(w.seq_len)) : 0.0;
-      mem.activations += std::max(0.0, layer - head);
-      // The first stage's merged forward also holds its microbatch's token ids (8 B each).
-      if (stage == 0) mem.activations += 8.0 * p.microbatch * static_cast<double>(w.seq_len) / p.cp;
-    }
+    const double layer = (dense_here * a_dense + moe_here * a_moe) / rp.layers;
+    const double head = stage == p.pp - 1 ? output_head_bytes(m, p, static_cast<double>(w.seq_len)) : 0.0;
+    mem.activations += std::max(0.0, layer - head);
+    // The first stage's merged forward also holds its microbatch's token ids (8 B each).
+    if (stage == 0) mem.activations += 8.0 * p.microbatch * static_cast<double>(w.seq_len) / p.cp;
   }
   if (stage == p.pp - 1 && m.mtp_layers > 0) {
     // Per module: its activations for each microbatch in flight, and one more output-head
@@ -360,8 +357,7 @@ struct Layers {
 
 double merged_share(const Plan& p, int stage) {
   if (!p.moe_a2a_overlap || p.schedule == Schedule::kGpipe) return 0.0;
-  const double v = p.schedule == Schedule::kInterleaved ? p.virtual_stages : 1;
-  const double total = static_cast<double>(p.accumulation()) * v;
+  const double total = static_cast<double>(p.accumulation()) * p.virtual_stages;  // v is 1 unless interleaved
   return std::max(0.0, total - schedule_warmup(p, stage)) / total;
 }
 

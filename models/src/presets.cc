@@ -71,10 +71,13 @@ StackProfile read_stack(ObjectReader& r) {
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   flag("moe_gemm_per_expert", s.moe_gemm_per_expert);
   count("router_kernels", s.router_kernels);
-  if (auto x = r.choice("moe_host_sync", {"none", "dispatcher", "per_expert"})) {
-    s.moe_host_sync = *x == "none"         ? StackProfile::HostSync::kNone
-                      : *x == "dispatcher" ? StackProfile::HostSync::kDispatcher
-                                           : StackProfile::HostSync::kPerExpert;
+  {
+    const auto& names = StackProfile::kHostSyncNames;
+    if (auto x = r.choice("moe_host_sync", {names[0], names[1], names[2]})) {
+      for (int i = 0; i < 3; ++i) {
+        if (*x == names[i]) s.moe_host_sync = static_cast<StackProfile::HostSync>(i);
+      }
+    }
   }
   params.emplace_back("moe_host_sync");
   num("rmsnorm_bytes", s.rmsnorm_bytes);
