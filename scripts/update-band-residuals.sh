@@ -10,7 +10,7 @@ out=$(cd "$build" && ctest -R 'ValidateShipped.BandResidualsAreTheCurrentValidat
 python3 - "$out" <<'PY'
 import re, sys
 out = sys.argv[1]
-vals = dict(re.findall(r'^(pooled|megatron-core|fsdp2-eager|fsdp2-compile|deepspeed-zero): \{([^}]*)\}', out, re.M))
+vals = dict(re.findall(r'^(pooled|megatron-core|fsdp2-eager|fsdp2-compile|deepspeed-zero-2021|deepspeed-zero): \{([^}]*)\}', out, re.M))
 if not vals:
     print("band residuals already current"); sys.exit(0)
 path = 'models/src/band.cc'
@@ -24,7 +24,7 @@ if 'pooled' in vals:
 for name, v in vals.items():
     if name == 'pooled': continue
     n, mean, sd = fmt(v)
-    src, k = re.subn(r'\{[^{}]*\}(,\s*// ' + re.escape(name) + r'\b)', f'{{{n}, {mean}, {sd}}}' + r'\1', src)
+    src, k = re.subn(r'\{[^{}]*\}(,\s*// ' + re.escape(name) + r'(?![-\w]))', f'{{{n}, {mean}, {sd}}}' + r'\1', src)
     if k != 1: sys.exit(f"band.cc: no line for {name}")
 open(path, 'w').write(src)
 print("updated:", ", ".join(sorted(vals)))

@@ -331,7 +331,9 @@ std::optional<Nics> nics_of(const std::string& text, std::int64_t gpus_per_node)
 // The software stack of a record (docs/validation.md "Software stack"): read from the
 // source title and the layout's framework text (zero_fsdp, techniques, system, schedule).
 //   "fsdp2" or "torchtitan": fsdp2-compile if "compile" is named, else fsdp2-eager;
-//   "deepspeed" with ZeRO-3: deepspeed-zero (DeepSpeed's own engine shards the model);
+//   "deepspeed" with ZeRO-3: deepspeed-zero (DeepSpeed's own engine shards the model), or
+//   deepspeed-zero-2021 when the record's id or title dates it 2021 or earlier (the first
+//   20xx in them), with 16-bit gradients;
 //   anything else (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed): megatron-core.
 // The member `k` of `o` when `o` is an object that has it, else nullptr.
 const json* field(const json& o, const char* k) { return o.is_object() && o.contains(k) ? &o.at(k) : nullptr; }
@@ -359,8 +361,23 @@ void stack_rule(const json& rec, Record& r) {
                                                                            : "torch.compile not named",
                                         r.stack));
   } else if (contains(low, "deepspeed") && r.zero == 3) {
-    r.stack = "deepspeed-zero";
-    r.assumptions.push_back("stack: DeepSpeed ZeRO-3 without Megatron model parallelism: deepspeed-zero");
+    // The DeepSpeed of the record's year: the first 20xx in its id or source title.
+    std::smatch y;
+    const std::string ids = (rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") + " " +
+                            source_title(rec);
+    const bool dated = std::regex_search(ids, y, std::regex(R"((?:^|[^0-9])(20[0-9]{2})(?:[^0-9]|$))"));
+    const bool v2021 = dated && std::stoi(y[1].str()) <= 2021;
+    r.stack = v2021 ? "deepspeed-zero-2021" : "deepspeed-zero";
+    r.assumptions.push_back(
+        v2021 ? fmt::format("stack: DeepSpeed ZeRO-3 without Megatron model parallelism, of the record's year ({}): "
+                            "deepspeed-zero-2021 (the stage-3 coordinator that synchronised the device at each "
+                            "module's fetch)",
+                            y[1].str())
+              : std::string("stack: DeepSpeed ZeRO-3 without Megatron model parallelism: deepspeed-zero"));
+    // DeepSpeed reduces param.grad, in the model's 16-bit type (no fp32 gradient reduction by
+    // default).
+    r.grad_dtype = "bf16";
+    r.assumptions.push_back("gradients: DeepSpeed ZeRO-3 reduce-scatters the 16-bit param.grad (2 bytes)");
   } else {
     r.stack = "megatron-core";  // the common assumption (common_assumptions)
   }

@@ -13,6 +13,7 @@
 #include "stepcast/models/lower.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/stack.h"
+#include "stepcast/models/zero3_fetch.h"
 
 namespace stepcast {
 
@@ -553,7 +554,31 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       st.pp = 2.0 * v * one;
     }
   }
-  if (p.zero >= 3 && p.dp * p.cp > 1) {
+  if (zero3_module_fetch(m, p)) {
+    // DeepSpeed's 2021 per-module fetch (zero3_fetch.h): the microbatch's trace timed segment
+    // by segment between the coordinator's device synchronisations.
+    const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
+    const StackProfile& stack = stack_profile(p.stack);
+    const Zero3Trace t = zero3_trace(m, p, L.dense, L.logits_fwd, L.logits_bwd);
+    const std::vector<Zero3Hook> hooks = zero3_coordinate(t, zero3_policy(stack));
+    std::vector<double> gather(t.numel.size()), reduce(t.numel.size());
+    for (std::size_t i = 0; i < t.numel.size(); ++i) {
+      gather[i] = collective_cost(c, CollKind::kAllGather, g, t.numel[i] * kWeightBytes).time_s;
+      reduce[i] = collective_cost(c, CollKind::kReduceScatter, g, t.numel[i] * p.grad_bytes).time_s;
+    }
+    const double f = overlap_interference(c.gpu);
+    const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, stack.host_us_per_kernel * 1e-6);
+    // The interference of the gathers prefetched in the forward slows the forward.
+    double fwd_interference = 0;
+    const auto fwd_uses = static_cast<std::size_t>(zero3_forward_uses(m));
+    for (std::size_t i = 0; i < fwd_uses && i < hooks.size(); ++i) {
+      for (int q : hooks[i].prefetch) fwd_interference += f * gather[static_cast<std::size_t>(q)];
+    }
+    st.forward += fwd_interference;
+    st.backward += z.interference_s - fwd_interference;
+    st.parts.interference += z.interference_s;
+    st.fsdp = z.exposed_s();
+  } else if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;
     const double ag = collective_cost(c, CollKind::kAllGather, g, params * kWeightBytes).time_s;

@@ -8,6 +8,8 @@
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/params.h"
+#include "stepcast/models/stack.h"
+#include "stepcast/models/zero3_fetch.h"
 
 namespace stepcast {
 
@@ -72,6 +74,14 @@ class StageBuilder {
     host_dense_ = host_stall(m, p, dense_, dense_comm_, false);
     if (m.moe) host_moe_ = host_stall(m, p, moe_, moe_comm_, true);
     logits_ = logits_cost(m, c, p, w.seq_len);
+    if (zero3_module_fetch(m, p)) {
+      // DeepSpeed's 2021 per-module fetch (zero3_fetch.h): the coordinator's hooks over one
+      // microbatch's trace, replayed by zuse() in the same order.
+      zmod_ = true;
+      ztrace_ = zero3_trace(m, p, dense_, logits_.fwd_s, logits_.bwd_s);
+      zhooks_ = zero3_coordinate(ztrace_, zero3_policy(stack_profile(p.stack)));
+      zlaunch_s_ = stack_profile(p.stack).host_us_per_kernel * 1e-6;
+    }
     if (m.mtp_layers > 0) {
       mtp_ = mtp_projection_cost(m, c, p, w.seq_len);
       mtp_act_ = mtp_activation_bytes(m, p, w.seq_len);
@@ -458,6 +468,74 @@ class StageBuilder {
                fmt::format("host {} mb{} L{}", pass, mb, layer), {prev});
   }
 
+  // --- ZeRO-3 fetch per module (zero3_fetch.h) ----------------------------------------
+  // The next use of the trace after `x`: at a synchronisation, the on-demand gathers, then a
+  // zero-second op that waits for the compute and every gather and reduce-scatter issued
+  // since the last one, then one launch on the host; the prefetched gathers (each slowing
+  // the compute after it); the use's compute (`s` seconds, none when 0); its gradient's
+  // reduce-scatter. Every gather and reduce-scatter is on the data-parallel stream.
+  std::uint32_t zuse(std::uint32_t x, int layer, int mb, ComputeClass cls, double s, double flops, double mem_s,
+                     double core_flops, const std::string& name) {
+    const Zero3Hook& h = zhooks_[zcur_];
+    const Zero3Use& u = ztrace_.uses[zcur_];
+    auto weight = [&](int q, CollKind k, double bytes_per) {
+      return collective(k, GroupKind::kDp, ztrace_.numel[static_cast<std::size_t>(q)] * bytes_per, layer, mb);
+    };
+    if (h.sync) {
+      for (int q : h.fetch) zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
+      const std::uint32_t sync =
+          add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), "zero3.sync " + name, {x});
+      for (std::uint32_t d : zout_) add_dep(sync, d);
+      zout_.clear();
+      x = add(compute(ComputeClass::kHost, SimTime::from_s(zlaunch_s_), 0, layer, mb), "zero3.launch " + name, {sync});
+    }
+    for (int q : h.prefetch) {
+      zout_.push_back(contend(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag prefetch " + name, {x})));
+    }
+    if (s > 0) x = annotate(add(compute(cls, SimTime::from_s(s), flops, layer, mb), name, {x}), mem_s, core_flops);
+    if (u.reduce) {
+      const std::uint32_t rs = add(weight(u.param, CollKind::kReduceScatter, p_.grad_bytes), "zero3.rs " + name, {x});
+      zout_.push_back(rs);
+      dp_ops_.push_back(rs);
+    }
+    zcur_ = (zcur_ + 1) % ztrace_.uses.size();
+    return x;
+  }
+  // A layer's forward (or full recomputation, pass 'R') and backward as the trace's uses.
+  std::uint32_t zlayer_forward(std::uint32_t x, int layer, int mb, char pass) {
+    const LayerCost& lc = dense_;
+    const std::string t = fmt::format("{} mb{} L{}", pass, mb, layer);
+    x = zuse(x, layer, mb, ComputeClass::kAttention, lc.attn_elem_s + lc.qkv_gemm_s + lc.attn_core_s,
+             lc.qkv_flops + lc.attn_core_flops, lc.attn_elem_s, lc.attn_core_flops, t + " qkv+core");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, lc.proj_gemm_s, lc.proj_flops, 0, 0, t + " proj");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, lc.mlp_elem_s + lc.fc1_gemm_s, lc.fc1_flops, lc.mlp_elem_s, 0,
+             t + " fc1");
+    return zuse(x, layer, mb, ComputeClass::kGemm, lc.fc2_gemm_s, lc.fc2_flops, 0, 0, t + " fc2");
+  }
+  std::uint32_t zlayer_backward(std::uint32_t x, int layer, int mb) {
+    const LayerCost& lc = dense_;
+    const std::string t = fmt::format("B mb{} L{}", mb, layer);
+    const bool sel = p_.recompute != Recompute::kFull;
+    const double core_flops = lc.core_bwd_factor * lc.attn_core_flops;
+    x = zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.fc2_gemm_s, 2 * lc.fc2_flops, 0, 0, t + " fc2");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, 2 * lc.fc1_flops,
+             2 * lc.mlp_elem_s, 0, t + " fc1");
+    x = zuse(x, layer, mb, ComputeClass::kAttention,
+             2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (sel ? lc.recompute_s : 0.0),
+             2 * lc.proj_flops + core_flops + (sel ? lc.recompute_flops : 0.0), 0, core_flops, t + " proj+core");
+    return zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s, 2 * lc.qkv_flops,
+                2 * lc.attn_elem_s, 0, t + " qkv");
+  }
+  // The embedding's uses (word, then learned positions; the backward in reverse).
+  std::uint32_t zembedding(std::uint32_t x, int mb, bool backward) {
+    const bool pos = m_.position_embedding == PositionEmbedding::kLearned;
+    const std::string t = fmt::format("{} mb{} embedding", backward ? 'B' : 'F', mb);
+    if (!backward) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, 0, t);
+    if (pos) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, 0, t + " positions");
+    if (backward) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, 0, t);
+    return x;
+  }
+
   // --- FSDP (ZeRO-3) --------------------------------------------------------------
   std::uint32_t fsdp_gather(int layer, int mb, char pass, std::uint32_t window_dep) {
     const LayerRankParams& lp = is_moe(layer) ? layer_moe_ : layer_dense_;
@@ -518,6 +596,7 @@ class StageBuilder {
     f.n = chunk_layers(m_.num_layers, chunks_, f.k);
     if (f.k == 0) {
       f.x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
+      if (zmod_) f.x = zembedding(f.x, mb, false);
     } else {
       f.x = recv;
     }
@@ -530,7 +609,7 @@ class StageBuilder {
   std::uint32_t fwd_layer_start(FwdPass& f, int i) {
     const int layer = f.first + i;
     std::uint32_t gather = kNone;
-    if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+    if (p_.zero >= 3 && p_.dp * p_.cp > 1 && !zmod_) {
       // Prefetch: at most two gathered layers, so gather i waits for layer i-2.
       gather = fsdp_gather(layer, f.mb, 'F', i >= 2 ? f.done[static_cast<std::size_t>(i - 2)] : kNone);
     }
@@ -551,7 +630,8 @@ class StageBuilder {
   void fwd_layer(FwdPass& f, int i) {
     const int layer = f.first + i;
     const std::uint32_t a = fwd_layer_start(f, i);
-    f.x = host_wait(layer_forward(a, layer, f.mb, 'F'), layer, f.mb, 'F');
+    f.x = host_wait(zmod_ ? zlayer_forward(a, layer, f.mb, 'F') : layer_forward(a, layer, f.mb, 'F'), layer, f.mb,
+                    'F');
     f.done[static_cast<std::size_t>(i)] = f.x;
   }
 
@@ -560,9 +640,14 @@ class StageBuilder {
     std::uint32_t x = f.x;
     if (k == chunks_ - 1) {
       x = memory(true, logits_bytes(), fmt::format("alloc logits mb{}", mb), x);
-      x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
-                       fmt::format("F mb{} logits+loss", mb), {x}),
-                   logits_.ce_s / 2, 0);
+      if (zmod_) {
+        x = zuse(x, -1, mb, ComputeClass::kGemm, logits_.fwd_s, logits_.flops / 3, logits_.ce_s / 2, 0,
+                 fmt::format("F mb{} logits+loss", mb));
+      } else {
+        x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
+                         fmt::format("F mb{} logits+loss", mb), {x}),
+                     logits_.ce_s / 2, 0);
+      }
       // Multi-token prediction modules (estimate.cc): the projection, a layer of the model's
       // last kind (index num_layers + i), the output head again.
       for (int i = 0; i < m_.mtp_layers; ++i) {
@@ -612,9 +697,14 @@ class StageBuilder {
                 fmt::format("B mb{} M{} proj", mb, i), {x});
         x = memory(false, mtp_act_, fmt::format("free mtp act mb{} M{}", mb, i), x);
       }
-      x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
-                       fmt::format("B mb{} logits", mb), {x}),
-                   logits_.ce_s / 2, 0);
+      if (zmod_) {
+        x = zuse(x, -1, mb, ComputeClass::kGemm, logits_.bwd_s, logits_.flops * 2 / 3, logits_.ce_s / 2, 0,
+                 fmt::format("B mb{} logits", mb));
+      } else {
+        x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),
+                         fmt::format("B mb{} logits", mb), {x}),
+                     logits_.ce_s / 2, 0);
+      }
       if (free_logits) {
         x = memory(false, logits_bytes(), fmt::format("free logits mb{}", mb), x);
         b.logits_freed = true;
@@ -649,7 +739,7 @@ class StageBuilder {
     const bool moe = is_moe(layer);
     std::uint32_t x = b.x;
     std::uint32_t gather = kNone;
-    if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+    if (p_.zero >= 3 && p_.dp * p_.cp > 1 && !zmod_) {
       // Without reshard_after_forward the forward's gathered parameters are still there.
       if (p_.reshard_after_forward) {
         gather = fsdp_gather(layer, b.mb, 'B', idx >= 2 ? b.done[static_cast<std::size_t>(idx - 2)] : kNone);
@@ -660,11 +750,12 @@ class StageBuilder {
     if (p_.recompute == Recompute::kFull) {
       full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, layer), x);
       add_dep(full_alloc, gather);
-      x = layer_forward(full_alloc, layer, b.mb, 'R');
+      x = zmod_ ? zlayer_forward(full_alloc, layer, b.mb, 'R') : layer_forward(full_alloc, layer, b.mb, 'R');
     } else if (selective() && lc_of(moe).recompute_s > 0) {
       full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, layer), x);
       add_dep(full_alloc, gather);
-      x = recompute_modules(full_alloc, layer, b.mb, kNone);
+      // With the per-module fetch the recomputation runs in the projection's backward use.
+      x = zmod_ ? full_alloc : recompute_modules(full_alloc, layer, b.mb, kNone);
     } else if (gather != kNone) {
       x = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, b.mb),
               fmt::format("wait fsdp.ag B mb{} L{}", b.mb, layer), {x, gather});
@@ -686,7 +777,9 @@ class StageBuilder {
     x = memory(false, act, fmt::format("free act mb{} L{}", b.mb, layer), x);
     if (full_alloc != kNone)
       x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", b.mb, layer), x);
-    if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
+    if (zmod_) {
+      // Reduce-scattered per use (zuse).
+    } else if (p_.zero >= 3 && p_.dp * p_.cp > 1) {
       // Deferred (fsdp_no_sync): only the chunk's last backward reduce-scatters (the
       // gradients accumulate unsharded until then).
       if (!p_.defers_reduce_scatter() || b.last_mb) {
@@ -712,8 +805,9 @@ class StageBuilder {
     const int layer = b.first + b.n - 1 - idx;
     std::uint32_t full_alloc = kNone;
     std::uint32_t x = bwd_layer_start(b, idx, full_alloc);
-    x = (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb)
-                                              : layer_backward_blocks(x, layer, b.mb);
+    x = zmod_                                    ? zlayer_backward(x, layer, b.mb)
+        : (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb)
+                                                : layer_backward_blocks(x, layer, b.mb);
     bwd_layer_finish(b, idx, x, full_alloc);
   }
 
@@ -721,6 +815,7 @@ class StageBuilder {
     flush_fsdp_rs(b);
     std::uint32_t x = b.x;
     if (b.k == 0) {
+      if (zmod_) x = zembedding(x, b.mb, true);
       x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", b.mb), x);
     } else {
       const Op s = p2p(OpKind::kSend, stage_of_chunk(b.k - 1), tag(b.mb, b.k, true), b.mb);
@@ -948,6 +1043,14 @@ class StageBuilder {
   bool sp_ = false;
   std::uint32_t last_compute_ = kNone, param_gather_ = kNone, add_dep_to_next_ = kNone;
   std::vector<std::uint32_t> dp_ops_;
+  // ZeRO-3 fetch per module: the trace, its hooks, the next use, the gathers and
+  // reduce-scatters issued since the last synchronisation.
+  bool zmod_ = false;
+  Zero3Trace ztrace_;
+  std::vector<Zero3Hook> zhooks_;
+  std::size_t zcur_ = 0;
+  std::vector<std::uint32_t> zout_;
+  double zlaunch_s_ = 0;
   std::vector<int> backwards_seen_;
 };
 

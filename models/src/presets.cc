@@ -87,6 +87,23 @@ StackProfile read_stack(ObjectReader& r) {
   num("loss_bytes_per_logit", s.loss_bytes_per_logit);
   if (auto x = r.choice("attention_kernel", {"fa2", "cudnn", "fa3"})) s.attention_kernel = *x;
   params.emplace_back("attention_kernel");
+  {
+    const auto& names = StackProfile::kZero3FetchNames;
+    if (auto x = r.choice("zero3_fetch", {names[0], names[1]})) {
+      if (*x == names[1]) s.zero3_fetch = StackProfile::Zero3Fetch::kModuleSync;
+    }
+    params.emplace_back("zero3_fetch");
+    // The per-module coordinator's element counts: required (with their sources) there only.
+    auto elements = [&](const char* key, double& out) {
+      if (auto x = r.number(key, 1, 1e15)) out = *x;
+      params.emplace_back(key);
+    };
+    if (s.zero3_fetch == StackProfile::Zero3Fetch::kModuleSync) {
+      elements("zero3_prefetch_numel", s.zero3_prefetch_numel);
+      elements("zero3_max_live_numel", s.zero3_max_live_numel);
+      elements("zero3_reuse_distance_numel", s.zero3_reuse_distance_numel);
+    }
+  }
   for (const char* table : {"sources", "verification"}) {
     const json* t = r.object(table);
     auto& out = std::string(table) == "sources" ? s.sources : s.verification;

@@ -11,10 +11,11 @@ namespace stepcast {
 
 const StackProfile& stack_profile(Stack stack) {
   // estimate() asks once per call: look the names up once, not a string map per estimate.
-  static const std::array<const StackProfile*, 4> profiles = [] {
-    std::array<const StackProfile*, 4> p{};
-    for (Stack s : {Stack::kMegatronCore, Stack::kFsdp2Eager, Stack::kFsdp2Compile, Stack::kDeepspeedZero}) {
-      p[static_cast<std::size_t>(s)] = &builtin_presets().stacks.at(std::string(to_string(s)));
+  constexpr std::size_t kStacks = Names<Stack>::kTable.size();
+  static const std::array<const StackProfile*, kStacks> profiles = [] {
+    std::array<const StackProfile*, kStacks> p{};
+    for (const auto& e : Names<Stack>::kTable) {
+      p[static_cast<std::size_t>(e.value)] = &builtin_presets().stacks.at(std::string(e.name));
     }
     return p;
   }();

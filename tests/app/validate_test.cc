@@ -443,7 +443,7 @@ TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
   Residuals pooled;
-  std::array<Residuals, 4> per_stack;
+  std::array<Residuals, 5> per_stack;
   for (const ValidationRow& r : rep->rows) {
     if (!r.has_throughput_error() || r.moe) continue;  // MoE records are summarised apart
     pooled.logs.push_back(std::log1p(r.throughput_error()));
@@ -452,7 +452,8 @@ TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   ASSERT_GE(pooled.n(), 2);
   expect_residuals(stepcast::validation_residuals(), pooled, "pooled");
   for (stepcast::Stack st : {stepcast::Stack::kMegatronCore, stepcast::Stack::kFsdp2Eager,
-                             stepcast::Stack::kFsdp2Compile, stepcast::Stack::kDeepspeedZero}) {
+                             stepcast::Stack::kFsdp2Compile, stepcast::Stack::kDeepspeedZero,
+                             stepcast::Stack::kDeepspeedZero2021}) {
     const Residuals& own = per_stack.at(static_cast<std::size_t>(st));
     const std::string name(stepcast::to_string(st));
     expect_residuals(stepcast::stack_validation_residuals(st), own, name);

@@ -50,6 +50,16 @@ struct StackProfile {
   // The loss's buffers per logit at their peak (the start of its backward): fp32 logits
   // and their gradient as the stack's cross entropy holds them.
   double loss_bytes_per_logit = 4;
+  // ZeRO-3 parameter fetch (zero3_fetch.h): "layer" gathers each layer's parameters one
+  // layer ahead on the data-parallel stream (FSDP units); "module_sync" fetches per module
+  // with a device synchronisation and a prefetch bucket, as DeepSpeed's 2021 stage-3
+  // coordinator did. The three numbers (elements) are module_sync's: the prefetch bucket,
+  // the live-parameter limit under which it prefetches, and the reuse distance under which
+  // a used weight stays gathered.
+  enum class Zero3Fetch { kLayer, kModuleSync };
+  Zero3Fetch zero3_fetch = Zero3Fetch::kLayer;
+  static constexpr const char* kZero3FetchNames[] = {"layer", "module_sync"};
+  double zero3_prefetch_numel = 0, zero3_max_live_numel = 0, zero3_reuse_distance_numel = 0;
   // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
   // "fa3"): its published figures (models/data/attention.json) price the core attention.
   std::string attention_kernel = "fa2";

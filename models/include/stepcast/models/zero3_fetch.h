@@ -1,0 +1,90 @@
+// ZeRO-3 parameter fetch per module, as DeepSpeed's 2021 stage-3 coordinator ran it
+// (docs/model-reference.md "ZeRO-3 fetch per module"; stack profile zero3_fetch
+// "module_sync", models/data/stacks.json deepspeed-zero-2021).
+//
+// Each module with partitioned weights fetches them in its pre-forward (pre-backward) hook:
+// an all-gather when they are not available, and when any of them was gathered or is in
+// flight the coordinator synchronises the device (stream and torch.cuda.synchronize): the
+// GPU drains, every gather and reduce-scatter issued so far completes, and the next kernel
+// waits for the host to launch it. After the fetch, if nothing is in flight and fewer than
+// `max_live` elements are gathered, it prefetches the next not-available weights of the
+// recorded module trace until `prefetch` elements. After the module's use its weights are
+// released unless their next use is within `reuse` elements of other modules' weights.
+//
+// The policy (zero3_coordinate) is shared by the closed form (zero3_time) and the event
+// engine (lower.cc), which times the same ops independently.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stepcast/models/layer_cost.h"
+#include "stepcast/models/specs.h"
+
+namespace stepcast {
+
+struct StackProfile;
+
+// One module hook in trace order: the weight it uses (an index into Zero3Trace::numel),
+// the GPU seconds it runs until the next hook, and whether its weight's gradient is
+// reduce-scattered after it (the weight's last backward use).
+struct Zero3Use {
+  int param = 0;
+  double compute_s = 0;
+  bool reduce = false;
+};
+struct Zero3Trace {
+  std::vector<double> numel;  // elements of each partitioned weight
+  std::vector<Zero3Use> uses;
+};
+// What the coordinator does at one hook: the weights it gathers on demand (exposed), whether
+// it synchronises the device, and the weights it prefetches after the fetch.
+struct Zero3Hook {
+  bool sync = false;
+  std::vector<int> fetch, prefetch;
+};
+struct Zero3Policy {
+  double prefetch_numel = 0, max_live_numel = 0, reuse_numel = 0;
+};
+Zero3Policy zero3_policy(const StackProfile& stack);
+// REQUIRES: every use's param indexes `trace.numel`.
+std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& trace, const Zero3Policy& policy);
+
+// The trace's wall time with every gather and reduce-scatter on one data-parallel stream,
+// as the event engine runs the same ops: from each synchronisation the compute stream runs
+// the uses' compute, each prefetched gather slowing it by f x its time (the interference),
+// while the stream runs the prefetched gathers (from when they are issued) and each
+// reduce-scatter once its use's compute is done; a synchronisation queues its on-demand
+// gathers behind the stream's work, waits for both streams, then one launch (`launch_s`).
+struct Zero3Timing {
+  double total_s = 0;
+  double compute_s = 0;       // the uses' compute, without interference
+  double interference_s = 0;  // f x the prefetched gathers
+  int syncs = 0;
+  double exposed_s() const { return total_s - compute_s - interference_s; }
+};
+Zero3Timing zero3_time(const Zero3Trace& trace, const std::vector<Zero3Hook>& hooks, const std::vector<double>& gather_s,
+                       const std::vector<double>& reduce_s, double f, double launch_s);
+
+// Whether `plan` runs the per-module fetch: its stack's zero3_fetch is "module_sync", ZeRO-3
+// across more than one rank, and a layout the trace below expresses (one pipeline stage, no
+// tensor or context parallelism, dense layers with standard attention, no MTP, no offload,
+// every gradient reduce-scattered per microbatch, parameters resharded after the forward).
+// Other plans price ZeRO-3 per layer.
+bool zero3_module_fetch(const ModelSpec& model, const Plan& plan);
+
+// The weights of one microbatch's trace: the word embedding (0), each layer's QKV,
+// output projection, FC1 (the gate and up matrices) and FC2 (1 + 4 l + 0..3), and an
+// untied output head (last). Norms and biases are below DeepSpeed's persistence threshold
+// (10^5 elements): they stay gathered and are not in the trace.
+// The uses: the embedding, per layer QKV (norm, QKV GEMM, attention core), projection, FC1
+// (norm, FC1 GEMM, activation), FC2, the output head (logits and loss); the backward in
+// reverse, each layer's recomputed forward first under full recomputation; the embedding's
+// backward last. `logits_fwd_s`, `logits_bwd_s`: the output head's compute.
+// REQUIRES: zero3_module_fetch(model, plan).
+Zero3Trace zero3_trace(const ModelSpec& model, const Plan& plan, const LayerCost& lc, double logits_fwd_s,
+                       double logits_bwd_s);
+// Uses per pass of the trace above: the forward's (embedding, layers, head) come first.
+int zero3_forward_uses(const ModelSpec& model);
+
+}  // namespace stepcast

@@ -1,0 +1,174 @@
+#include "stepcast/models/zero3_fetch.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "stepcast/models/stack.h"
+
+namespace stepcast {
+
+Zero3Policy zero3_policy(const StackProfile& s) {
+  return Zero3Policy{s.zero3_prefetch_numel, s.zero3_max_live_numel, s.zero3_reuse_distance_numel};
+}
+
+std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& t, const Zero3Policy& policy) {
+  enum class Status { kNotAvailable, kInflight, kAvailable };
+  const std::size_t n = t.uses.size();
+  std::vector<Status> status(t.numel.size(), Status::kNotAvailable);
+  // Reuse distance of use i: the elements of the weights used strictly between it and the
+  // next use of its weight (DeepSpeed's _distance_in_numel over the recorded trace); none
+  // after the trace's last use of a weight.
+  std::vector<double> prefix(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + t.numel[static_cast<std::size_t>(t.uses[i].param)];
+  std::vector<std::size_t> next_use(n, n);
+  {
+    std::vector<std::size_t> last(t.numel.size(), n);
+    for (std::size_t i = n; i-- > 0;) {
+      const auto p = static_cast<std::size_t>(t.uses[i].param);
+      next_use[i] = last[p];
+      last[p] = i;
+    }
+  }
+  std::vector<Zero3Hook> hooks(n);
+  std::vector<int> inflight;
+  double available = 0;  // gathered or in-flight elements
+  for (std::size_t i = 0; i < n; ++i) {
+    Zero3Hook& h = hooks[i];
+    const int p = t.uses[i].param;
+    const auto pi = static_cast<std::size_t>(p);
+    if (status[pi] == Status::kNotAvailable) {
+      h.fetch.push_back(p);
+      available += t.numel[pi];
+      status[pi] = Status::kInflight;
+      inflight.push_back(p);
+    }
+    if (status[pi] == Status::kInflight) {
+      // fetch_sub_module: _synchronize_communication completes every gather in flight.
+      h.sync = true;
+      for (int q : inflight) status[static_cast<std::size_t>(q)] = Status::kAvailable;
+      inflight.clear();
+    }
+    // prefetch_next_sub_modules: only with nothing in flight and under the live limit; the
+    // next not-available weights of the trace (this use's onwards) until `prefetch_numel`.
+    if (inflight.empty() && available < policy.max_live_numel) {
+      double numel = 0;
+      for (std::size_t j = i; j < n && numel < policy.prefetch_numel; ++j) {
+        const auto q = static_cast<std::size_t>(t.uses[j].param);
+        if (status[q] != Status::kNotAvailable) continue;
+        status[q] = Status::kInflight;
+        inflight.push_back(t.uses[j].param);
+        h.prefetch.push_back(t.uses[j].param);
+        numel += t.numel[q];
+        available += t.numel[q];
+      }
+    }
+    // release_sub_module: keep the weight only if it is used again within `reuse_numel`.
+    const bool keep = next_use[i] < n && prefix[next_use[i]] - prefix[i + 1] < policy.reuse_numel;
+    if (!keep) {
+      status[pi] = Status::kNotAvailable;
+      available -= t.numel[pi];
+    }
+  }
+  return hooks;
+}
+
+Zero3Timing zero3_time(const Zero3Trace& t, const std::vector<Zero3Hook>& hooks, const std::vector<double>& gather_s,
+                       const std::vector<double>& reduce_s, double f, double launch_s) {
+  Zero3Timing r;
+  // The open segment, from its synchronisation: the compute stream's clock and the data-
+  // parallel stream's (each collective starts when the stream is free and it is issued).
+  double cc = 0, sc = 0;
+  for (std::size_t i = 0; i < t.uses.size(); ++i) {
+    const Zero3Hook& h = hooks[i];
+    if (h.sync) {
+      // The on-demand gathers queue behind the stream's work; the device then drains.
+      for (int p : h.fetch) sc += gather_s[static_cast<std::size_t>(p)];
+      r.total_s += std::max(cc, sc) + launch_s;
+      cc = sc = 0;
+      ++r.syncs;
+    }
+    for (int p : h.prefetch) {
+      const double g = gather_s[static_cast<std::size_t>(p)];
+      sc = std::max(sc, cc) + g;
+      cc += f * g;
+      r.interference_s += f * g;
+    }
+    const Zero3Use& u = t.uses[i];
+    cc += u.compute_s;
+    r.compute_s += u.compute_s;
+    if (u.reduce) sc = std::max(sc, cc) + reduce_s[static_cast<std::size_t>(u.param)];
+  }
+  r.total_s += std::max(cc, sc);
+  return r;
+}
+
+bool zero3_module_fetch(const ModelSpec& m, const Plan& p) {
+  return stack_profile(p.stack).zero3_fetch == StackProfile::Zero3Fetch::kModuleSync && p.zero >= 3 &&
+         p.dp * p.cp > 1 && p.pp == 1 && p.tp == 1 && p.cp == 1 && !m.moe && !m.mla && m.mtp_layers == 0 &&
+         !p.offloads() && p.reshard_after_forward && !p.defers_reduce_scatter();
+}
+
+int zero3_forward_uses(const ModelSpec& m) {
+  const int positions = m.position_embedding == PositionEmbedding::kLearned ? 1 : 0;
+  return 1 + positions + 4 * m.num_layers + 1;
+}
+
+Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, double logits_fwd_s,
+                       double logits_bwd_s) {
+  Zero3Trace t;
+  const double h = static_cast<double>(m.hidden_size), dh = static_cast<double>(m.head_dim);
+  const double a = m.num_attention_heads, g = m.num_kv_heads, F = static_cast<double>(m.ffn_hidden_size);
+  const bool positions = m.position_embedding == PositionEmbedding::kLearned;
+  const int L = m.num_layers;
+  t.numel.push_back(static_cast<double>(m.vocab_size) * h);  // word embedding
+  const int pos = positions ? 1 : -1;
+  if (positions) t.numel.push_back(static_cast<double>(m.max_seq_len) * h);
+  const int first_layer = static_cast<int>(t.numel.size());
+  for (int l = 0; l < L; ++l) {
+    t.numel.push_back(h * (a + 2 * g) * dh);     // QKV
+    t.numel.push_back(a * dh * h);               // output projection
+    t.numel.push_back((m.ffn_matrices - 1) * h * F);  // FC1 (gate and up)
+    t.numel.push_back(F * h);                    // FC2
+  }
+  const int head = m.tied_embeddings ? 0 : static_cast<int>(t.numel.size());
+  if (!m.tied_embeddings) t.numel.push_back(static_cast<double>(m.vocab_size) * h);
+  auto w = [&](int l, int k) { return first_layer + 4 * l + k; };
+  // Forward pieces (their sum is lc.fwd_s()): QKV with the norm, RoPE and the attention core
+  // before the projection's hook; FC1 with the norm and the activation.
+  const double q_f = lc.attn_elem_s + lc.qkv_gemm_s + lc.attn_core_s, p_f = lc.proj_gemm_s;
+  const double f1_f = lc.mlp_elem_s + lc.fc1_gemm_s, f2_f = lc.fc2_gemm_s;
+  // Backward pieces (their sum is lc.bwd_s()): the attention core's backward after the
+  // projection's; a selective recomputation before it.
+  const double full = p.recompute == Recompute::kFull ? 1.0 : 0.0;
+  const double q_b = 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s;
+  const double p_b = 2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
+  const double f1_b = 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, f2_b = 2 * lc.fc2_gemm_s;
+  auto& u = t.uses;
+  u.push_back({0, 0.0, false});
+  if (positions) u.push_back({pos, 0.0, false});
+  for (int l = 0; l < L; ++l) {
+    u.push_back({w(l, 0), q_f, false});
+    u.push_back({w(l, 1), p_f, false});
+    u.push_back({w(l, 2), f1_f, false});
+    u.push_back({w(l, 3), f2_f, false});
+  }
+  u.push_back({head, logits_fwd_s, false});
+  u.push_back({head, logits_bwd_s, !m.tied_embeddings});
+  for (int l = L - 1; l >= 0; --l) {
+    if (full > 0) {
+      u.push_back({w(l, 0), q_f, false});
+      u.push_back({w(l, 1), p_f, false});
+      u.push_back({w(l, 2), f1_f, false});
+      u.push_back({w(l, 3), f2_f, false});
+    }
+    u.push_back({w(l, 3), f2_b, true});
+    u.push_back({w(l, 2), f1_b, true});
+    u.push_back({w(l, 1), p_b, true});
+    u.push_back({w(l, 0), q_b, true});
+  }
+  if (positions) u.push_back({pos, 0.0, true});
+  u.push_back({0, 0.0, true});
+  return t;
+}
+
+}  // namespace stepcast
