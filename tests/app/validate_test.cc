@@ -157,6 +157,29 @@ TEST_F(ValidateTest, DescriptionsMapByDocumentedRules) {
   EXPECT_EQ(rep->memory_compared, 1);
 }
 
+// DeepSpeed ZeRO-3 records (docs/validation.md "Software stack"): the DeepSpeed of the
+// record's year -- the first 20xx in its id or source title; 2021 or earlier runs the
+// stage-3 coordinator of that year (deepspeed-zero-2021) -- with 16-bit gradients.
+TEST_F(ValidateTest, DeepSpeedZero3RecordsRunTheDeepSpeedOfTheirYear) {
+  auto stack_of = [&](const std::string& id, const std::string& title) {
+    const json patch = {{"id", id},
+                        {"source", {{"title", title}}},
+                        {"layout", {{"tp", 1}, {"pp", 1}, {"virtual_stages", nullptr}, {"schedule", nullptr},
+                                    {"zero_fsdp", "ZeRO-3 (DeepSpeed), no model parallelism"}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return std::string();
+    const json sc = json::parse(rep->rows[0].scenario_json);
+    EXPECT_EQ(sc["plan"]["grad_dtype"], "bf16") << id;  // 16-bit gradients
+    return sc["plan"]["stack"].get<std::string>();
+  };
+  EXPECT_EQ(stack_of("narayanan2021_zero3", "Efficient Large-Scale Language Model Training, SC'21"),
+            "deepspeed-zero-2021");
+  EXPECT_EQ(stack_of("hand", "A DeepSpeed study (2020)"), "deepspeed-zero-2021");
+  EXPECT_EQ(stack_of("hand2024", "DeepSpeed ZeRO-3 today"), "deepspeed-zero");
+  EXPECT_EQ(stack_of("hand", "undated"), "deepspeed-zero");
+}
+
 // hardware.interconnect: NICs per node and their speed replace the preset's where the text
 // states them (docs/validation.md); anything else keeps the preset (dgx-a100: 8 x 200 Gb/s).
 TEST_F(ValidateTest, InterconnectDescriptionsSetTheNics) {

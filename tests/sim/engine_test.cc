@@ -17,10 +17,13 @@
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/lower.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/timeline.h"
+#include "stepcast/models/stack.h"
+#include "stepcast/models/zero3_fetch.h"
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/analysis/simulate_report.h"
 #include "stepcast/sim/backend.h"
@@ -531,6 +534,47 @@ TEST(Engine, FsdpWithoutReshardAfterForwardKeepsTheGatheredParameters) {
   EXPECT_NEAR(eb.memory.total - ea.memory.total, (8030261248.0 - 2 * 218'112'000.0) * 2.0, 1.0);
   EXPECT_NEAR(b.summary.step_time_s / eb.step_time_s, 1.0, 0.01);
   EXPECT_NEAR(peak_of_stage(b, 0) - peak_of_stage(a, 0), eb.memory.total - ea.memory.total, 1e6);
+}
+
+// DeepSpeed's 2021 ZeRO-3 (stack deepspeed-zero-2021, zero3_fetch.h): each module fetches
+// its weights with a device synchronisation and prefetches from the trace. The engine runs
+// the coordinator's ops (zero3.sync, zero3.ag, zero3.rs) as the closed form times them.
+TEST(Engine, DeepSpeed2021FetchPerModuleMatchesTheClosedForm) {
+  const std::string text = R"({"name": "gpt-1.3b ZeRO-3 DeepSpeed 2021",
+    "model": {"num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "ffn_hidden_size": 8192,
+              "ffn_activation": "gelu", "norm": "layernorm", "position_embedding": "learned",
+              "tied_embeddings": true, "linear_bias": true, "vocab_size": 50304, "max_seq_len": 2048},
+    "cluster": {"preset": "dgx-h100", "nodes": 2},
+    "plan": {"tp": 1, "pp": 1, "dp": 16, "zero": 3, "microbatch": 2, "global_batch": 128,
+             "precision": "bf16", "stack": "deepspeed-zero-2021"},
+    "workload": {"seq_len": 2048}})";
+  for (const char* rc : {"none", "full", "selective"}) {
+    Scenario s = scenario(text);
+    s.plan.recompute = *parse_recompute(rc);
+    const Estimate e = estimate(s);
+    const Simulated r = run(s);
+    // The coordinator's synchronisations, one zero3.sync op each, per microbatch (m = 4).
+    const LayerCost lc = layer_cost(s.model, s.cluster, s.plan, 2048, false);
+    const LogitsCost lg = logits_cost(s.model, s.cluster, s.plan, 2048);
+    const Zero3Trace t = zero3_trace(s.model, s.plan, lc, lg.fwd_s, lg.bwd_s);
+    const std::vector<Zero3Hook> h = zero3_coordinate(t, zero3_policy(stack_profile(s.plan.stack)));
+    int syncs = 0, gathers = 0;
+    for (const Zero3Hook& x : h) {
+      syncs += x.sync;
+      gathers += static_cast<int>(x.fetch.size() + x.prefetch.size());
+    }
+    int sync_ops = 0;
+    for (std::size_t i = 0; i < r.program.roles[0].ops.size(); ++i) {
+      sync_ops += r.program.names[r.program.roles[0].ops[i].name].rfind("zero3.sync", 0) == 0;
+    }
+    EXPECT_EQ(sync_ops, 4 * syncs) << rc;
+    EXPECT_EQ(count_collectives(r.program, CollKind::kAllGather), 4 * gathers) << rc;
+    // Every weight's gradient is reduce-scattered once per microbatch: the embedding, the
+    // positions and 4 per layer.
+    EXPECT_EQ(count_collectives(r.program, CollKind::kReduceScatter), 4 * (2 + 4 * 24)) << rc;
+    EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 1e-3) << rc;
+    EXPECT_GT(e.exposed.dp, 0) << rc;
+  }
 }
 
 // --- 4. representative vs full -----------------------------------------------------------

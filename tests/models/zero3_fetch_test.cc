@@ -1,0 +1,177 @@
+// ZeRO-3 fetch per module as DeepSpeed's 2021 stage-3 coordinator ran it (zero3_fetch.h,
+// docs/model-reference.md "ZeRO-3 fetch per module"): the coordinator's decisions and the
+// trace's time by hand, the rule on two GPT shapes, and where the plan takes it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "stepcast/models/estimate.h"
+#include "stepcast/models/layer_cost.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/scenario.h"
+#include "stepcast/models/stack.h"
+#include "stepcast/models/zero3_fetch.h"
+
+namespace stepcast {
+namespace {
+
+// Three weights of 10, 30 and 60 elements used forward (0, 1, 2) and backward (2, 1, 0),
+// prefetch bucket 50, live limit 1000, reuse distance 50. By hand, following DeepSpeed's
+// fetch_sub_module / prefetch_next_sub_modules / release_sub_module:
+//   use 0 (w0): not available: gathered on demand, synchronise; nothing in flight, so
+//     prefetch from the trace: w1 (30 < 50, go on), w2 (90: stop). Release w0: its next use
+//     is use 5, 30 + 60 + 60 + 30 = 180 elements away (>= 50).
+//   use 1 (w1): in flight: synchronise (w1, w2 gathered); prefetch: w2 and w1 are available,
+//     w0 is not: w0 (10, the trace ends). Release w1: next use 120 elements away.
+//   use 2 (w2): available, no synchronisation; w0 is in flight, so no prefetch. Kept: its
+//     backward is the very next use (distance 0 < 50).
+//   use 3 (w2): available; released (no later use).
+//   use 4 (w1): not available: gathered on demand, synchronise (w0 completes too).
+//   use 5 (w0): available (prefetched at use 1).
+Zero3Trace toy() {
+  Zero3Trace t;
+  t.numel = {10, 30, 60};
+  t.uses = {{0, 1, false}, {1, 2, false}, {2, 3, false}, {2, 4, true}, {1, 5, true}, {0, 6, true}};
+  return t;
+}
+
+TEST(Zero3Fetch, CoordinatorFetchesPrefetchesAndReleasesAsDeepSpeedByHand) {
+  const std::vector<Zero3Hook> h = zero3_coordinate(toy(), Zero3Policy{50, 1000, 50});
+  ASSERT_EQ(h.size(), 6u);
+  const std::vector<bool> sync = {true, true, false, false, true, false};
+  const std::vector<std::vector<int>> fetch = {{0}, {}, {}, {}, {1}, {}};
+  const std::vector<std::vector<int>> prefetch = {{1, 2}, {0}, {}, {}, {}, {}};
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    EXPECT_EQ(h[i].sync, sync[i]) << i;
+    EXPECT_EQ(h[i].fetch, fetch[i]) << i;
+    EXPECT_EQ(h[i].prefetch, prefetch[i]) << i;
+  }
+  // A reuse limit above 180 keeps every weight gathered from the forward to the backward:
+  // use 1 still waits for its prefetched w1, and then nothing is fetched again.
+  const std::vector<Zero3Hook> keep = zero3_coordinate(toy(), Zero3Policy{50, 1000, 1000});
+  EXPECT_TRUE(keep[0].sync);
+  EXPECT_TRUE(keep[1].sync);
+  EXPECT_TRUE(keep[1].prefetch.empty());
+  for (std::size_t i = 2; i < keep.size(); ++i) EXPECT_FALSE(keep[i].sync) << i;
+  // Under the live limit only: with 10 elements allowed, use 0's prefetch does not happen
+  // and every use of w1 and w2 is fetched on demand.
+  const std::vector<Zero3Hook> tight = zero3_coordinate(toy(), Zero3Policy{50, 10, 50});
+  EXPECT_TRUE(tight[0].prefetch.empty());
+  EXPECT_EQ(tight[1].fetch, std::vector<int>{1});
+  EXPECT_EQ(tight[2].fetch, std::vector<int>{2});
+}
+
+TEST(Zero3Fetch, TraceTimeBySegmentsByHand) {
+  // Gathers numel / 10 s (1, 3, 6), reduce-scatters numel / 20 s (0.5, 1.5, 3), f = 0.1,
+  // one launch 0.5 s after each synchronisation. Clocks from each synchronisation (compute
+  // cc, data-parallel stream sc):
+  //   use 0: fetch w0, sc 1 -> drain max(0, 1) + 0.5 = 1.5. Prefetch w1: sc 3, cc 0.3; w2:
+  //          sc 9, cc 0.9; compute 1: cc 1.9.
+  //   use 1: drain max(1.9, 9) + 0.5 = 9.5 (11.0). Prefetch w0: sc 1, cc 0.1; compute 2: cc 2.1.
+  //   use 2: cc 5.1. use 3: cc 9.1, reduce w2 after it: sc 9.1 + 3 = 12.1.
+  //   use 4: fetch w1 behind it: sc 15.1; drain 15.1 + 0.5 = 15.6 (26.6). compute 5: cc 5,
+  //          reduce w1: sc 6.5.
+  //   use 5: compute 6: cc 11, reduce w0: sc 11.5. End: max(11, 11.5) = 11.5 -> 38.1.
+  const Zero3Trace t = toy();
+  const std::vector<Zero3Hook> h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
+  const Zero3Timing z = zero3_time(t, h, {1, 3, 6}, {0.5, 1.5, 3}, 0.1, 0.5);
+  EXPECT_NEAR(z.total_s, 38.1, 1e-12);
+  EXPECT_NEAR(z.compute_s, 21.0, 1e-12);
+  EXPECT_NEAR(z.interference_s, 0.1 * (3 + 6 + 1), 1e-12);
+  EXPECT_EQ(z.syncs, 3);
+  EXPECT_NEAR(z.exposed_s(), 38.1 - 21 - 1, 1e-12);
+}
+
+// The coordinator on layer `l` of a GPT shape: its forward's and its backward's
+// synchronisations.
+struct LayerSyncs {
+  int fwd = 0, bwd = 0;
+  std::vector<int> bwd_modules;  // modules (0 QKV .. 3 FC2) whose backward use synchronises
+};
+LayerSyncs layer_syncs(const ModelSpec& m, const Plan& p, int l) {
+  const LayerCost lc = layer_cost(m, builtin_presets().clusters.at("dgx-a100"), p, 2048, false);
+  const Zero3Trace t = zero3_trace(m, p, lc, 1e-3, 2e-3);
+  const std::vector<Zero3Hook> h = zero3_coordinate(t, zero3_policy(stack_profile(p.stack)));
+  const int pos = m.position_embedding == PositionEmbedding::kLearned ? 1 : 0;
+  const int first = 1 + pos + 4 * l;  // the layer's forward uses
+  LayerSyncs r;
+  for (int k = 0; k < 4; ++k) r.fwd += h[static_cast<std::size_t>(first + k)].sync;
+  // Backward: head (2 uses) after the forward's last, then per layer from the last one.
+  const int per = p.recompute == Recompute::kFull ? 8 : 4;
+  const int bwd = zero3_forward_uses(m) + 1 + per * (m.num_layers - 1 - l);
+  for (int k = 0; k < per; ++k) {
+    const bool s = h[static_cast<std::size_t>(bwd + k)].sync;
+    r.bwd += s;
+    if (s && k >= per - 4) r.bwd_modules.push_back(3 - (k - (per - 4)));
+  }
+  return r;
+}
+
+TEST(Zero3Fetch, DeepSpeed2021OnGpt3FetchesEachModuleAndRegathersAfterRecomputation) {
+  // GPT-3 175B (h 12288): QKV 453M, projection 151M, FC1 and FC2 604M elements, each over the
+  // 50M prefetch bucket, so every module's fetch synchronises and prefetches the next one:
+  // 4 per layer forward. Under full recomputation the backward re-runs the layer's forward
+  // (4 more) and then: FC2 is kept (used again at once, distance 0), FC1 is not (2 x 604M of
+  // FC2 between its uses, over the 1e9 reuse limit), nor the projection and QKV: 3.
+  const ModelSpec& m = builtin_presets().models.at("gpt3-175b");
+  Plan p;
+  p.dp = 384;
+  p.zero = 3;
+  p.microbatch = 4;
+  p.recompute = Recompute::kFull;
+  p.stack = Stack::kDeepspeedZero2021;
+  ASSERT_TRUE(zero3_module_fetch(m, p));
+  const LayerSyncs s = layer_syncs(m, p, 48);
+  EXPECT_EQ(s.fwd, 4);
+  EXPECT_EQ(s.bwd, 4 + 3);
+  EXPECT_EQ(s.bwd_modules, (std::vector<int>{2, 1, 0}));
+}
+
+TEST(Zero3Fetch, DeepSpeed2021OnGpt13bPrefetchesALayerPerSynchronisation) {
+  // GPT 1.3B (h 2048, F 8192): QKV 12.6M, projection 4.2M, FC1 and FC2 16.8M elements. At the
+  // QKV's synchronisation the 50M bucket takes the next layer's four weights (12.6 + 4.2 +
+  // 16.8 = 33.6M, then 50.3M: stop), so one synchronisation per layer. Without recomputation
+  // a layer's weights are used again in its backward after the later layers' forward and
+  // backward and the tied head's two uses (103M each): kept while 2 x 50.3M per later layer
+  // + 206M stays under 1e9, i.e. for the last 7 layers (17..23; 7 x 100.7 + 206 = 911M).
+  // Layer 20 synchronises nowhere in its backward; layer 4's weights are re-gathered, all
+  // four prefetched at layer 5's synchronisation (16.8 + 16.8 + 4.2 + 12.6 = 50.4M) and
+  // waited for at its FC2, the first of its backward uses: one.
+  ModelSpec m;
+  m.name = "gpt-1.3b";
+  m.num_layers = 24;
+  m.hidden_size = 2048;
+  m.num_attention_heads = 16;
+  m.num_kv_heads = 16;
+  m.head_dim = 128;
+  m.ffn_hidden_size = 8192;
+  m.ffn_activation = "gelu";
+  m.ffn_matrices = 2;
+  m.norm = NormKind::kLayerNorm;
+  m.position_embedding = PositionEmbedding::kLearned;
+  m.tied_embeddings = true;
+  m.vocab_size = 50304;
+  m.max_seq_len = 2048;
+  Plan p;
+  p.dp = 16;
+  p.zero = 3;
+  p.microbatch = 2;
+  p.stack = Stack::kDeepspeedZero2021;
+  ASSERT_TRUE(zero3_module_fetch(m, p));
+  const LayerSyncs late = layer_syncs(m, p, 20), early = layer_syncs(m, p, 4);
+  EXPECT_EQ(late.fwd, 1);
+  EXPECT_EQ(late.bwd, 0);
+  EXPECT_EQ(early.fwd, 1);
+  EXPECT_EQ(early.bwd, 1);
+  EXPECT_EQ(early.bwd_modules, std::vector<int>{3});
+  // The stack's other plans price ZeRO-3 per layer: tensor parallelism, or another stack.
+  p.tp = 2;
+  EXPECT_FALSE(zero3_module_fetch(m, p));
+  p.tp = 1;
+  p.stack = Stack::kDeepspeedZero;
+  EXPECT_FALSE(zero3_module_fetch(m, p));
+}
+
+}  // namespace
+}  // namespace stepcast
