@@ -47,4 +47,13 @@ void BM_Estimate_DeepSeekV3_EP64(benchmark::State& state) {
 }
 BENCHMARK(BM_Estimate_DeepSeekV3_EP64);
 
+// GPT-3 175B on DeepSpeed's 2021 ZeRO-3 (stack deepspeed-zero-2021): the per-module fetch
+// walks the coordinator over one microbatch's trace (96 layers: 1,160 module uses).
+void BM_Estimate_Gpt3_175B_Zero3_DeepSpeed2021_384xA100(benchmark::State& state) {
+  run(state, R"({"model":"gpt3-175b","cluster":{"preset":"dgx-a100","nodes":48},
+    "plan":{"tp":1,"pp":1,"dp":384,"microbatch":4,"global_batch":1536,"zero":3,"precision":"fp16",
+            "recompute":"full","grad_dtype":"bf16","stack":"deepspeed-zero-2021"}})");
+}
+BENCHMARK(BM_Estimate_Gpt3_175B_Zero3_DeepSpeed2021_384xA100);
+
 }  // namespace

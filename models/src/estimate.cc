@@ -560,11 +560,20 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const StackProfile& stack = stack_profile(p.stack);
     const Zero3Trace t = zero3_trace(m, p, L.dense, L.logits_fwd, L.logits_bwd);
-    const std::vector<Zero3Hook> hooks = zero3_coordinate(t, zero3_policy(stack));
+    const Zero3Hooks& hooks = zero3_coordinate_cached(t, zero3_policy(stack));
+    // Every layer's weights have the same few sizes: price each size once.
     std::vector<double> gather(t.numel.size()), reduce(t.numel.size());
+    std::vector<std::size_t> priced;  // indices of the first weight of each size
     for (std::size_t i = 0; i < t.numel.size(); ++i) {
+      const auto same = std::find_if(priced.begin(), priced.end(), [&](std::size_t j) { return t.numel[j] == t.numel[i]; });
+      if (same != priced.end()) {
+        gather[i] = gather[*same];
+        reduce[i] = reduce[*same];
+        continue;
+      }
       gather[i] = collective_cost(c, CollKind::kAllGather, g, t.numel[i] * kWeightBytes).time_s;
       reduce[i] = collective_cost(c, CollKind::kReduceScatter, g, t.numel[i] * p.grad_bytes).time_s;
+      priced.push_back(i);
     }
     const double f = overlap_interference(c.gpu);
     const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, stack.host_us_per_kernel * 1e-6);
@@ -572,7 +581,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     double fwd_interference = 0;
     const auto fwd_uses = static_cast<std::size_t>(zero3_forward_uses(m));
     for (std::size_t i = 0; i < fwd_uses && i < hooks.size(); ++i) {
-      for (int q : hooks[i].prefetch) fwd_interference += f * gather[static_cast<std::size_t>(q)];
+      for (int q : hooks.prefetch(i)) fwd_interference += f * gather[static_cast<std::size_t>(q)];
     }
     st.forward += fwd_interference;
     st.backward += z.interference_s - fwd_interference;

@@ -476,20 +476,19 @@ class StageBuilder {
   // reduce-scatter. Every gather and reduce-scatter is on the data-parallel stream.
   std::uint32_t zuse(std::uint32_t x, int layer, int mb, ComputeClass cls, double s, double flops, double mem_s,
                      double core_flops, const std::string& name) {
-    const Zero3Hook& h = zhooks_[zcur_];
     const Zero3Use& u = ztrace_.uses[zcur_];
     auto weight = [&](int q, CollKind k, double bytes_per) {
       return collective(k, GroupKind::kDp, ztrace_.numel[static_cast<std::size_t>(q)] * bytes_per, layer, mb);
     };
-    if (h.sync) {
-      for (int q : h.fetch) zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
+    if (zhooks_.sync(zcur_)) {
+      for (int q : zhooks_.fetch(zcur_)) zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
       const std::uint32_t sync =
           add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), "zero3.sync " + name, {x});
       for (std::uint32_t d : zout_) add_dep(sync, d);
       zout_.clear();
       x = add(compute(ComputeClass::kHost, SimTime::from_s(zlaunch_s_), 0, layer, mb), "zero3.launch " + name, {sync});
     }
-    for (int q : h.prefetch) {
+    for (int q : zhooks_.prefetch(zcur_)) {
       zout_.push_back(contend(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag prefetch " + name, {x})));
     }
     if (s > 0) x = annotate(add(compute(cls, SimTime::from_s(s), flops, layer, mb), name, {x}), mem_s, core_flops);
@@ -1047,7 +1046,7 @@ class StageBuilder {
   // reduce-scatters issued since the last synchronisation.
   bool zmod_ = false;
   Zero3Trace ztrace_;
-  std::vector<Zero3Hook> zhooks_;
+  Zero3Hooks zhooks_;
   std::size_t zcur_ = 0;
   std::vector<std::uint32_t> zout_;
   double zlaunch_s_ = 0;

@@ -11,8 +11,8 @@ Zero3Policy zero3_policy(const StackProfile& s) {
   return Zero3Policy{s.zero3_prefetch_numel, s.zero3_max_live_numel, s.zero3_reuse_distance_numel};
 }
 
-std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& t, const Zero3Policy& policy) {
-  enum class Status { kNotAvailable, kInflight, kAvailable };
+Zero3Hooks zero3_coordinate(const Zero3Trace& t, const Zero3Policy& policy) {
+  enum class Status : std::uint8_t { kNotAvailable, kInflight, kAvailable };
   const std::size_t n = t.uses.size();
   std::vector<Status> status(t.numel.size(), Status::kNotAvailable);
   // Reuse distance of use i: the elements of the weights used strictly between it and the
@@ -29,19 +29,23 @@ std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& t, const Zero3Policy& 
       last[p] = i;
     }
   }
-  std::vector<Zero3Hook> hooks(n);
+  Zero3Hooks out;
+  out.hooks.resize(n);
+  out.params.reserve(t.numel.size() * 2);
   std::vector<int> inflight;
   double available = 0;  // gathered or in-flight elements
   for (std::size_t i = 0; i < n; ++i) {
-    Zero3Hook& h = hooks[i];
+    Zero3Hooks::Hook& h = out.hooks[i];
     const int p = t.uses[i].param;
     const auto pi = static_cast<std::size_t>(p);
+    h.fetch = static_cast<std::uint32_t>(out.params.size());
     if (status[pi] == Status::kNotAvailable) {
-      h.fetch.push_back(p);
+      out.params.push_back(p);
       available += t.numel[pi];
       status[pi] = Status::kInflight;
       inflight.push_back(p);
     }
+    h.prefetch = static_cast<std::uint32_t>(out.params.size());
     if (status[pi] == Status::kInflight) {
       // fetch_sub_module: _synchronize_communication completes every gather in flight.
       h.sync = true;
@@ -57,11 +61,12 @@ std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& t, const Zero3Policy& 
         if (status[q] != Status::kNotAvailable) continue;
         status[q] = Status::kInflight;
         inflight.push_back(t.uses[j].param);
-        h.prefetch.push_back(t.uses[j].param);
+        out.params.push_back(t.uses[j].param);
         numel += t.numel[q];
         available += t.numel[q];
       }
     }
+    h.end = static_cast<std::uint32_t>(out.params.size());
     // release_sub_module: keep the weight only if it is used again within `reuse_numel`.
     const bool keep = next_use[i] < n && prefix[next_use[i]] - prefix[i + 1] < policy.reuse_numel;
     if (!keep) {
@@ -69,25 +74,63 @@ std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& t, const Zero3Policy& 
       available -= t.numel[pi];
     }
   }
-  return hooks;
+  return out;
 }
 
-Zero3Timing zero3_time(const Zero3Trace& t, const std::vector<Zero3Hook>& hooks, const std::vector<double>& gather_s,
+const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy& policy) {
+  // The planner prices many layouts of one model: the coordinator's decisions depend only on
+  // the weights' sizes, the uses' order and the policy, not on the compute times.
+  struct Entry {
+    std::vector<double> numel;
+    std::vector<int> params;
+    Zero3Policy policy;
+    Zero3Hooks hooks;
+  };
+  thread_local std::vector<Entry> cache;
+  thread_local std::size_t next = 0;
+  auto same = [&](const Entry& e) {
+    if (e.numel != t.numel || e.params.size() != t.uses.size()) return false;
+    if (e.policy.prefetch_numel != policy.prefetch_numel || e.policy.max_live_numel != policy.max_live_numel ||
+        e.policy.reuse_numel != policy.reuse_numel) {
+      return false;
+    }
+    for (std::size_t i = 0; i < t.uses.size(); ++i) {
+      if (e.params[i] != t.uses[i].param) return false;
+    }
+    return true;
+  };
+  for (const Entry& e : cache) {
+    if (same(e)) return e.hooks;
+  }
+  Entry e{t.numel, {}, policy, zero3_coordinate(t, policy)};
+  e.params.reserve(t.uses.size());
+  for (const Zero3Use& u : t.uses) e.params.push_back(u.param);
+  constexpr std::size_t kEntries = 4;
+  if (cache.size() < kEntries) {
+    cache.push_back(std::move(e));
+    return cache.back().hooks;
+  }
+  Entry& slot = cache[next];
+  next = (next + 1) % kEntries;
+  slot = std::move(e);
+  return slot.hooks;
+}
+
+Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s) {
   Zero3Timing r;
   // The open segment, from its synchronisation: the compute stream's clock and the data-
   // parallel stream's (each collective starts when the stream is free and it is issued).
   double cc = 0, sc = 0;
   for (std::size_t i = 0; i < t.uses.size(); ++i) {
-    const Zero3Hook& h = hooks[i];
-    if (h.sync) {
+    if (hooks.sync(i)) {
       // The on-demand gathers queue behind the stream's work; the device then drains.
-      for (int p : h.fetch) sc += gather_s[static_cast<std::size_t>(p)];
+      for (int p : hooks.fetch(i)) sc += gather_s[static_cast<std::size_t>(p)];
       r.total_s += std::max(cc, sc) + launch_s;
       cc = sc = 0;
       ++r.syncs;
     }
-    for (int p : h.prefetch) {
+    for (int p : hooks.prefetch(i)) {
       const double g = gather_s[static_cast<std::size_t>(p)];
       sc = std::max(sc, cc) + g;
       cc += f * g;
@@ -120,6 +163,7 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   const double a = m.num_attention_heads, g = m.num_kv_heads, F = static_cast<double>(m.ffn_hidden_size);
   const bool positions = m.position_embedding == PositionEmbedding::kLearned;
   const int L = m.num_layers;
+  t.numel.reserve(static_cast<std::size_t>(3 + 4 * L));
   t.numel.push_back(static_cast<double>(m.vocab_size) * h);  // word embedding
   const int pos = positions ? 1 : -1;
   if (positions) t.numel.push_back(static_cast<double>(m.max_seq_len) * h);
@@ -143,31 +187,35 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   const double q_b = 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s;
   const double p_b = 2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
   const double f1_b = 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, f2_b = 2 * lc.fc2_gemm_s;
-  auto& u = t.uses;
-  u.push_back({0, 0.0, false});
-  if (positions) u.push_back({pos, 0.0, false});
+  const std::size_t n = static_cast<std::size_t>(zero3_forward_uses(m) + 1 + L * (full > 0 ? 8 : 4) + 1 +
+                                                (positions ? 1 : 0));
+  t.uses.resize(n);
+  std::size_t k = 0;
+  auto use = [&](int param, double s, bool reduce) { t.uses[k++] = Zero3Use{param, s, reduce}; };
+  use(0, 0.0, false);
+  if (positions) use(pos, 0.0, false);
   for (int l = 0; l < L; ++l) {
-    u.push_back({w(l, 0), q_f, false});
-    u.push_back({w(l, 1), p_f, false});
-    u.push_back({w(l, 2), f1_f, false});
-    u.push_back({w(l, 3), f2_f, false});
+    use(w(l, 0), q_f, false);
+    use(w(l, 1), p_f, false);
+    use(w(l, 2), f1_f, false);
+    use(w(l, 3), f2_f, false);
   }
-  u.push_back({head, logits_fwd_s, false});
-  u.push_back({head, logits_bwd_s, !m.tied_embeddings});
+  use(head, logits_fwd_s, false);
+  use(head, logits_bwd_s, !m.tied_embeddings);
   for (int l = L - 1; l >= 0; --l) {
     if (full > 0) {
-      u.push_back({w(l, 0), q_f, false});
-      u.push_back({w(l, 1), p_f, false});
-      u.push_back({w(l, 2), f1_f, false});
-      u.push_back({w(l, 3), f2_f, false});
+      use(w(l, 0), q_f, false);
+      use(w(l, 1), p_f, false);
+      use(w(l, 2), f1_f, false);
+      use(w(l, 3), f2_f, false);
     }
-    u.push_back({w(l, 3), f2_b, true});
-    u.push_back({w(l, 2), f1_b, true});
-    u.push_back({w(l, 1), p_b, true});
-    u.push_back({w(l, 0), q_b, true});
+    use(w(l, 3), f2_b, true);
+    use(w(l, 2), f1_b, true);
+    use(w(l, 1), p_b, true);
+    use(w(l, 0), q_b, true);
   }
-  if (positions) u.push_back({pos, 0.0, true});
-  u.push_back({0, 0.0, true});
+  if (positions) use(pos, 0.0, true);
+  use(0, 0.0, true);
   return t;
 }
 

@@ -3,6 +3,7 @@
 // trace's time by hand, the rule on two GPT shapes, and where the plan takes it.
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,29 +38,30 @@ Zero3Trace toy() {
 }
 
 TEST(Zero3Fetch, CoordinatorFetchesPrefetchesAndReleasesAsDeepSpeedByHand) {
-  const std::vector<Zero3Hook> h = zero3_coordinate(toy(), Zero3Policy{50, 1000, 50});
+  const Zero3Hooks h = zero3_coordinate(toy(), Zero3Policy{50, 1000, 50});
   ASSERT_EQ(h.size(), 6u);
+  auto list = [](std::span<const int> s) { return std::vector<int>(s.begin(), s.end()); };
   const std::vector<bool> sync = {true, true, false, false, true, false};
   const std::vector<std::vector<int>> fetch = {{0}, {}, {}, {}, {1}, {}};
   const std::vector<std::vector<int>> prefetch = {{1, 2}, {0}, {}, {}, {}, {}};
   for (std::size_t i = 0; i < h.size(); ++i) {
-    EXPECT_EQ(h[i].sync, sync[i]) << i;
-    EXPECT_EQ(h[i].fetch, fetch[i]) << i;
-    EXPECT_EQ(h[i].prefetch, prefetch[i]) << i;
+    EXPECT_EQ(h.sync(i), sync[i]) << i;
+    EXPECT_EQ(list(h.fetch(i)), fetch[i]) << i;
+    EXPECT_EQ(list(h.prefetch(i)), prefetch[i]) << i;
   }
   // A reuse limit above 180 keeps every weight gathered from the forward to the backward:
   // use 1 still waits for its prefetched w1, and then nothing is fetched again.
-  const std::vector<Zero3Hook> keep = zero3_coordinate(toy(), Zero3Policy{50, 1000, 1000});
-  EXPECT_TRUE(keep[0].sync);
-  EXPECT_TRUE(keep[1].sync);
-  EXPECT_TRUE(keep[1].prefetch.empty());
-  for (std::size_t i = 2; i < keep.size(); ++i) EXPECT_FALSE(keep[i].sync) << i;
+  const Zero3Hooks keep = zero3_coordinate(toy(), Zero3Policy{50, 1000, 1000});
+  EXPECT_TRUE(keep.sync(0));
+  EXPECT_TRUE(keep.sync(1));
+  EXPECT_TRUE(keep.prefetch(1).empty());
+  for (std::size_t i = 2; i < keep.size(); ++i) EXPECT_FALSE(keep.sync(i)) << i;
   // Under the live limit only: with 10 elements allowed, use 0's prefetch does not happen
   // and every use of w1 and w2 is fetched on demand.
-  const std::vector<Zero3Hook> tight = zero3_coordinate(toy(), Zero3Policy{50, 10, 50});
-  EXPECT_TRUE(tight[0].prefetch.empty());
-  EXPECT_EQ(tight[1].fetch, std::vector<int>{1});
-  EXPECT_EQ(tight[2].fetch, std::vector<int>{2});
+  const Zero3Hooks tight = zero3_coordinate(toy(), Zero3Policy{50, 10, 50});
+  EXPECT_TRUE(tight.prefetch(0).empty());
+  EXPECT_EQ(list(tight.fetch(1)), std::vector<int>{1});
+  EXPECT_EQ(list(tight.fetch(2)), std::vector<int>{2});
 }
 
 TEST(Zero3Fetch, TraceTimeBySegmentsByHand) {
@@ -74,7 +76,7 @@ TEST(Zero3Fetch, TraceTimeBySegmentsByHand) {
   //          reduce w1: sc 6.5.
   //   use 5: compute 6: cc 11, reduce w0: sc 11.5. End: max(11, 11.5) = 11.5 -> 38.1.
   const Zero3Trace t = toy();
-  const std::vector<Zero3Hook> h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
+  const Zero3Hooks h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
   const Zero3Timing z = zero3_time(t, h, {1, 3, 6}, {0.5, 1.5, 3}, 0.1, 0.5);
   EXPECT_NEAR(z.total_s, 38.1, 1e-12);
   EXPECT_NEAR(z.compute_s, 21.0, 1e-12);
@@ -92,16 +94,16 @@ struct LayerSyncs {
 LayerSyncs layer_syncs(const ModelSpec& m, const Plan& p, int l) {
   const LayerCost lc = layer_cost(m, builtin_presets().clusters.at("dgx-a100"), p, 2048, false);
   const Zero3Trace t = zero3_trace(m, p, lc, 1e-3, 2e-3);
-  const std::vector<Zero3Hook> h = zero3_coordinate(t, zero3_policy(stack_profile(p.stack)));
+  const Zero3Hooks h = zero3_coordinate(t, zero3_policy(stack_profile(p.stack)));
   const int pos = m.position_embedding == PositionEmbedding::kLearned ? 1 : 0;
   const int first = 1 + pos + 4 * l;  // the layer's forward uses
   LayerSyncs r;
-  for (int k = 0; k < 4; ++k) r.fwd += h[static_cast<std::size_t>(first + k)].sync;
+  for (int k = 0; k < 4; ++k) r.fwd += h.sync(static_cast<std::size_t>(first + k));
   // Backward: head (2 uses) after the forward's last, then per layer from the last one.
   const int per = p.recompute == Recompute::kFull ? 8 : 4;
   const int bwd = zero3_forward_uses(m) + 1 + per * (m.num_layers - 1 - l);
   for (int k = 0; k < per; ++k) {
-    const bool s = h[static_cast<std::size_t>(bwd + k)].sync;
+    const bool s = h.sync(static_cast<std::size_t>(bwd + k));
     r.bwd += s;
     if (s && k >= per - 4) r.bwd_modules.push_back(3 - (k - (per - 4)));
   }

@@ -557,12 +557,10 @@ TEST(Engine, DeepSpeed2021FetchPerModuleMatchesTheClosedForm) {
     const LayerCost lc = layer_cost(s.model, s.cluster, s.plan, 2048, false);
     const LogitsCost lg = logits_cost(s.model, s.cluster, s.plan, 2048);
     const Zero3Trace t = zero3_trace(s.model, s.plan, lc, lg.fwd_s, lg.bwd_s);
-    const std::vector<Zero3Hook> h = zero3_coordinate(t, zero3_policy(stack_profile(s.plan.stack)));
-    int syncs = 0, gathers = 0;
-    for (const Zero3Hook& x : h) {
-      syncs += x.sync;
-      gathers += static_cast<int>(x.fetch.size() + x.prefetch.size());
-    }
+    const Zero3Hooks h = zero3_coordinate(t, zero3_policy(stack_profile(s.plan.stack)));
+    int syncs = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) syncs += h.sync(i);
+    const int gathers = static_cast<int>(h.params.size());
     int sync_ops = 0;
     for (std::size_t i = 0; i < r.program.roles[0].ops.size(); ++i) {
       sync_ops += r.program.names[r.program.roles[0].ops[i].name].rfind("zero3.sync", 0) == 0;

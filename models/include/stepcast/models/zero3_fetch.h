@@ -15,7 +15,9 @@
 // engine (lower.cc), which times the same ops independently.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "stepcast/models/layer_cost.h"
@@ -37,18 +39,33 @@ struct Zero3Trace {
   std::vector<double> numel;  // elements of each partitioned weight
   std::vector<Zero3Use> uses;
 };
-// What the coordinator does at one hook: the weights it gathers on demand (exposed), whether
-// it synchronises the device, and the weights it prefetches after the fetch.
-struct Zero3Hook {
-  bool sync = false;
-  std::vector<int> fetch, prefetch;
+// What the coordinator does at each hook: the weights it gathers on demand (exposed),
+// whether it synchronises the device, and the weights it prefetches after the fetch. One
+// flat list of weights for the whole trace (the closed form evaluates it per estimate).
+struct Zero3Hooks {
+  struct Hook {
+    bool sync = false;
+    std::uint32_t fetch = 0, prefetch = 0, end = 0;  // [fetch, prefetch) and [prefetch, end) in `params`
+  };
+  std::vector<Hook> hooks;
+  std::vector<int> params;
+  std::size_t size() const { return hooks.size(); }
+  bool sync(std::size_t i) const { return hooks[i].sync; }
+  std::span<const int> fetch(std::size_t i) const {
+    return {params.data() + hooks[i].fetch, hooks[i].prefetch - hooks[i].fetch};
+  }
+  std::span<const int> prefetch(std::size_t i) const {
+    return {params.data() + hooks[i].prefetch, hooks[i].end - hooks[i].prefetch};
+  }
 };
 struct Zero3Policy {
   double prefetch_numel = 0, max_live_numel = 0, reuse_numel = 0;
 };
 Zero3Policy zero3_policy(const StackProfile& stack);
 // REQUIRES: every use's param indexes `trace.numel`.
-std::vector<Zero3Hook> zero3_coordinate(const Zero3Trace& trace, const Zero3Policy& policy);
+Zero3Hooks zero3_coordinate(const Zero3Trace& trace, const Zero3Policy& policy);
+// The same, remembered per thread for the last few traces (same sizes, uses and policy).
+const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& trace, const Zero3Policy& policy);
 
 // The trace's wall time with every gather and reduce-scatter on one data-parallel stream,
 // as the event engine runs the same ops: from each synchronisation the compute stream runs
@@ -63,7 +80,7 @@ struct Zero3Timing {
   int syncs = 0;
   double exposed_s() const { return total_s - compute_s - interference_s; }
 };
-Zero3Timing zero3_time(const Zero3Trace& trace, const std::vector<Zero3Hook>& hooks, const std::vector<double>& gather_s,
+Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s);
 
 // Whether `plan` runs the per-module fetch: its stack's zero3_fetch is "module_sync", ZeRO-3
