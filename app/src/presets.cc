@@ -64,6 +64,12 @@ std::string presets_json(const PresetsReport& report) {
     o["rope_bytes"] = st.rope_bytes;
     o["loss_bytes_per_logit"] = st.loss_bytes_per_logit;
     o["attention_kernel"] = st.attention_kernel;
+    o["zero3_fetch"] = StackProfile::kZero3FetchNames[static_cast<int>(st.zero3_fetch)];
+    if (st.zero3_fetch == StackProfile::Zero3Fetch::kModuleSync) {
+      o["zero3_prefetch_numel"] = st.zero3_prefetch_numel;
+      o["zero3_max_live_numel"] = st.zero3_max_live_numel;
+      o["zero3_reuse_distance_numel"] = st.zero3_reuse_distance_numel;
+    }
     o["sources"] = st.sources;
     o["verification"] = st.verification;
   }
@@ -126,14 +132,15 @@ std::string presets_text(const PresetsReport& report) {
                              1.0 / job_failure_rate_per_h(f, ref));
   }
   out += "\nSoftware stacks (plan.stack: NAME; kernels per layer forward; sources: presets --json)\n";
-  out += fmt::format("  {:<16}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}  {}\n", "name", "us/kernel", "graphs",
-                     "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel", "framework");
+  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}  {}\n", "name", "us/kernel",
+                     "graphs", "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel", "zero3 fetch",
+                     "framework");
   for (const auto& [k, st] : cat.stacks) {
-    out += fmt::format("  {:<16}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}  {}\n", k, st.host_us_per_kernel,
-                       st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms, st.rmsnorm_kernels,
-                       st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
+    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}  {}\n", k,
+                       st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
+                       st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
                        fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
-                       st.display_name);
+                       StackProfile::kZero3FetchNames[static_cast<int>(st.zero3_fetch)], st.display_name);
   }
   for (const auto& [arch, t] : cat.attention) {
     out += fmt::format(
