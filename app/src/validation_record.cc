@@ -363,8 +363,8 @@ void stack_rule(const json& rec, Record& r) {
   } else if (contains(low, "deepspeed") && r.zero == 3) {
     // The DeepSpeed of the record's year: the first 20xx in its id or source title.
     std::smatch y;
-    const std::string ids = (rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") + " " +
-                            source_title(rec);
+    const std::string ids =
+        (rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") + " " + source_title(rec);
     const bool dated = std::regex_search(ids, y, std::regex(R"((?:^|[^0-9])(20[0-9]{2})(?:[^0-9]|$))"));
     const bool v2021 = dated && std::stoi(y[1].str()) <= 2021;
     r.stack = v2021 ? "deepspeed-zero-2021" : "deepspeed-zero";

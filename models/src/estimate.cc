@@ -565,7 +565,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     std::vector<double> gather(t.numel.size()), reduce(t.numel.size());
     std::vector<std::size_t> priced;  // indices of the first weight of each size
     for (std::size_t i = 0; i < t.numel.size(); ++i) {
-      const auto same = std::find_if(priced.begin(), priced.end(), [&](std::size_t j) { return t.numel[j] == t.numel[i]; });
+      const auto same =
+          std::find_if(priced.begin(), priced.end(), [&](std::size_t j) { return t.numel[j] == t.numel[i]; });
       if (same != priced.end()) {
         gather[i] = gather[*same];
         reduce[i] = reduce[*same];

@@ -481,7 +481,8 @@ class StageBuilder {
       return collective(k, GroupKind::kDp, ztrace_.numel[static_cast<std::size_t>(q)] * bytes_per, layer, mb);
     };
     if (zhooks_.sync(zcur_)) {
-      for (int q : zhooks_.fetch(zcur_)) zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
+      for (int q : zhooks_.fetch(zcur_))
+        zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
       const std::uint32_t sync =
           add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), "zero3.sync " + name, {x});
       for (std::uint32_t d : zout_) add_dep(sync, d);
@@ -629,8 +630,7 @@ class StageBuilder {
   void fwd_layer(FwdPass& f, int i) {
     const int layer = f.first + i;
     const std::uint32_t a = fwd_layer_start(f, i);
-    f.x = host_wait(zmod_ ? zlayer_forward(a, layer, f.mb, 'F') : layer_forward(a, layer, f.mb, 'F'), layer, f.mb,
-                    'F');
+    f.x = host_wait(zmod_ ? zlayer_forward(a, layer, f.mb, 'F') : layer_forward(a, layer, f.mb, 'F'), layer, f.mb, 'F');
     f.done[static_cast<std::size_t>(i)] = f.x;
   }
 
@@ -804,7 +804,7 @@ class StageBuilder {
     const int layer = b.first + b.n - 1 - idx;
     std::uint32_t full_alloc = kNone;
     std::uint32_t x = bwd_layer_start(b, idx, full_alloc);
-    x = zmod_                                    ? zlayer_backward(x, layer, b.mb)
+    x = zmod_                                   ? zlayer_backward(x, layer, b.mb)
         : (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb)
                                                 : layer_backward_blocks(x, layer, b.mb);
     bwd_layer_finish(b, idx, x, full_alloc);

@@ -169,10 +169,10 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   if (positions) t.numel.push_back(static_cast<double>(m.max_seq_len) * h);
   const int first_layer = static_cast<int>(t.numel.size());
   for (int l = 0; l < L; ++l) {
-    t.numel.push_back(h * (a + 2 * g) * dh);     // QKV
-    t.numel.push_back(a * dh * h);               // output projection
+    t.numel.push_back(h * (a + 2 * g) * dh);          // QKV
+    t.numel.push_back(a * dh * h);                    // output projection
     t.numel.push_back((m.ffn_matrices - 1) * h * F);  // FC1 (gate and up)
-    t.numel.push_back(F * h);                    // FC2
+    t.numel.push_back(F * h);                         // FC2
   }
   const int head = m.tied_embeddings ? 0 : static_cast<int>(t.numel.size());
   if (!m.tied_embeddings) t.numel.push_back(static_cast<double>(m.vocab_size) * h);
@@ -187,8 +187,8 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   const double q_b = 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s;
   const double p_b = 2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
   const double f1_b = 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, f2_b = 2 * lc.fc2_gemm_s;
-  const std::size_t n = static_cast<std::size_t>(zero3_forward_uses(m) + 1 + L * (full > 0 ? 8 : 4) + 1 +
-                                                (positions ? 1 : 0));
+  const std::size_t n =
+      static_cast<std::size_t>(zero3_forward_uses(m) + 1 + L * (full > 0 ? 8 : 4) + 1 + (positions ? 1 : 0));
   t.uses.resize(n);
   std::size_t k = 0;
   auto use = [&](int param, double s, bool reduce) { t.uses[k++] = Zero3Use{param, s, reduce}; };

@@ -164,8 +164,12 @@ TEST_F(ValidateTest, DeepSpeedZero3RecordsRunTheDeepSpeedOfTheirYear) {
   auto stack_of = [&](const std::string& id, const std::string& title) {
     const json patch = {{"id", id},
                         {"source", {{"title", title}}},
-                        {"layout", {{"tp", 1}, {"pp", 1}, {"virtual_stages", nullptr}, {"schedule", nullptr},
-                                    {"zero_fsdp", "ZeRO-3 (DeepSpeed), no model parallelism"}}}};
+                        {"layout",
+                         {{"tp", 1},
+                          {"pp", 1},
+                          {"virtual_stages", nullptr},
+                          {"schedule", nullptr},
+                          {"zero_fsdp", "ZeRO-3 (DeepSpeed), no model parallelism"}}}};
     auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
     EXPECT_TRUE(rep.ok()) << rep.error().message;
     if (!rep.ok()) return std::string();
@@ -474,9 +478,9 @@ TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   }
   ASSERT_GE(pooled.n(), 2);
   expect_residuals(stepcast::validation_residuals(), pooled, "pooled");
-  for (stepcast::Stack st : {stepcast::Stack::kMegatronCore, stepcast::Stack::kFsdp2Eager,
-                             stepcast::Stack::kFsdp2Compile, stepcast::Stack::kDeepspeedZero,
-                             stepcast::Stack::kDeepspeedZero2021}) {
+  for (stepcast::Stack st :
+       {stepcast::Stack::kMegatronCore, stepcast::Stack::kFsdp2Eager, stepcast::Stack::kFsdp2Compile,
+        stepcast::Stack::kDeepspeedZero, stepcast::Stack::kDeepspeedZero2021}) {
     const Residuals& own = per_stack.at(static_cast<std::size_t>(st));
     const std::string name(stepcast::to_string(st));
     expect_residuals(stepcast::stack_validation_residuals(st), own, name);

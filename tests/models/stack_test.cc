@@ -281,8 +281,9 @@ TEST(Stack, ExplicitMegatronCoreEqualsAbsent) {
 TEST(Stack, UnknownStackNamesTheFieldAndTheClosestName) {
   const Result<Scenario> s = parse_scenario(scenario_text(R"(, "stack": "fsdp2-eagre")"));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
-                           "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\"; did you mean \"fsdp2-eager\"?"),
+  EXPECT_NE(s.error().message.find(
+                "plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
+                "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\"; did you mean \"fsdp2-eager\"?"),
             std::string::npos)
       << s.error().message;
 }

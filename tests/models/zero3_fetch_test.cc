@@ -140,21 +140,10 @@ TEST(Zero3Fetch, DeepSpeed2021OnGpt13bPrefetchesALayerPerSynchronisation) {
   // Layer 20 synchronises nowhere in its backward; layer 4's weights are re-gathered, all
   // four prefetched at layer 5's synchronisation (16.8 + 16.8 + 4.2 + 12.6 = 50.4M) and
   // waited for at its FC2, the first of its backward uses: one.
-  ModelSpec m;
-  m.name = "gpt-1.3b";
-  m.num_layers = 24;
-  m.hidden_size = 2048;
-  m.num_attention_heads = 16;
-  m.num_kv_heads = 16;
-  m.head_dim = 128;
-  m.ffn_hidden_size = 8192;
-  m.ffn_activation = "gelu";
-  m.ffn_matrices = 2;
-  m.norm = NormKind::kLayerNorm;
-  m.position_embedding = PositionEmbedding::kLearned;
-  m.tied_embeddings = true;
-  m.vocab_size = 50304;
-  m.max_seq_len = 2048;
+  // The shipped GPT 1.3B scenario's model.
+  const Result<Scenario> sc = load_scenario_file(STEPCAST_SOURCE_DIR "/scenarios/gpt-1.3b-ddp-16xh100.json");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  const ModelSpec& m = sc->model;
   Plan p;
   p.dp = 16;
   p.zero = 3;

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/analysis/breakdown.h"
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
@@ -21,11 +23,9 @@
 #include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
-#include "stepcast/models/timeline.h"
 #include "stepcast/models/stack.h"
+#include "stepcast/models/timeline.h"
 #include "stepcast/models/zero3_fetch.h"
-#include "stepcast/analysis/breakdown.h"
-#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/sim/backend.h"
 
 namespace stepcast {
