@@ -11,6 +11,7 @@
 #include "stepcast/models/compute.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/lower.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/stack.h"
 #include "stepcast/models/zero3_fetch.h"
@@ -837,6 +838,14 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   if (const GroupShape tg = group_shape(p.tp, Placement::of(p, gpn).group_stride(GroupKind::kTp), gpn);
       tg.nodes > 1) {
     e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));
+  }
+  if (stack_profile(p.stack).zero3_fetch == StackProfile::Zero3Fetch::kModuleSync && p.zero >= 3 &&
+      p.dp * p.cp > 1 && !zero3_module_fetch(m, p)) {
+    e.notes.push_back(fmt::format(
+        "ZeRO-3 priced per layer: {}'s per-module fetch is expressed with pp 1, tp 1, cp 1, dense layers with "
+        "standard attention, no MTP or offload, per-microbatch reduce-scatters and reshard_after_forward "
+        "(docs/model-reference.md 5.9)",
+        to_string(p.stack)));
   }
   if (e.memory.total > e.memory.usable) {
     e.notes.push_back(fmt::format(

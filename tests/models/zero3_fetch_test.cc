@@ -164,5 +164,29 @@ TEST(Zero3Fetch, DeepSpeed2021OnGpt13bPrefetchesALayerPerSynchronisation) {
   EXPECT_FALSE(zero3_module_fetch(m, p));
 }
 
+// A plan on the 2021 stack that the per-module trace does not express is priced per layer,
+// and the estimate says so.
+TEST(Zero3Fetch, PlansOutsideThePerModuleTraceSayTheyArePricedPerLayer) {
+  Result<Scenario> sc = load_scenario_file(STEPCAST_SOURCE_DIR "/scenarios/gpt-1.3b-ddp-16xh100.json");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  Scenario s = *sc;
+  s.plan.zero = 3;
+  s.plan.stack = Stack::kDeepspeedZero2021;
+  auto noted = [](const Estimate& e) {
+    for (const std::string& n : e.notes) {
+      if (n.rfind("ZeRO-3 priced per layer: deepspeed-zero-2021's per-module fetch", 0) == 0) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(noted(estimate(s)));
+  s.plan.tp = 2;
+  s.plan.dp = 8;
+  EXPECT_TRUE(noted(estimate(s)));
+  // The layer model's step: what deepspeed-zero (zero3_fetch "layer") gives for the same plan.
+  Scenario layer = s;
+  layer.plan.stack = Stack::kDeepspeedZero;
+  EXPECT_DOUBLE_EQ(estimate(s).step_time_s, estimate(layer).step_time_s);
+}
+
 }  // namespace
 }  // namespace stepcast
