@@ -578,7 +578,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       priced.push_back(i);
     }
     const double f = overlap_interference(c.gpu);
-    const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, stack.host_us_per_kernel * 1e-6);
+    const double launch = stack.host_us_per_kernel * 1e-6;
+    const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, launch);
     // The interference of the gathers prefetched in the forward slows the forward.
     double fwd_interference = 0;
     const auto fwd_uses = static_cast<std::size_t>(zero3_forward_uses(m));
@@ -588,7 +589,10 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     st.forward += fwd_interference;
     st.backward += z.interference_s - fwd_interference;
     st.parts.interference += z.interference_s;
-    st.fsdp = z.exposed_s();
+    // The launch after each synchronisation is the GPU waiting for the host (as the engine's
+    // zero3.launch ops); the rest of the exposure waits for the data-parallel stream.
+    st.host += z.syncs * launch;
+    st.fsdp = z.exposed_s() - z.syncs * launch;
   } else if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;

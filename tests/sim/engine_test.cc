@@ -572,6 +572,12 @@ TEST(Engine, DeepSpeed2021FetchPerModuleMatchesTheClosedForm) {
     EXPECT_EQ(count_collectives(r.program, CollKind::kReduceScatter), 4 * (2 + 4 * 24)) << rc;
     EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 1e-3) << rc;
     EXPECT_GT(e.exposed.dp, 0) << rc;
+    // The same split: waits for the data-parallel stream as dp, the launches after the
+    // synchronisations (10 us each) as host.
+    const analysis::RankBreakdown& b = r.summary.ranks[r.summary.critical];
+    EXPECT_NEAR(b.dp, e.exposed.dp, 1e-3 * e.step_time_s) << rc;
+    EXPECT_NEAR(e.breakdown.host, 4 * syncs * 10e-6, 1e-9) << rc;
+    EXPECT_NEAR(b.host, e.breakdown.host, 1e-6) << rc;
   }
 }
 
