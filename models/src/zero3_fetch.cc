@@ -86,7 +86,12 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
     Zero3Policy policy;
     Zero3Hooks hooks;
   };
-  thread_local std::vector<Entry> cache;
+  constexpr std::size_t kEntries = 4;
+  thread_local std::vector<Entry> cache = [] {
+    std::vector<Entry> c;
+    c.reserve(kEntries);  // entries never move: a returned reference stays on its entry
+    return c;
+  }();
   thread_local std::size_t next = 0;
   auto same = [&](const Entry& e) {
     if (e.numel != t.numel || e.params.size() != t.uses.size()) return false;
@@ -105,7 +110,6 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
   Entry e{t.numel, {}, policy, zero3_coordinate(t, policy)};
   e.params.reserve(t.uses.size());
   for (const Zero3Use& u : t.uses) e.params.push_back(u.param);
-  constexpr std::size_t kEntries = 4;
   if (cache.size() < kEntries) {
     cache.push_back(std::move(e));
     return cache.back().hooks;

@@ -65,6 +65,7 @@ Zero3Policy zero3_policy(const StackProfile& stack);
 // REQUIRES: every use's param indexes `trace.numel`.
 Zero3Hooks zero3_coordinate(const Zero3Trace& trace, const Zero3Policy& policy);
 // The same, remembered per thread for the last few traces (same sizes, uses and policy).
+// The reference is valid until this thread's next call.
 const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& trace, const Zero3Policy& policy);
 
 // The trace's wall time with every gather and reduce-scatter on one data-parallel stream,
