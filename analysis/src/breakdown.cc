@@ -49,6 +49,8 @@ Part transfer_part(Stream stream) {
     case Stream::kEp: return Part::kEp;
     case Stream::kPp:
     case Stream::kPpRecv: return Part::kPp;
+    case Stream::kHostOut:
+    case Stream::kHostIn: return Part::kOffload;
     case Stream::kDp:
     case Stream::kCompute: break;
   }
@@ -57,7 +59,7 @@ Part transfer_part(Stream stream) {
 
 RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterval>& intervals, std::int64_t end,
                               int steps) {
-  constexpr int kParts = 10;
+  constexpr int kParts = 11;
   struct Point {
     std::int64_t t;
     int delta;
@@ -98,7 +100,9 @@ RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterva
   b.compute = acc[static_cast<int>(Part::kCompute)] * k;
   b.optimizer = acc[static_cast<int>(Part::kOptimizer)] * k;
   b.input = acc[static_cast<int>(Part::kInput)] * k;
-  b.host = acc[static_cast<int>(Part::kHost)] * k;
+  // Offload transfers count where nothing else runs, as the closed form's host part (model-
+  // reference "Offload": exposed beyond the layer's compute and communication).
+  b.host = (acc[static_cast<int>(Part::kHost)] + acc[static_cast<int>(Part::kOffload)]) * k;
   b.tp = acc[static_cast<int>(Part::kTp)] * k;
   b.cp = acc[static_cast<int>(Part::kCp)] * k;
   b.ep = acc[static_cast<int>(Part::kEp)] * k;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -205,6 +206,9 @@ void CudaDevice::cleanup() noexcept {
   if (in_) (void)cudaFree(in_);
   if (out_) (void)cudaFree(out_);
   in_ = out_ = nullptr;
+  if (pinned_) (void)cudaFreeHost(pinned_);
+  pinned_ = nullptr;
+  pinned_bytes_ = 0;
   for (auto& [p, bytes] : allocs_) (void)cudaFree(p);
   allocs_.clear();
   for (auto& list : pending_p2p_) list.clear();
@@ -453,6 +457,35 @@ void CudaDevice::elementwise(Stream s, double bytes) {
   while (left > 0) {
     const std::size_t n = std::min(left, chunk);
     SC_CHECK(ctx(), launch_stream_rw(in_, out_, n, max_blocks_, stream(s)));
+    left -= n;
+  }
+}
+
+void CudaDevice::host_copy(Stream s, double bytes, bool to_host) {
+  if (!(bytes > 0)) return;
+  // Out of the operand pool or into the result pool (operands stay as filled), through
+  // pinned host memory, in passes of at most kElementwiseChunkBytes.
+  const std::size_t chunk =
+      align_up(static_cast<std::size_t>(std::min(bytes, static_cast<double>(kElementwiseChunkBytes))));
+  ensure_pools(chunk, chunk);
+  if (pinned_bytes_ < chunk) {
+    SC_CHECK(ctx(), cudaDeviceSynchronize());  // copies in flight may use the old buffer
+    if (pinned_) SC_CHECK(ctx(), cudaFreeHost(pinned_));
+    pinned_ = nullptr;
+    pinned_bytes_ = 0;
+    SC_CHECK(ctx(), cudaMallocHost(&pinned_, chunk));
+    std::memset(pinned_, 0, chunk);
+    pinned_bytes_ = chunk;
+  }
+  join_p2p(s);
+  auto left = static_cast<std::size_t>(std::ceil(bytes));
+  while (left > 0) {
+    const std::size_t n = std::min(left, chunk);
+    if (to_host) {
+      SC_CHECK(ctx(), cudaMemcpyAsync(pinned_, in_, n, cudaMemcpyDeviceToHost, stream(s)));
+    } else {
+      SC_CHECK(ctx(), cudaMemcpyAsync(out_, pinned_, n, cudaMemcpyHostToDevice, stream(s)));
+    }
     left -= n;
   }
 }

@@ -73,6 +73,7 @@ class CudaDevice final : public Device {
   void gemm(Stream s, const GemmShape& g) override;
   void attention(Stream s, const AttentionShape& a) override;
   void elementwise(Stream s, double bytes) override;
+  void host_copy(Stream s, double bytes, bool to_host) override;
   Buffer alloc(std::size_t count) override;
   void release(Buffer& b) override;
   void* alloc_bytes(double bytes) override;
@@ -141,6 +142,8 @@ class CudaDevice final : public Device {
   void* in_ = nullptr;
   void* out_ = nullptr;
   std::size_t in_bytes_ = 0, out_bytes_ = 0;
+  void* pinned_ = nullptr;  // host_copy: pinned host memory, grow-only
+  std::size_t pinned_bytes_ = 0;
   std::uint64_t fill_seed_ = 0x5eedULL;
 
   std::shared_ptr<const Anchor> anchor_;

@@ -1,7 +1,9 @@
 #include "stepcast/executor/cpu_device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -92,6 +94,28 @@ class CpuDevice final : public Device {
     sink_ = sink_ + y_(0);
   }
 
+  void host_copy(Stream, double bytes, bool to_host) override {
+    // Ranks are processes on one host: a copy between two buffers of the rank's memory
+    // stands for the transfer, in passes of at most kCopyChunk bytes.
+    constexpr std::size_t kCopyChunk = 64u << 20;
+    auto left = static_cast<std::size_t>(std::max(0.0, bytes));
+    const std::size_t chunk = std::min(left, kCopyChunk);
+    if (device_side_.size() < chunk) {
+      device_side_.assign(chunk, 1);
+      host_side_.assign(chunk, 2);
+    }
+    while (left > 0) {
+      const std::size_t n = std::min(left, chunk);
+      if (to_host) {
+        std::memcpy(host_side_.data(), device_side_.data(), n);
+      } else {
+        std::memcpy(device_side_.data(), host_side_.data(), n);
+      }
+      left -= n;
+    }
+    sink_ = sink_ + static_cast<float>(host_side_.empty() ? 0 : host_side_[0]);
+  }
+
   Buffer alloc(std::size_t count) override {
     Buffer b;
     b.count = count;
@@ -150,6 +174,7 @@ class CpuDevice final : public Device {
 
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Operands> cache_;
   Eigen::VectorXf x_, y_;
+  std::vector<unsigned char> device_side_, host_side_;  // host_copy
   volatile float sink_ = 0;
 };
 

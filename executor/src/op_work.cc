@@ -36,6 +36,13 @@ OpWork op_work(const ExecContext& ctx, const Op& op) {
     case OpKind::kCompute: break;
   }
   const double seconds = op.duration.seconds();
+  if (op.stream == Stream::kHostOut || op.stream == Stream::kHostIn) {
+    // An offload transfer over the host link (lower.cc offload_copies).
+    w.kind = op.bytes > 0 ? OpWork::Kind::kHostCopy : OpWork::Kind::kNone;
+    w.bytes = op.bytes;
+    w.to_host = op.stream == Stream::kHostOut;
+    return w;
+  }
   if (op.stream != Stream::kCompute) {
     // A fixed-duration transfer standing for a sequence of exchanges (the CP ring).
     w.kind = OpWork::Kind::kRing;

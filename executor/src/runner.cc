@@ -209,6 +209,7 @@ class Runner {
           if (w.has_attention) dev_.attention(s, w.attention);
           if (w.bytes > 0) dev_.elementwise(s, w.bytes);
           break;
+        case OpWork::Kind::kHostCopy: dev_.host_copy(s, w.bytes, w.to_host); break;
         case OpWork::Kind::kCollective:
           end_[i] = comm_.collective(dev_, s, op.coll, group(op.group), b.send, b.recv);
           break;

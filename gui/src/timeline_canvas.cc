@@ -36,6 +36,8 @@ LanePart part_of(const analysis::TraceOp& o) {
     case Stream::kDp: return LanePart::kDp;
     case Stream::kPp:
     case Stream::kPpRecv: return LanePart::kPp;
+    case Stream::kHostOut:
+    case Stream::kHostIn: return LanePart::kHost;
   }
   return LanePart::kCompute;
 }

@@ -416,11 +416,11 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   L.dense_stall = host_stall(m, p, L.dense, L.dense_comm, false).total_s();
   if (m.moe) L.moe_stall = host_stall(m, p, L.moe, L.moe_comm, true).total_s();
   if (p.offload_activations > 0 || p.offload_weights > 0) {
-    L.dense_off = layer_offload(c, p, L.dense, layer_activation_bytes(m, p, w.seq_len, false),
+    L.dense_off = layer_offload(c, p, L.dense, L.dense_comm, layer_activation_bytes(m, p, w.seq_len, false),
                                 kWeightBytes * layer_rank_params(m, p, false).dense);
     if (m.moe) {
       const LayerRankParams ml = layer_rank_params(m, p, true);
-      L.moe_off = layer_offload(c, p, L.moe, layer_activation_bytes(m, p, w.seq_len, true),
+      L.moe_off = layer_offload(c, p, L.moe, L.moe_comm, layer_activation_bytes(m, p, w.seq_len, true),
                                 kWeightBytes * (ml.dense + ml.expert));
     }
   }
@@ -503,16 +503,20 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   }
   st.host = (dense_n + mtp_dense) * L.dense_stall + (moe_n + mtp_moe_n) * L.moe_stall;
   if (p.offload_activations > 0 || p.offload_weights > 0) {
-    // Whole layers, the stage's first ones; a layer's exposed transfers of each kind.
-    auto exposed = [&](double fraction, bool act) {
-      const int n = offloaded_layers(fraction, rp.layers);
-      const int n_moe = moe_layers_among_first(m, p, stage, n);
-      const LayerOffload& d = L.dense_off;
-      const LayerOffload& e = L.moe_off;
-      return act ? (n - n_moe) * (d.act_fwd_s + d.act_bwd_s) + n_moe * (e.act_fwd_s + e.act_bwd_s)
-                 : (n - n_moe) * (d.weight_fwd_s + d.weight_bwd_s) + n_moe * (e.weight_fwd_s + e.weight_bwd_s);
+    // Whole layers, the stage's first ones: the first min(n_a, n_w) offload both kinds, the
+    // next ones up to max(n_a, n_w) the more offloaded kind alone (layer_cost.h LayerOffload).
+    const int n_a = offloaded_layers(p.offload_activations, rp.layers);
+    const int n_w = offloaded_layers(p.offload_weights, rp.layers);
+    const int both = std::min(n_a, n_w), any = std::max(n_a, n_w);
+    const int moe_both = moe_layers_among_first(m, p, stage, both);
+    const int moe_any = moe_layers_among_first(m, p, stage, any);
+    auto pass = [](const LayerOffload& o, bool act, bool weight) {
+      return o.exposed_fwd(act, weight) + o.exposed_bwd(act, weight);
     };
-    st.offload = exposed(p.offload_activations, true) + exposed(p.offload_weights, false);
+    const bool act_alone = n_a > n_w;
+    st.offload = (both - moe_both) * pass(L.dense_off, true, true) + moe_both * pass(L.moe_off, true, true) +
+                 (any - both - (moe_any - moe_both)) * pass(L.dense_off, act_alone, !act_alone) +
+                 (moe_any - moe_both) * pass(L.moe_off, act_alone, !act_alone);
   }
   const int gpn = c.gpus_per_node;
   const double seq = static_cast<double>(w.seq_len);

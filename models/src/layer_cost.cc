@@ -342,6 +342,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double h = static_cast<double>(m.hidden_size);
   const bool sp = p.sequence_parallel && p.tp > 1;
   const double recompute_factor = p.recompute == Recompute::kFull ? 3.0 : 2.0;  // passes
+  double tp_fwd = 0, cp_fwd = 0, ep_fwd = 0;                                    // the forward's exposure
   // Interference (LayerComm::interference_s): each overlapped collective charges f of itself
   // as slowed compute and exposes what is left of it beyond the compute beside it.
   const double f = overlap_interference(c.gpu);
@@ -371,6 +372,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.tp_attn_pass_s = one;
     out.tp_mlp_pass_s = mlp_pair;
     out.tp_exposed_s = (one + mlp_pair) * recompute_factor + (lc.recompute_block ? mlp_pair : 0.0);
+    tp_fwd = one + mlp_pair;
     if (lc.tp_overlap) {
       // Transformer Engine userbuffers (docs/model-reference.md): forward AG|qkv and AG|fc1
       // ring exchange, RS|proj and RS|fc2 pipelined; backward AG of the output gradient
@@ -388,6 +390,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                              std::max(0.0, (1 - f) * rs - lc.qkv_gemm_s);
       out.tp_exposed_s = out.tp_overlap_fwd_s * (recompute_factor - 1) + out.tp_overlap_bwd_s +
                          (lc.recompute_block ? mlp_pair : 0.0);  // the MLP block re-run unsplit
+      tp_fwd = out.tp_overlap_fwd_s;
       slowed(2 * (ag + rs), 2 * (ag + rs), 0);
     }
   }
@@ -404,6 +407,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const double fwd = steps * std::max(0.0, (1 - f) * out.cp_step_fwd_s - lc.attn_core_s / p.cp);
     const double bwd = steps * std::max(0.0, (1 - f) * out.cp_step_bwd_s - lc.attn_core_bwd_s / p.cp);
     out.cp_exposed_s = fwd + bwd + (p.recompute == Recompute::kFull ? fwd : 0.0);
+    cp_fwd = fwd;
     slowed(steps * out.cp_step_fwd_s, steps * out.cp_step_bwd_s, 0);
   }
   if (moe && p.ep > 1) {
@@ -414,6 +418,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
     // Dispatch + combine per pass, and once more when the MoE block is recomputed.
     out.ep_exposed_s = 2 * out.ep_a2a_s * (recompute_factor + (lc.recompute_block ? 1 : 0));
+    ep_fwd = 2 * out.ep_a2a_s;
     if (p.moe_shared_expert_overlap && lc.shared_gemm_s > 0) {
       // Megatron-Core moe_shared_expert_overlap (shared_experts.py): the shared experts run on
       // their own stream beside the pass's first all-to-all (the dispatch forward, the
@@ -422,9 +427,12 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       const double fwd = a + std::max(0.0, (1 - f) * a - lc.shared_gemm_s);
       const double bwd = a + std::max(0.0, (1 - f) * a - 2 * lc.shared_gemm_s);
       out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd + (lc.recompute_block ? fwd : 0.0);
+      ep_fwd = fwd;
       slowed(a, a, lc.recompute_block ? a : 0.0);
     }
   }
+  out.exposed_fwd_s = tp_fwd + cp_fwd + ep_fwd;
+  out.exposed_bwd_s = out.tp_exposed_s + out.cp_exposed_s + out.ep_exposed_s - out.exposed_fwd_s;
   return out;
 }
 
@@ -464,19 +472,21 @@ int offloaded_layers(double fraction, int layers) {
   return static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * layers));
 }
 
-LayerOffload layer_offload(const ClusterSpec& c, const Plan& p, const LayerCost& lc, double act_bytes,
-                           double weight_bytes) {
+LayerOffload layer_offload(const ClusterSpec& c, const Plan& p, const LayerCost& lc, const LayerComm& cm,
+                           double act_bytes, double weight_bytes) {
   LayerOffload o;
   const double link = c.host_link_GBps * 1e9 * c.host_efficiency;
+  // Each pass as the layer runs it: compute, compute slowed by overlapped collectives, and
+  // the exposed TP, CP and EP communication.
+  o.fwd_s = lc.fwd_s() + cm.interference_fwd_s + cm.exposed_fwd_s;
+  o.bwd_s = lc.bwd_s() + (cm.interference_s - cm.interference_fwd_s) + cm.exposed_bwd_s;
   if (p.offload_activations > 0) {
     o.act_bytes = act_bytes;
-    o.act_fwd_s = std::max(0.0, act_bytes / link - lc.fwd_s());
-    o.act_bwd_s = std::max(0.0, act_bytes / link - lc.bwd_s());
+    o.act_s = act_bytes / link;
   }
   if (p.offload_weights > 0) {
     o.weight_bytes = weight_bytes;
-    o.weight_fwd_s = std::max(0.0, weight_bytes / link - lc.fwd_s());
-    o.weight_bwd_s = std::max(0.0, weight_bytes / link - lc.bwd_s());
+    o.weight_s = weight_bytes / link;
   }
   return o;
 }

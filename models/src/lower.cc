@@ -109,8 +109,10 @@ class StageBuilder {
     if (m.moe) layer_moe_ = layer_rank_params(m, p, true);
     if (p.offload_activations > 0 || p.offload_weights > 0) {
       // Offload (layer_cost.h): whole layers, the stage's first ones in model order.
-      off_dense_ = layer_offload(c, p, dense_, act_dense_, 2.0 * layer_dense_.dense);
-      if (m.moe) off_moe_ = layer_offload(c, p, moe_, act_moe_, 2.0 * (layer_moe_.dense + layer_moe_.expert));
+      off_dense_ = layer_offload(c, p, dense_, dense_comm_, act_dense_, 2.0 * layer_dense_.dense);
+      if (m.moe) {
+        off_moe_ = layer_offload(c, p, moe_, moe_comm_, act_moe_, 2.0 * (layer_moe_.dense + layer_moe_.expert));
+      }
       std::vector<int> mine;
       for (int v = 0; v < p.virtual_stages; ++v) {
         const int chunk = stage + v * p.pp;
@@ -455,17 +457,41 @@ class StageBuilder {
 
   // The GPU's wait for the host after a launch-bound layer's pass ('F', or 'B' with its
   // recomputation): estimate.h host_stall, the closed form's st.host split by kernel counts.
-  // Offload: the transfers of an offloaded layer's pass not hidden by its compute (the closed
-  // form's st.offload) are a wait for the host too.
   std::uint32_t host_wait(std::uint32_t prev, int layer, int mb, char pass) {
     const HostStall& h = is_moe(layer) ? host_moe_ : host_dense_;
-    double s = pass == 'F' ? h.fwd_s : h.bwd_s;
-    const LayerOffload& o = is_moe(layer) ? off_moe_ : off_dense_;
-    if (layer < act_off_end_) s += pass == 'F' ? o.act_fwd_s : o.act_bwd_s;
-    if (layer < weight_off_end_) s += pass == 'F' ? o.weight_fwd_s : o.weight_bwd_s;
+    const double s = pass == 'F' ? h.fwd_s : h.bwd_s;
     if (s <= 0) return prev;
     return add(compute(ComputeClass::kHost, SimTime::from_s(s), 0, layer, mb),
                fmt::format("host {} mb{} L{}", pass, mb, layer), {prev});
+  }
+
+  // --- offload (layer_cost.h LayerOffload) -----------------------------------------------
+  // An offloaded layer's transfers of one pass, each a copy on its direction of the host link
+  // (Stream::kHostOut / kHostIn) issued when the pass starts (`start`): forward its
+  // activations out and its weights in, backward its activations and then its weights in.
+  std::vector<std::uint32_t> offload_copies(std::uint32_t start, int layer, int mb, char pass) {
+    std::vector<std::uint32_t> copies;
+    const bool act = layer < act_off_end_, weight = layer < weight_off_end_;
+    if (!act && !weight) return copies;
+    const LayerOffload& o = is_moe(layer) ? off_moe_ : off_dense_;
+    auto copy = [&](Stream s, double bytes, double seconds, const char* what) {
+      Op op = compute(ComputeClass::kElementwise, SimTime::from_s(seconds), 0, layer, mb);
+      op.stream = s;
+      op.bytes = bytes;
+      copies.push_back(add(op, fmt::format("offload {} {} mb{} L{}", what, pass, mb, layer), {start}));
+    };
+    if (act)
+      copy(pass == 'F' ? Stream::kHostOut : Stream::kHostIn, o.act_bytes, o.act_s, pass == 'F' ? "act out" : "act in");
+    if (weight) copy(Stream::kHostIn, o.weight_bytes, o.weight_s, "weights in");
+    return copies;
+  }
+  // The layer's pass (ending with `x`) and its transfers done.
+  std::uint32_t join_copies(std::uint32_t x, const std::vector<std::uint32_t>& copies, int layer, int mb, char pass) {
+    if (copies.empty()) return x;
+    const std::uint32_t j = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb),
+                                fmt::format("wait offload {} mb{} L{}", pass, mb, layer), {x});
+    for (std::uint32_t c : copies) add_dep(j, c);
+    return j;
   }
 
   // --- ZeRO-3 fetch per module (zero3_fetch.h) ----------------------------------------
@@ -630,7 +656,9 @@ class StageBuilder {
   void fwd_layer(FwdPass& f, int i) {
     const int layer = f.first + i;
     const std::uint32_t a = fwd_layer_start(f, i);
-    f.x = host_wait(zmod_ ? zlayer_forward(a, layer, f.mb, 'F') : layer_forward(a, layer, f.mb, 'F'), layer, f.mb, 'F');
+    const std::vector<std::uint32_t> copies = offload_copies(a, layer, f.mb, 'F');
+    const std::uint32_t x = zmod_ ? zlayer_forward(a, layer, f.mb, 'F') : layer_forward(a, layer, f.mb, 'F');
+    f.x = host_wait(join_copies(x, copies, layer, f.mb, 'F'), layer, f.mb, 'F');
     f.done[static_cast<std::size_t>(i)] = f.x;
   }
 
@@ -802,12 +830,13 @@ class StageBuilder {
 
   void bwd_layer(BwdPass& b, int idx) {
     const int layer = b.first + b.n - 1 - idx;
+    const std::vector<std::uint32_t> copies = offload_copies(b.x, layer, b.mb, 'B');
     std::uint32_t full_alloc = kNone;
     std::uint32_t x = bwd_layer_start(b, idx, full_alloc);
     x = zmod_                                   ? zlayer_backward(x, layer, b.mb)
         : (!is_moe(layer) && dense_.tp_overlap) ? layer_backward_overlap(x, layer, b.mb)
                                                 : layer_backward_blocks(x, layer, b.mb);
-    bwd_layer_finish(b, idx, x, full_alloc);
+    bwd_layer_finish(b, idx, join_copies(x, copies, layer, b.mb, 'B'), full_alloc);
   }
 
   void bwd_end(BwdPass& b) {

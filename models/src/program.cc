@@ -58,6 +58,8 @@ const char* to_string(Stream s) {
     case Stream::kDp: return "comm.dp";
     case Stream::kPp: return "p2p";
     case Stream::kPpRecv: return "p2p.recv";
+    case Stream::kHostOut: return "host.out";
+    case Stream::kHostIn: return "host.in";
   }
   return "?";
 }

@@ -153,8 +153,8 @@ TEST(ReadTraceBadInput, WrongTypesNameTheField) {
   EXPECT_EQ(trace_error(with_event(x + R"("ts":1,"dur":2})")), "traceEvents[1].args: missing (required)");
   EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"F","pid":1.5,"tid":0,"ts":1,"dur":2,"args":{}})")),
             "traceEvents[1].pid: expected an integer, got 1.5");
-  EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"F","pid":1,"tid":7,"ts":1,"dur":2,"args":{}})")),
-            "traceEvents[1].tid: 7 is out of range (0 to 6)");
+  EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"F","pid":1,"tid":9,"ts":1,"dur":2,"args":{}})")),
+            "traceEvents[1].tid: 9 is out of range (0 to 8)");
   EXPECT_EQ(trace_error(with_event(R"({"ph":3})")), "traceEvents[1].ph: expected a string, got 3");
   EXPECT_EQ(trace_error(with_event(x + R"("ts":1,"dur":2,"args":{"step":0,"kind":"compute","class":"gemmm"}})")),
             "traceEvents[1].args.class: \"gemmm\" is not one of \"gemm\", \"attention\", \"elementwise\", "

@@ -300,6 +300,41 @@ TEST(Runner, DeepSpeed2021FetchPerModuleRunsItsGathersAndVerifies) {
   }
 }
 
+TEST(Runner, OffloadedLayersCopyTheirBytesOverTheHostLink) {
+  // Activation and weight offload (docs/model-reference.md "Offload"): each offloaded layer's
+  // transfers are copies on the host link's two directions, which the executor runs as such
+  // (a copy between device and host memory of the op's bytes), each measured.
+  Scenario s = load("cpu-tp2dp2.json");
+  s.plan.offload_activations = 0.5;
+  s.plan.offload_weights = 0.5;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  std::set<std::uint32_t> copies;
+  double out_bytes = 0, in_bytes = 0;
+  const RoleTemplate& role = prog.roles[0];
+  for (std::uint32_t i = 0; i < role.ops.size(); ++i) {
+    const Op& op = role.ops[i];
+    if (op.stream != Stream::kHostOut && op.stream != Stream::kHostIn) continue;
+    copies.insert(i);
+    (op.stream == Stream::kHostOut ? out_bytes : in_bytes) += op.bytes;
+  }
+  // 2 of the 4 layers offloaded both ways, m = 8 / (1 x 2) = 4 microbatches: per microbatch
+  // 2 activation copies out; 2 weight copies in the forward, 2 + 2 in the backward.
+  ASSERT_EQ(copies.size(), 4u * (2 + 2 + 4));
+  EXPECT_GT(out_bytes, 0);
+  EXPECT_GT(in_bytes, out_bytes);
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  for (const RankResult& r : res) {
+    int measured = 0;
+    for (const Span& sp : r.timeline.spans) measured += copies.count(sp.op) > 0 && sp.end > sp.begin;
+    EXPECT_EQ(measured, static_cast<int>(copies.size())) << "rank " << r.timeline.rank;
+  }
+}
+
 TEST(Runner, CorruptedCollectivesAreCounted) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;

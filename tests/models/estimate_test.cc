@@ -560,7 +560,9 @@ TEST(Offload, OptimizerStepOnTheHostByHand) {
 
 // A layer's offload transfers hide behind its own compute of that pass; only the excess is
 // exposed. On a host link of 1 GB/s (efficiency 1) a layer whose activations take far longer
-// than its compute exposes nearly all of them.
+// than its compute exposes nearly all of them. Offloaded both ways, the forward's
+// activations out (2 s) and weights in (0.4 s) take the link's two directions at once, the
+// backward's activations and weights both come in, one after the other (2.4 s).
 TEST(Offload, LayerTransfersExposeOnlyWhatTheirComputeDoesNotHide) {
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
   ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
@@ -570,13 +572,17 @@ TEST(Offload, LayerTransfersExposeOnlyWhatTheirComputeDoesNotHide) {
   p.offload_activations = 1;
   p.offload_weights = 1;
   const LayerCost lc = layer_cost(m, c, p, 4096, false);
-  const LayerOffload o = layer_offload(c, p, lc, 2e9, 0.4e9);  // 2 s and 0.4 s over the link
-  EXPECT_NEAR(o.act_fwd_s, 2.0 - lc.fwd_s(), 1e-12);
-  EXPECT_NEAR(o.act_bwd_s, 2.0 - lc.bwd_s(), 1e-12);
-  EXPECT_NEAR(o.weight_fwd_s, 0.4 - lc.fwd_s(), 1e-12);
+  const LayerComm none;  // one GPU: no TP, CP or EP communication beside the compute
+  const LayerOffload o = layer_offload(c, p, lc, none, 2e9, 0.4e9);  // 2 s and 0.4 s over the link
+  EXPECT_NEAR(o.exposed_fwd(true, false), 2.0 - lc.fwd_s(), 1e-12);
+  EXPECT_NEAR(o.exposed_bwd(true, false), 2.0 - lc.bwd_s(), 1e-12);
+  EXPECT_NEAR(o.exposed_fwd(false, true), 0.4 - lc.fwd_s(), 1e-12);
+  EXPECT_NEAR(o.exposed_fwd(true, true), 2.0 - lc.fwd_s(), 1e-12);
+  EXPECT_NEAR(o.exposed_bwd(true, true), 2.4 - lc.bwd_s(), 1e-12);
+  EXPECT_EQ(o.exposed_fwd(false, false) + o.exposed_bwd(false, false), 0.0);
   c.host_link_GBps = 1e6;  // a fast link: everything hidden
-  const LayerOffload fast = layer_offload(c, p, lc, 2e9, 0.4e9);
-  EXPECT_EQ(fast.act_fwd_s + fast.act_bwd_s + fast.weight_fwd_s + fast.weight_bwd_s, 0.0);
+  const LayerOffload fast = layer_offload(c, p, lc, none, 2e9, 0.4e9);
+  EXPECT_EQ(fast.exposed_fwd(true, true) + fast.exposed_bwd(true, true), 0.0);
   EXPECT_EQ(offloaded_layers(0.5, 32), 16);
   EXPECT_EQ(offloaded_layers(0.3, 10), 3);
 }

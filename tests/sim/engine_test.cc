@@ -945,6 +945,19 @@ TEST(Engine, OffloadStepAndPeakMemoryMatchTheClosedForm) {
   // layers here: llama3-8b's kernels are long).
   const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
   EXPECT_NEAR(crit.host, e.breakdown.host, 1e-3 * e.breakdown.host);
+  // The transfers are copies on the host link's two directions (layer_cost.h LayerOffload):
+  // of a stage's 8 layers the first 4 offload activations and the first 2 weights, so per
+  // microbatch (m = 16) 4 activation copies out; in, 2 weight copies in the forward and
+  // 4 + 2 in the backward.
+  for (int s = 0; s < 4; ++s) {
+    int out = 0, in = 0;
+    for (const Op& op : r.program.roles[static_cast<std::size_t>(s)].ops) {
+      out += op.stream == Stream::kHostOut;
+      in += op.stream == Stream::kHostIn;
+    }
+    EXPECT_EQ(out, 16 * 4) << "stage " << s;
+    EXPECT_EQ(in, 16 * (2 + 4 + 2)) << "stage " << s;
+  }
 }
 
 // Multi-token prediction (DeepSeek-V3's module on an 8-layer cut of the model, tp 2 pp 2,

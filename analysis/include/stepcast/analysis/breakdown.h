@@ -30,7 +30,7 @@ struct RankBreakdown {
 };
 
 // One interval of a rank's activity, for the breakdown sweep.
-enum class Part { kCompute, kOptimizer, kInput, kHost, kTp, kCp, kEp, kPp, kDp, kWait };
+enum class Part { kCompute, kOptimizer, kInput, kHost, kTp, kCp, kEp, kPp, kDp, kWait, kOffload };
 struct PartInterval {
   std::int64_t begin_ns = 0, end_ns = 0;
   Part part = Part::kCompute;

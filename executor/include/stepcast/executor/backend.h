@@ -75,6 +75,9 @@ class Device {
   virtual void attention(Stream s, const AttentionShape& a) = 0;
   // Memory-bound work reading and writing `bytes` in total.
   virtual void elementwise(Stream s, double bytes) = 0;
+  // A copy of `bytes` between device memory and (pinned) host memory: to the host when
+  // `to_host`, else to the device (offload transfers).
+  virtual void host_copy(Stream s, double bytes, bool to_host) = 0;
   virtual Buffer alloc(std::size_t count) = 0; // communication buffer of comm_dtype()
   virtual void release(Buffer& b) = 0;
   // Memory the plan's alloc/free ops stand for (activations): really allocated on

@@ -10,7 +10,9 @@
 //   memory part      an elementwise pass streaming the bytes;
 //   ops with a duration and nothing else (optimizer, input, ops of hand-built Programs)
 //                    stream duration x hbm_efficiency x HBM bandwidth of the scenario's GPU;
-//   the CP ring (a fixed-duration op on the CP stream) cp-1 neighbour exchanges.
+//   the CP ring (a fixed-duration op on the CP stream) cp-1 neighbour exchanges;
+//   an offload copy (a fixed-duration op on Stream::kHostOut / kHostIn) a copy of its bytes
+//                    from device memory to pinned host memory, or back.
 #pragma once
 
 #include "stepcast/executor/backend.h"
@@ -28,13 +30,14 @@ struct ExecContext {
 };
 
 struct OpWork {
-  enum class Kind : std::uint8_t { kNone, kCompute, kCollective, kSend, kRecv, kRing, kAlloc, kFree };
+  enum class Kind : std::uint8_t { kNone, kCompute, kCollective, kSend, kRecv, kRing, kAlloc, kFree, kHostCopy };
   Kind kind = Kind::kNone;
   bool has_gemm = false, has_attention = false;   // kCompute parts (bytes > 0: the memory part)
   GemmShape gemm;
   AttentionShape attention;
   double bytes = 0;   // compute: streamed; comm: nccl-tests size; ring: one exchange; alloc/free
   int ring_steps = 0;
+  bool to_host = false;  // kHostCopy: device to host (else host to device)
 };
 
 OpWork op_work(const ExecContext& ctx, const Op& op);

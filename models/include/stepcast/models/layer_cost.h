@@ -3,6 +3,7 @@
 // pieces, so the event engine and the closed form price identical work.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -150,6 +151,9 @@ struct LayerComm {
   double ep_a2a_s = 0;
   // Exposed seconds per microbatch, as the closed form counts them.
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
+  // The same TP, CP and EP exposure of the forward pass, and of the backward with its
+  // recomputation (exposed_fwd_s + exposed_bwd_s = the three above).
+  double exposed_fwd_s = 0, exposed_bwd_s = 0;
   // Compute-communication interference (compute.h overlap_interference, f) of the
   // collectives that overlap this layer's compute: the TP collectives of tp_comm_overlap,
   // the CP ring beside the attention core, the all-to-all beside the overlapped shared
@@ -210,16 +214,25 @@ MtpProjection mtp_projection_cost(const ModelSpec& model, const ClusterSpec& clu
 int offloaded_layers(double fraction, int layers);
 // Each offloaded layer moves, per microbatch, its activations to host memory during the
 // forward and back during the backward (activation offload), and fetches its 16-bit weights
-// before each pass (weight offload), over the GPU's host link at host efficiency. Each
-// transfer hides behind its layer's compute of that pass; a layer offloaded both ways pays
-// both exposed parts (they are not overlapped with each other).
+// for each pass (weight offload), over the GPU's host link at host efficiency. The transfers
+// of a pass run beside the layer's compute of that pass; the link carries each direction on
+// its own copy engine, so the forward's activations out and weights in overlap each other,
+// and the backward's activations and weights in follow each other:
+//   forward  exposed = max(0, max(a, w) - fwd)      backward exposed = max(0, a + w - bwd)
+// with a, w the transfers of the kinds offloaded for the layer (0 otherwise).
 struct LayerOffload {
   double act_bytes = 0, weight_bytes = 0;
-  double act_fwd_s = 0, act_bwd_s = 0;       // exposed, one activation-offloaded layer
-  double weight_fwd_s = 0, weight_bwd_s = 0; // exposed, one weight-offloaded layer
+  double act_s = 0, weight_s = 0;  // one transfer of each over the host link
+  double fwd_s = 0, bwd_s = 0;     // each pass of the layer: compute (slowed) + exposed TP/CP/EP
+  double exposed_fwd(bool act, bool weight) const {
+    return std::max(0.0, std::max(act ? act_s : 0.0, weight ? weight_s : 0.0) - fwd_s);
+  }
+  double exposed_bwd(bool act, bool weight) const {
+    return std::max(0.0, (act ? act_s : 0.0) + (weight ? weight_s : 0.0) - bwd_s);
+  }
 };
-LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const LayerCost& cost, double act_bytes,
-                           double weight_bytes);
+LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const LayerCost& cost, const LayerComm& comm,
+                           double act_bytes, double weight_bytes);
 
 // The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:

@@ -29,9 +29,11 @@ enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp };
 // Streams of a rank; ops on one stream run in program order, one at a time.
 // kPpRecv: pipeline receives posted ahead of their step (Plan::overlap_p2p_comm); sends and
-// blocking receives use kPp.
-enum class Stream : std::uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp, kPpRecv };
-inline constexpr int kNumStreams = 7;
+// blocking receives use kPp. kHostOut, kHostIn: the host link's two directions (offload,
+// docs/model-reference.md "Offload"): a copy of `bytes` from the GPU to host memory, or back,
+// as a compute op of fixed duration on that stream.
+enum class Stream : std::uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp, kPpRecv, kHostOut, kHostIn };
+inline constexpr int kNumStreams = 9;
 
 const char* to_string(OpKind k);
 const char* to_string(ComputeClass c);
