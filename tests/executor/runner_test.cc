@@ -99,6 +99,16 @@ void expect_every_op_measured(const Scenario& s, const std::vector<RankResult>& 
   }
 }
 
+// One step of `s` on the fake world, every op measured and every element verified.
+std::vector<RankResult> run_one_step(const Scenario& s) {
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  return res;
+}
+
 TEST(Runner, Tp2Dp2RunsEveryOpAndCollectivesVerify) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;
@@ -289,12 +299,7 @@ TEST(Runner, DeepSpeed2021FetchPerModuleRunsItsGathersAndVerifies) {
   const int m = static_cast<int>(s.plan.global_batch / (s.plan.microbatch * s.plan.dp));
   EXPECT_EQ(ag, m * static_cast<int>(h.params.size()));
   EXPECT_EQ(rs, m * static_cast<int>(t.numel.size()));
-  RunOptions o;
-  o.warmup = 0;
-  o.steps = 1;
-  const auto res = run_all(s, o);
-  expect_every_op_measured(s, res, 1);
-  for (const RankResult& r : res) {
+  for (const RankResult& r : run_one_step(s)) {
     EXPECT_EQ(r.wrong_elements, 0);
     EXPECT_GT(r.verified_elements, 0);
   }
@@ -323,12 +328,7 @@ TEST(Runner, OffloadedLayersCopyTheirBytesOverTheHostLink) {
   ASSERT_EQ(copies.size(), 4u * (2 + 2 + 4));
   EXPECT_GT(out_bytes, 0);
   EXPECT_GT(in_bytes, out_bytes);
-  RunOptions o;
-  o.warmup = 0;
-  o.steps = 1;
-  const auto res = run_all(s, o);
-  expect_every_op_measured(s, res, 1);
-  for (const RankResult& r : res) {
+  for (const RankResult& r : run_one_step(s)) {
     int measured = 0;
     for (const Span& sp : r.timeline.spans) measured += copies.count(sp.op) > 0 && sp.end > sp.begin;
     EXPECT_EQ(measured, static_cast<int>(copies.size())) << "rank " << r.timeline.rank;
