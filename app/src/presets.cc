@@ -57,15 +57,15 @@ std::string presets_json(const PresetsReport& report) {
     o["moe_grouped_gemm"] = st.moe_grouped_gemm;
     o["moe_gemm_per_expert"] = st.moe_gemm_per_expert;
     o["router_kernels"] = st.router_kernels;
-    o["moe_host_sync"] = StackProfile::kHostSyncNames[static_cast<int>(st.moe_host_sync)];
+    o["moe_host_sync"] = name_of(st.moe_host_sync);
     o["rmsnorm_bytes"] = st.rmsnorm_bytes;
     o["layernorm_bytes"] = st.layernorm_bytes;
     o["gated_activation_bytes"] = st.gated_activation_bytes;
     o["rope_bytes"] = st.rope_bytes;
     o["loss_bytes_per_logit"] = st.loss_bytes_per_logit;
     o["attention_kernel"] = st.attention_kernel;
-    o["zero3_fetch"] = StackProfile::kZero3FetchNames[static_cast<int>(st.zero3_fetch)];
-    if (st.zero3_fetch == StackProfile::Zero3Fetch::kModuleSync) {
+    o["zero3_fetch"] = name_of(st.zero3_fetch);
+    if (st.zero3_fetch == Zero3Fetch::kModuleSync) {
       o["zero3_prefetch_numel"] = st.zero3_prefetch_numel;
       o["zero3_max_live_numel"] = st.zero3_max_live_numel;
       o["zero3_reuse_distance_numel"] = st.zero3_reuse_distance_numel;
@@ -140,7 +140,7 @@ std::string presets_text(const PresetsReport& report) {
                        st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
                        st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
                        fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
-                       StackProfile::kZero3FetchNames[static_cast<int>(st.zero3_fetch)], st.display_name);
+                       name_of(st.zero3_fetch), st.display_name);
   }
   for (const auto& [arch, t] : cat.attention) {
     out += fmt::format(

@@ -367,9 +367,9 @@ int moe_host_syncs(const ModelSpec& m, const Plan& p, const StackProfile& s) {
   if (!m.moe) return 0;
   const int local = std::max(1, m.moe->num_experts / std::max(1, p.ep));
   switch (s.moe_host_sync) {
-    case StackProfile::HostSync::kPerExpert: return local;
-    case StackProfile::HostSync::kDispatcher: return p.ep > 1 || local > 1 ? 1 : 0;
-    case StackProfile::HostSync::kNone: break;
+    case MoeHostSync::kPerExpert: return local;
+    case MoeHostSync::kDispatcher: return p.ep > 1 || local > 1 ? 1 : 0;
+    case MoeHostSync::kNone: break;
   }
   return 0;
 }
@@ -585,13 +585,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const double launch = stack.host_us_per_kernel * 1e-6;
     const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, launch);
     // The interference of the gathers prefetched in the forward slows the forward.
-    double fwd_interference = 0;
-    const auto fwd_uses = static_cast<std::size_t>(zero3_forward_uses(m));
-    for (std::size_t i = 0; i < fwd_uses && i < hooks.size(); ++i) {
-      for (int q : hooks.prefetch(i)) fwd_interference += f * gather[static_cast<std::size_t>(q)];
-    }
-    st.forward += fwd_interference;
-    st.backward += z.interference_s - fwd_interference;
+    st.forward += z.interference_fwd_s;
+    st.backward += z.interference_s - z.interference_fwd_s;
     st.parts.interference += z.interference_s;
     // The launch after each synchronisation is the GPU waiting for the host (as the engine's
     // zero3.launch ops); the rest of the exposure waits for the data-parallel stream.
@@ -847,8 +842,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       tg.nodes > 1) {
     e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));
   }
-  if (stack_profile(p.stack).zero3_fetch == StackProfile::Zero3Fetch::kModuleSync && p.zero >= 3 &&
-      p.dp * p.cp > 1 && !zero3_module_fetch(m, p)) {
+  if (zero3_module_sync_stack(p) && !zero3_module_fetch(m, p)) {
     e.notes.push_back(fmt::format(
         "ZeRO-3 priced per layer: {}'s per-module fetch is expressed with pp 1, tp 1, cp 1, dense layers with "
         "standard attention, no MTP or offload, per-microbatch reduce-scatters and reshard_after_forward "

@@ -339,6 +339,12 @@ class StageBuilder {
   // closed form's: a ring all-gather beside the first n-1 chunks, the last chunk after both,
   // c + ... = g + max(c, (n-1) g) = n g + (n-1) max(0, c/(n-1) - g).
 
+  // A zero-second op on the compute stream that waits for `x` and every op of `ops`.
+  std::uint32_t join_all(std::uint32_t x, const std::vector<std::uint32_t>& ops, int layer, int mb, std::string name) {
+    const std::uint32_t j = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), std::move(name), {x});
+    for (std::uint32_t d : ops) add_dep(j, d);
+    return j;
+  }
   // A zero-second op on the compute stream that waits for `a` and `b`.
   std::uint32_t join(std::uint32_t a, std::uint32_t b, int layer, int mb, const std::string& name) {
     return add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), name, {a, b});
@@ -487,31 +493,28 @@ class StageBuilder {
   }
   // The layer's pass (ending with `x`) and its transfers done.
   std::uint32_t join_copies(std::uint32_t x, const std::vector<std::uint32_t>& copies, int layer, int mb, char pass) {
-    if (copies.empty()) return x;
-    const std::uint32_t j = add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb),
-                                fmt::format("wait offload {} mb{} L{}", pass, mb, layer), {x});
-    for (std::uint32_t c : copies) add_dep(j, c);
-    return j;
+    return copies.empty() ? x
+                          : join_all(x, copies, layer, mb, fmt::format("wait offload {} mb{} L{}", pass, mb, layer));
   }
 
   // --- ZeRO-3 fetch per module (zero3_fetch.h) ----------------------------------------
   // The next use of the trace after `x`: at a synchronisation, the on-demand gathers, then a
   // zero-second op that waits for the compute and every gather and reduce-scatter issued
   // since the last one, then one launch on the host; the prefetched gathers (each slowing
-  // the compute after it); the use's compute (`s` seconds, none when 0); its gradient's
-  // reduce-scatter. Every gather and reduce-scatter is on the data-parallel stream.
-  std::uint32_t zuse(std::uint32_t x, int layer, int mb, ComputeClass cls, double s, double flops, double mem_s,
+  // the compute after it); the use's compute (the trace's seconds, none when 0; `flops`,
+  // `mem_s` and `core_flops` describe it); its gradient's reduce-scatter. Every gather and
+  // reduce-scatter is on the data-parallel stream.
+  std::uint32_t zuse(std::uint32_t x, int layer, int mb, ComputeClass cls, double flops, double mem_s,
                      double core_flops, const std::string& name) {
     const Zero3Use& u = ztrace_.uses[zcur_];
+    const double s = u.compute_s;
     auto weight = [&](int q, CollKind k, double bytes_per) {
       return collective(k, GroupKind::kDp, ztrace_.numel[static_cast<std::size_t>(q)] * bytes_per, layer, mb);
     };
     if (zhooks_.sync(zcur_)) {
       for (int q : zhooks_.fetch(zcur_))
         zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
-      const std::uint32_t sync =
-          add(compute(ComputeClass::kElementwise, SimTime{}, 0, layer, mb), "zero3.sync " + name, {x});
-      for (std::uint32_t d : zout_) add_dep(sync, d);
+      const std::uint32_t sync = join_all(x, zout_, layer, mb, "zero3.sync " + name);
       zout_.clear();
       x = add(compute(ComputeClass::kHost, SimTime::from_s(zlaunch_s_), 0, layer, mb), "zero3.launch " + name, {sync});
     }
@@ -531,34 +534,30 @@ class StageBuilder {
   std::uint32_t zlayer_forward(std::uint32_t x, int layer, int mb, char pass) {
     const LayerCost& lc = dense_;
     const std::string t = fmt::format("{} mb{} L{}", pass, mb, layer);
-    x = zuse(x, layer, mb, ComputeClass::kAttention, lc.attn_elem_s + lc.qkv_gemm_s + lc.attn_core_s,
-             lc.qkv_flops + lc.attn_core_flops, lc.attn_elem_s, lc.attn_core_flops, t + " qkv+core");
-    x = zuse(x, layer, mb, ComputeClass::kGemm, lc.proj_gemm_s, lc.proj_flops, 0, 0, t + " proj");
-    x = zuse(x, layer, mb, ComputeClass::kGemm, lc.mlp_elem_s + lc.fc1_gemm_s, lc.fc1_flops, lc.mlp_elem_s, 0,
-             t + " fc1");
-    return zuse(x, layer, mb, ComputeClass::kGemm, lc.fc2_gemm_s, lc.fc2_flops, 0, 0, t + " fc2");
+    x = zuse(x, layer, mb, ComputeClass::kAttention, lc.qkv_flops + lc.attn_core_flops, lc.attn_elem_s,
+             lc.attn_core_flops, t + " qkv+core");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, lc.proj_flops, 0, 0, t + " proj");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, lc.fc1_flops, lc.mlp_elem_s, 0, t + " fc1");
+    return zuse(x, layer, mb, ComputeClass::kGemm, lc.fc2_flops, 0, 0, t + " fc2");
   }
   std::uint32_t zlayer_backward(std::uint32_t x, int layer, int mb) {
     const LayerCost& lc = dense_;
     const std::string t = fmt::format("B mb{} L{}", mb, layer);
     const bool sel = p_.recompute != Recompute::kFull;
     const double core_flops = lc.core_bwd_factor * lc.attn_core_flops;
-    x = zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.fc2_gemm_s, 2 * lc.fc2_flops, 0, 0, t + " fc2");
-    x = zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, 2 * lc.fc1_flops,
-             2 * lc.mlp_elem_s, 0, t + " fc1");
-    x = zuse(x, layer, mb, ComputeClass::kAttention,
-             2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (sel ? lc.recompute_s : 0.0),
-             2 * lc.proj_flops + core_flops + (sel ? lc.recompute_flops : 0.0), 0, core_flops, t + " proj+core");
-    return zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s, 2 * lc.qkv_flops,
-                2 * lc.attn_elem_s, 0, t + " qkv");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.fc2_flops, 0, 0, t + " fc2");
+    x = zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.fc1_flops, 2 * lc.mlp_elem_s, 0, t + " fc1");
+    x = zuse(x, layer, mb, ComputeClass::kAttention, 2 * lc.proj_flops + core_flops + (sel ? lc.recompute_flops : 0.0),
+             0, core_flops, t + " proj+core");
+    return zuse(x, layer, mb, ComputeClass::kGemm, 2 * lc.qkv_flops, 2 * lc.attn_elem_s, 0, t + " qkv");
   }
   // The embedding's uses (word, then learned positions; the backward in reverse).
   std::uint32_t zembedding(std::uint32_t x, int mb, bool backward) {
     const bool pos = m_.position_embedding == PositionEmbedding::kLearned;
     const std::string t = fmt::format("{} mb{} embedding", backward ? 'B' : 'F', mb);
-    if (!backward) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, 0, t);
-    if (pos) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, 0, t + " positions");
-    if (backward) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, 0, t);
+    if (!backward) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, t);
+    if (pos) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, t + " positions");
+    if (backward) x = zuse(x, -1, mb, ComputeClass::kGemm, 0, 0, 0, t);
     return x;
   }
 
@@ -668,7 +667,7 @@ class StageBuilder {
     if (k == chunks_ - 1) {
       x = memory(true, logits_bytes(), fmt::format("alloc logits mb{}", mb), x);
       if (zmod_) {
-        x = zuse(x, -1, mb, ComputeClass::kGemm, logits_.fwd_s, logits_.flops / 3, logits_.ce_s / 2, 0,
+        x = zuse(x, -1, mb, ComputeClass::kGemm, logits_.flops / 3, logits_.ce_s / 2, 0,
                  fmt::format("F mb{} logits+loss", mb));
       } else {
         x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.fwd_s), logits_.flops / 3, -1, mb),
@@ -725,7 +724,7 @@ class StageBuilder {
         x = memory(false, mtp_act_, fmt::format("free mtp act mb{} M{}", mb, i), x);
       }
       if (zmod_) {
-        x = zuse(x, -1, mb, ComputeClass::kGemm, logits_.bwd_s, logits_.flops * 2 / 3, logits_.ce_s / 2, 0,
+        x = zuse(x, -1, mb, ComputeClass::kGemm, logits_.flops * 2 / 3, logits_.ce_s / 2, 0,
                  fmt::format("B mb{} logits", mb));
       } else {
         x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(logits_.bwd_s), logits_.flops * 2 / 3, -1, mb),

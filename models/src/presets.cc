@@ -71,14 +71,7 @@ StackProfile read_stack(ObjectReader& r) {
   flag("moe_grouped_gemm", s.moe_grouped_gemm);
   flag("moe_gemm_per_expert", s.moe_gemm_per_expert);
   count("router_kernels", s.router_kernels);
-  {
-    const auto& names = StackProfile::kHostSyncNames;
-    if (auto x = r.choice("moe_host_sync", {names[0], names[1], names[2]})) {
-      for (int i = 0; i < 3; ++i) {
-        if (*x == names[i]) s.moe_host_sync = static_cast<StackProfile::HostSync>(i);
-      }
-    }
-  }
+  if (auto x = r.choice("moe_host_sync", names_of<MoeHostSync>())) s.moe_host_sync = *parse_name<MoeHostSync>(*x);
   params.emplace_back("moe_host_sync");
   num("rmsnorm_bytes", s.rmsnorm_bytes);
   num("layernorm_bytes", s.layernorm_bytes);
@@ -88,17 +81,14 @@ StackProfile read_stack(ObjectReader& r) {
   if (auto x = r.choice("attention_kernel", {"fa2", "cudnn", "fa3"})) s.attention_kernel = *x;
   params.emplace_back("attention_kernel");
   {
-    const auto& names = StackProfile::kZero3FetchNames;
-    if (auto x = r.choice("zero3_fetch", {names[0], names[1]})) {
-      if (*x == names[1]) s.zero3_fetch = StackProfile::Zero3Fetch::kModuleSync;
-    }
+    if (auto x = r.choice("zero3_fetch", names_of<Zero3Fetch>())) s.zero3_fetch = *parse_name<Zero3Fetch>(*x);
     params.emplace_back("zero3_fetch");
     // The per-module coordinator's element counts: required (with their sources) there only.
     auto elements = [&](const char* key, double& out) {
       if (auto x = r.number(key, 1, 1e15)) out = *x;
       params.emplace_back(key);
     };
-    if (s.zero3_fetch == StackProfile::Zero3Fetch::kModuleSync) {
+    if (s.zero3_fetch == Zero3Fetch::kModuleSync) {
       elements("zero3_prefetch_numel", s.zero3_prefetch_numel);
       elements("zero3_max_live_numel", s.zero3_max_live_numel);
       elements("zero3_reuse_distance_numel", s.zero3_reuse_distance_numel);

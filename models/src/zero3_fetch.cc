@@ -139,6 +139,7 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
       sc = std::max(sc, cc) + g;
       cc += f * g;
       r.interference_s += f * g;
+      if (i < t.forward_uses) r.interference_fwd_s += f * g;
     }
     const Zero3Use& u = t.uses[i];
     cc += u.compute_s;
@@ -149,15 +150,13 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
   return r;
 }
 
-bool zero3_module_fetch(const ModelSpec& m, const Plan& p) {
-  return stack_profile(p.stack).zero3_fetch == StackProfile::Zero3Fetch::kModuleSync && p.zero >= 3 &&
-         p.dp * p.cp > 1 && p.pp == 1 && p.tp == 1 && p.cp == 1 && !m.moe && !m.mla && m.mtp_layers == 0 &&
-         !p.offloads() && p.reshard_after_forward && !p.defers_reduce_scatter();
+bool zero3_module_sync_stack(const Plan& p) {
+  return stack_profile(p.stack).zero3_fetch == Zero3Fetch::kModuleSync && p.zero >= 3 && p.dp * p.cp > 1;
 }
 
-int zero3_forward_uses(const ModelSpec& m) {
-  const int positions = m.position_embedding == PositionEmbedding::kLearned ? 1 : 0;
-  return 1 + positions + 4 * m.num_layers + 1;
+bool zero3_module_fetch(const ModelSpec& m, const Plan& p) {
+  return zero3_module_sync_stack(p) && p.pp == 1 && p.tp == 1 && p.cp == 1 && !m.moe && !m.mla && m.mtp_layers == 0 &&
+         !p.offloads() && p.reshard_after_forward && !p.defers_reduce_scatter();
 }
 
 Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, double logits_fwd_s,
@@ -191,11 +190,12 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   const double q_b = 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s;
   const double p_b = 2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
   const double f1_b = 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, f2_b = 2 * lc.fc2_gemm_s;
-  const std::size_t n =
-      static_cast<std::size_t>(zero3_forward_uses(m) + 1 + L * (full > 0 ? 8 : 4) + 1 + (positions ? 1 : 0));
-  t.uses.resize(n);
+  // Sized once and written in place (push_back per use cost half of an estimate): the
+  // embedding and head twice, learned positions twice, 4 uses per layer forward, 4 or (with
+  // full recomputation) 8 backward.
+  t.uses.resize(static_cast<std::size_t>(4 + (positions ? 2 : 0) + 4 * L + L * (full > 0 ? 8 : 4)));
   std::size_t k = 0;
-  auto use = [&](int param, double s, bool reduce) { t.uses[k++] = Zero3Use{param, s, reduce}; };
+  auto use = [&](int param, double s, bool reduce) { t.uses.at(k++) = Zero3Use{param, s, reduce}; };
   use(0, 0.0, false);
   if (positions) use(pos, 0.0, false);
   for (int l = 0; l < L; ++l) {
@@ -205,6 +205,7 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
     use(w(l, 3), f2_f, false);
   }
   use(head, logits_fwd_s, false);
+  t.forward_uses = k;
   use(head, logits_bwd_s, !m.tied_embeddings);
   for (int l = L - 1; l >= 0; --l) {
     if (full > 0) {
@@ -220,6 +221,7 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   }
   if (positions) use(pos, 0.0, true);
   use(0, 0.0, true);
+  t.uses.resize(k);
   return t;
 }
 

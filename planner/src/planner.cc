@@ -83,6 +83,15 @@ bool core_attn_only_with_flash(const Plan& p) {
   return p.flash_attention && p.recompute_modules == module_bit(RecomputeModule::kCoreAttn);
 }
 
+// The scenario's options that apply to some layouts only, as the search and --explain apply
+// them: its FSDP options (specs.h) to ZeRO-3 layouts, its all-to-all overlap where
+// Megatron-Core allows it and stepcast expresses it (the other layouts go without).
+void apply_scenario_options(const Plan& scenario, const ModelSpec& m, Plan& p, bool a2a = true) {
+  p.fsdp_no_sync = p.zero == 3 && scenario.fsdp_no_sync;
+  p.reshard_after_forward = p.zero != 3 || scenario.reshard_after_forward;
+  if (a2a) p.moe_a2a_overlap = scenario.moe_a2a_overlap && moe_a2a_overlap_problem(m, p).empty();
+}
+
 // Ties go to fewer GPUs, then the smaller batch, then the simpler layout: less context,
 // tensor and pipeline parallelism (so more data parallelism), fewer expert groups, ...
 auto layout_key(const Plan& p) {
@@ -348,18 +357,13 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
             p.recompute = rc;
             for (int z : x.zero) {
               p.zero = z;
-              // The scenario's FSDP options (specs.h) apply to its ZeRO-3 layouts only.
-              p.fsdp_no_sync = z == 3 && x.s.plan.fsdp_no_sync;
-              p.reshard_after_forward = z != 3 || x.s.plan.reshard_after_forward;
               for (Stack st : x.stacks) {
               for (const std::array<double, 3>& off : x.offloads) {
                 p.stack = st;
                 p.offload_optimizer = off[0];
                 p.offload_activations = off[1];
                 p.offload_weights = off[2];
-                // The scenario's all-to-all overlap applies where Megatron-Core allows it (and
-                // stepcast expresses it); the other layouts go without.
-                p.moe_a2a_overlap = x.s.plan.moe_a2a_overlap && moe_a2a_overlap_problem(m, p).empty();
+                apply_scenario_options(x.s.plan, m, p);
                 // The loader's rules stay the authority: anything they still find is counted.
                 const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
                 if (!errors.empty()) {
@@ -1029,12 +1033,8 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   }
   Explanation ex;
   p = canonical(x, p, ex.folded);
-  // The scenario's options that apply to some layouts only, as the search applies them: its
-  // FSDP options to ZeRO-3, its all-to-all overlap where Megatron-Core allows it (unless the
-  // layout names a2a).
-  p.fsdp_no_sync = p.zero == 3 && s.plan.fsdp_no_sync;
-  p.reshard_after_forward = p.zero != 3 || s.plan.reshard_after_forward;
-  if (!parsed->a2a_given) p.moe_a2a_overlap = s.plan.moe_a2a_overlap && moe_a2a_overlap_problem(s.model, p).empty();
+  // As the search applies the scenario's options (unless the layout names a2a).
+  apply_scenario_options(s.plan, s.model, p, /*a2a=*/!parsed->a2a_given);
   ex.plan = p;
   ex.layout = layout_string(p);
   ex.outside = outside_space(x, p);

@@ -48,7 +48,7 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
     // 25 parameters; the per-module ZeRO-3 fetch adds its three element counts.
-    const std::size_t params = s.zero3_fetch == StackProfile::Zero3Fetch::kModuleSync ? 28u : 25u;
+    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 28u : 25u;
     EXPECT_EQ(s.sources.size(), params) << name;
     EXPECT_EQ(s.verification.size(), params) << name;
   }

@@ -9,6 +9,7 @@
 
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/stack.h"
@@ -75,14 +76,56 @@ TEST(Zero3Fetch, TraceTimeBySegmentsByHand) {
   //   use 4: fetch w1 behind it: sc 15.1; drain 15.1 + 0.5 = 15.6 (26.6). compute 5: cc 5,
   //          reduce w1: sc 6.5.
   //   use 5: compute 6: cc 11, reduce w0: sc 11.5. End: max(11, 11.5) = 11.5 -> 38.1.
-  const Zero3Trace t = toy();
+  // With the first use alone the forward's, its prefetches (w1, w2) are the forward's
+  // interference: 0.1 x (3 + 6).
+  Zero3Trace t = toy();
+  t.forward_uses = 1;
   const Zero3Hooks h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
   const Zero3Timing z = zero3_time(t, h, {1, 3, 6}, {0.5, 1.5, 3}, 0.1, 0.5);
+  EXPECT_NEAR(z.interference_fwd_s, 0.1 * (3 + 6), 1e-12);
   EXPECT_NEAR(z.total_s, 38.1, 1e-12);
   EXPECT_NEAR(z.compute_s, 21.0, 1e-12);
   EXPECT_NEAR(z.interference_s, 0.1 * (3 + 6 + 1), 1e-12);
   EXPECT_EQ(z.syncs, 3);
   EXPECT_NEAR(z.exposed_s(), 38.1 - 21 - 1, 1e-12);
+}
+
+// The trace carries the layer's work as LayerCost prices it, split at the module hooks: its
+// uses add up to the layers' forward and backward (recomputation included) and the output
+// head's, in every recomputation mode; its weights are the layer's parameters
+// (params.cc) less the norms and biases that stay gathered: for GPT-3 (h 12288, F = 4h, linear
+// biases, LayerNorm) 3h + h + 4h + h of biases and 2 x 2h of norms, 13h.
+// GPT-3 175B under DeepSpeed's 2021 ZeRO-3 over 384 ranks, microbatch 4 (the Narayanan et
+// al. record's layout).
+Plan gpt3_zero3(Recompute rc) {
+  Plan p;
+  p.dp = 384;
+  p.zero = 3;
+  p.microbatch = 4;
+  p.recompute = rc;
+  p.stack = Stack::kDeepspeedZero2021;
+  return p;
+}
+
+TEST(Zero3Fetch, TraceCarriesTheLayersWorkAndWeights) {
+  const ModelSpec& m = builtin_presets().models.at("gpt3-175b");
+  const ClusterSpec& c = builtin_presets().clusters.at("dgx-a100");
+  for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    const Plan p = gpt3_zero3(rc);
+    const LayerCost lc = layer_cost(m, c, p, 2048, false);
+    const Zero3Trace t = zero3_trace(m, p, lc, 1e-3, 2e-3);
+    double fwd = 0, all = 0;
+    for (std::size_t i = 0; i < t.uses.size(); ++i) {
+      all += t.uses[i].compute_s;
+      if (i < t.forward_uses) fwd += t.uses[i].compute_s;
+    }
+    const double L = m.num_layers;
+    EXPECT_NEAR(fwd, L * lc.fwd_s() + 1e-3, 1e-9 * fwd) << static_cast<int>(rc);
+    EXPECT_NEAR(all, L * (lc.fwd_s() + lc.bwd_s()) + 3e-3, 1e-9 * all) << static_cast<int>(rc);
+    const double h = static_cast<double>(m.hidden_size);
+    const double layer = t.numel[2] + t.numel[3] + t.numel[4] + t.numel[5];  // 0 embedding, 1 learned positions
+    EXPECT_DOUBLE_EQ(layer_rank_params(m, p, false).dense - layer, 13 * h);
+  }
 }
 
 // The coordinator on layer `l` of a GPT shape: its forward's and its backward's
@@ -101,7 +144,7 @@ LayerSyncs layer_syncs(const ModelSpec& m, const Plan& p, int l) {
   for (int k = 0; k < 4; ++k) r.fwd += h.sync(static_cast<std::size_t>(first + k));
   // Backward: head (2 uses) after the forward's last, then per layer from the last one.
   const int per = p.recompute == Recompute::kFull ? 8 : 4;
-  const int bwd = zero3_forward_uses(m) + 1 + per * (m.num_layers - 1 - l);
+  const int bwd = static_cast<int>(t.forward_uses) + 1 + per * (m.num_layers - 1 - l);
   for (int k = 0; k < per; ++k) {
     const bool s = h.sync(static_cast<std::size_t>(bwd + k));
     r.bwd += s;
@@ -117,12 +160,7 @@ TEST(Zero3Fetch, DeepSpeed2021OnGpt3FetchesEachModuleAndRegathersAfterRecomputat
   // (4 more) and then: FC2 is kept (used again at once, distance 0), FC1 is not (2 x 604M of
   // FC2 between its uses, over the 1e9 reuse limit), nor the projection and QKV: 3.
   const ModelSpec& m = builtin_presets().models.at("gpt3-175b");
-  Plan p;
-  p.dp = 384;
-  p.zero = 3;
-  p.microbatch = 4;
-  p.recompute = Recompute::kFull;
-  p.stack = Stack::kDeepspeedZero2021;
+  const Plan p = gpt3_zero3(Recompute::kFull);
   ASSERT_TRUE(zero3_module_fetch(m, p));
   const LayerSyncs s = layer_syncs(m, p, 48);
   EXPECT_EQ(s.fwd, 4);

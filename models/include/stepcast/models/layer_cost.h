@@ -215,9 +215,11 @@ int offloaded_layers(double fraction, int layers);
 // Each offloaded layer moves, per microbatch, its activations to host memory during the
 // forward and back during the backward (activation offload), and fetches its 16-bit weights
 // for each pass (weight offload), over the GPU's host link at host efficiency. The transfers
-// of a pass run beside the layer's compute of that pass; the link carries each direction on
-// its own copy engine, so the forward's activations out and weights in overlap each other,
-// and the backward's activations and weights in follow each other:
+// of a pass run beside the layer's pass as it runs (its compute, the compute slowed by the
+// collectives it overlaps, its exposed TP, CP and EP communication: `comm`); the link
+// carries each direction on its own copy engine, so the forward's activations out and
+// weights in overlap each other, and the backward's activations and weights in follow each
+// other:
 //   forward  exposed = max(0, max(a, w) - fwd)      backward exposed = max(0, a + w - bwd)
 // with a, w the transfers of the kinds offloaded for the layer (0 otherwise).
 struct LayerOffload {

@@ -6,9 +6,32 @@
 #include <map>
 #include <string>
 
+#include "stepcast/models/names.h"
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
+
+// Host-device synchronisations in an MoE layer's forward, where the host waits for the GPU
+// (its lead is lost, the GPU then idles for the next launch): kDispatcher one (Megatron-Core's
+// dropless all-to-all dispatcher copies the token counts to the host before the all-to-all
+// when ep > 1 or more than one local expert), kPerExpert one per local expert (an eager
+// loop's torch.where per expert), kNone.
+enum class MoeHostSync { kNone, kDispatcher, kPerExpert };
+template <>
+struct Names<MoeHostSync> {
+  static constexpr std::array<NameEntry<MoeHostSync>, 3> kTable{{{MoeHostSync::kNone, "none"},
+                                                                 {MoeHostSync::kDispatcher, "dispatcher"},
+                                                                 {MoeHostSync::kPerExpert, "per_expert"}}};
+};
+// ZeRO-3 parameter fetch (zero3_fetch.h): kLayer gathers each layer's parameters one layer
+// ahead on the data-parallel stream (FSDP units); kModuleSync fetches per module with a
+// device synchronisation and a prefetch bucket, as DeepSpeed's 2021 stage-3 coordinator did.
+enum class Zero3Fetch { kLayer, kModuleSync };
+template <>
+struct Names<Zero3Fetch> {
+  static constexpr std::array<NameEntry<Zero3Fetch>, 2> kTable{
+      {{Zero3Fetch::kLayer, "layer"}, {Zero3Fetch::kModuleSync, "module_sync"}}};
+};
 
 struct StackProfile {
   std::string name;                     // the key, e.g. "fsdp2-eager"
@@ -33,14 +56,7 @@ struct StackProfile {
   bool moe_grouped_gemm = true;
   bool moe_gemm_per_expert = true;
   int router_kernels = 4;               // MoE routing elementwise kernels (forward)
-  // Host-device synchronisations in an MoE layer's forward, where the host waits for the
-  // GPU (its lead is lost, the GPU then idles for the next launch): "dispatcher" one (Megatron-
-  // Core's dropless all-to-all dispatcher copies the token counts to the host before the
-  // all-to-all when ep > 1 or more than one local expert), "per_expert" one per local expert
-  // (an eager loop's torch.where per expert), "none".
-  enum class HostSync { kNone, kDispatcher, kPerExpert };
-  HostSync moe_host_sync = HostSync::kDispatcher;
-  static constexpr const char* kHostSyncNames[] = {"none", "dispatcher", "per_expert"};
+  MoeHostSync moe_host_sync = MoeHostSync::kDispatcher;  // models/data/stacks.json moe_host_sync
   // HBM bytes one forward of an elementwise op moves per element of its 16-bit tensor (the
   // fused kernels' read 2 + write 2; eager PyTorch's decompositions move more): a norm, the
   // gated activation (per inner element), RoPE (per q or k element).
@@ -50,15 +66,10 @@ struct StackProfile {
   // The loss's buffers per logit at their peak (the start of its backward): fp32 logits
   // and their gradient as the stack's cross entropy holds them.
   double loss_bytes_per_logit = 4;
-  // ZeRO-3 parameter fetch (zero3_fetch.h): "layer" gathers each layer's parameters one
-  // layer ahead on the data-parallel stream (FSDP units); "module_sync" fetches per module
-  // with a device synchronisation and a prefetch bucket, as DeepSpeed's 2021 stage-3
-  // coordinator did. The three numbers (elements) are module_sync's: the prefetch bucket,
-  // the live-parameter limit under which it prefetches, and the reuse distance under which
-  // a used weight stays gathered.
-  enum class Zero3Fetch { kLayer, kModuleSync };
+  // ZeRO-3 parameter fetch; the three element counts are kModuleSync's (zero3_fetch.h): the
+  // prefetch bucket, the live-parameter limit under which it prefetches, and the reuse
+  // distance under which a used weight stays gathered.
   Zero3Fetch zero3_fetch = Zero3Fetch::kLayer;
-  static constexpr const char* kZero3FetchNames[] = {"layer", "module_sync"};
   double zero3_prefetch_numel = 0, zero3_max_live_numel = 0, zero3_reuse_distance_numel = 0;
   // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
   // "fa3"): its published figures (models/data/attention.json) price the core attention.

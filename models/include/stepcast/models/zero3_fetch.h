@@ -38,6 +38,7 @@ struct Zero3Use {
 struct Zero3Trace {
   std::vector<double> numel;  // elements of each partitioned weight
   std::vector<Zero3Use> uses;
+  std::size_t forward_uses = 0;  // the first uses, the forward's; the rest are the backward's
 };
 // What the coordinator does at each hook: the weights it gathers on demand (exposed),
 // whether it synchronises the device, and the weights it prefetches after the fetch. One
@@ -78,6 +79,7 @@ struct Zero3Timing {
   double total_s = 0;
   double compute_s = 0;       // the uses' compute, without interference
   double interference_s = 0;  // f x the prefetched gathers
+  double interference_fwd_s = 0;  // the part of it prefetched in the forward's uses
   int syncs = 0;
   double exposed_s() const { return total_s - compute_s - interference_s; }
 };
@@ -90,10 +92,13 @@ Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const s
 // every gradient reduce-scattered per microbatch, parameters resharded after the forward).
 // Other plans price ZeRO-3 per layer.
 bool zero3_module_fetch(const ModelSpec& model, const Plan& plan);
+// The first condition alone: the plan's stack fetches per module and ZeRO-3 shards across
+// more than one rank (a plan the trace does not express is then priced per layer).
+bool zero3_module_sync_stack(const Plan& plan);
 
-// The weights of one microbatch's trace: the word embedding (0), each layer's QKV,
-// output projection, FC1 (the gate and up matrices) and FC2 (1 + 4 l + 0..3), and an
-// untied output head (last). Norms and biases are below DeepSpeed's persistence threshold
+// The weights of one microbatch's trace: the word embedding (0), the learned positions (1,
+// when the model has them), each layer's QKV, output projection, FC1 (the gate and up
+// matrices) and FC2, and an untied output head (last). Norms and biases are below DeepSpeed's persistence threshold
 // (10^5 elements): they stay gathered and are not in the trace.
 // The uses: the embedding, per layer QKV (norm, QKV GEMM, attention core), projection, FC1
 // (norm, FC1 GEMM, activation), FC2, the output head (logits and loss); the backward in
@@ -102,7 +107,5 @@ bool zero3_module_fetch(const ModelSpec& model, const Plan& plan);
 // REQUIRES: zero3_module_fetch(model, plan).
 Zero3Trace zero3_trace(const ModelSpec& model, const Plan& plan, const LayerCost& lc, double logits_fwd_s,
                        double logits_bwd_s);
-// Uses per pass of the trace above: the forward's (embedding, layers, head) come first.
-int zero3_forward_uses(const ModelSpec& model);
 
 }  // namespace stepcast
