@@ -20,7 +20,10 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
       continue;
     }
     if (s.begin > s.post && op.kind == OpKind::kCollective) iv.push_back({s.post.ns(), s.begin.ns(), Part::kWait});
-    if (s.end > s.begin) iv.push_back({s.begin.ns(), s.end.ns(), transfer_part(op.stream)});
+    // The optimizer's own transfers (optimizer offload) are part of its step.
+    const Part part = op.cclass == ComputeClass::kOptimizer && op.kind == OpKind::kCompute ? Part::kOptimizer
+                                                                                           : transfer_part(op.stream);
+    if (s.end > s.begin) iv.push_back({s.begin.ns(), s.end.ns(), part});
   }
   RankBreakdown b = sweep_breakdown(r.rank, r.stage, iv, end, steps);
   b.peak_bytes = r.peak_bytes;
@@ -31,7 +34,8 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
 
 Part compute_part(ComputeClass c) {
   switch (c) {
-    case ComputeClass::kOptimizer: return Part::kOptimizer;
+    case ComputeClass::kOptimizer:
+    case ComputeClass::kHostOptimizer: return Part::kOptimizer;
     case ComputeClass::kInput: return Part::kInput;
     case ComputeClass::kHost: return Part::kHost;
     case ComputeClass::kGemm:

@@ -80,8 +80,11 @@ PerRankStep per_rank_step(const Trace& trace) {
   for (std::size_t i = 0; i < R; ++i) {
     for (const TraceOp& o : trace.ranks[i].ops) {
       if (o.kind == TraceOpKind::kCompute) {
-        // The host's dispatch waits are not the GPU's work: outliers compare GPU compute.
-        if (o.cclass == ComputeClass::kHost || o.cclass == ComputeClass::kInterference) continue;
+        // The host's dispatch waits and optimizer step are not the GPU's work: outliers compare
+        // GPU compute.
+        if (o.cclass == ComputeClass::kHost || o.cclass == ComputeClass::kInterference ||
+            o.cclass == ComputeClass::kHostOptimizer)
+          continue;
         (o.cclass == ComputeClass::kInput ? prs.input : prs.compute)[prs.at(i, o.step)] += o.end_ns - o.begin_ns;
       } else if (o.kind == TraceOpKind::kCollective) {
         recs.push_back({static_cast<std::uint8_t>(o.group), o.group_root, o.step, o.seq, static_cast<std::uint32_t>(i),

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "kernels.h"
 
@@ -148,6 +149,9 @@ CudaDevice::CudaDevice(const CudaOptions& o) : ctx_(std::make_shared<ErrorContex
   }
   // One visible GPU (srun --gpus-per-task=1, or CUDA_VISIBLE_DEVICES per rank): use it.
   gpu_ = count == 1 ? 0 : o.local_rank;
+  // The host step of optimizer offload: this GPU's share of the host's cores.
+  host_opt_ = std::make_unique<HostOptimizer>(
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(count))));
   if (o.local_rank < 0 || gpu_ >= count)
     throw std::invalid_argument(fmt::format("cuda device: local rank {} on {} but only {} CUDA devices are visible "
                                             "(launch at most {} ranks per node, or one GPU per rank)",
@@ -490,6 +494,22 @@ void CudaDevice::host_copy(Stream s, double bytes, bool to_host) {
   }
 }
 
+void CudaDevice::host_optimizer(Stream s, double elements, bool adam) {
+  if (!(elements >= 1)) return;
+  // In stream order: CUDA runs the function on its own host thread once the work before it
+  // on the stream is done, and holds later work on the stream until it returns. The
+  // function makes no CUDA call (the CUDA rule for host functions).
+  join_p2p(s);
+  host_steps_.push_back(std::make_unique<HostStep>(HostStep{host_opt_.get(), elements, adam}));
+  SC_CHECK(ctx(), cudaLaunchHostFunc(
+                      stream(s),
+                      [](void* p) {
+                        const auto* h = static_cast<const HostStep*>(p);
+                        h->opt->step(h->elements, h->adam);
+                      },
+                      host_steps_.back().get()));
+}
+
 // ------------------------------------------------------------------------------- memory
 
 double CudaDevice::sample_used() {
@@ -559,6 +579,7 @@ void CudaDevice::download(const Buffer& b, std::span<float> host) {
 
 void CudaDevice::synchronize() {
   SC_CHECK(ctx(), cudaDeviceSynchronize());
+  host_steps_.clear();
   for (auto& list : pending_p2p_)  // all done now, except events of a still open group
     std::erase_if(list, [](const std::shared_ptr<CudaEvent>& x) { return x->recorded(); });
   if (host_now_s() - anchor_->host_s > kAnchorRefreshS) refresh_anchor();

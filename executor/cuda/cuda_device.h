@@ -14,9 +14,10 @@
 #include <tuple>
 #include <vector>
 
+#include "cuda_backend.h"
 #include "cuda_check.h"
 #include "stepcast/executor/backend.h"
-#include "cuda_backend.h"
+#include "stepcast/executor/host_optimizer.h"
 
 namespace stepcast::exec::cuda_detail {
 
@@ -74,6 +75,7 @@ class CudaDevice final : public Device {
   void attention(Stream s, const AttentionShape& a) override;
   void elementwise(Stream s, double bytes) override;
   void host_copy(Stream s, double bytes, bool to_host) override;
+  void host_optimizer(Stream s, double elements, bool adam) override;
   Buffer alloc(std::size_t count) override;
   void release(Buffer& b) override;
   void* alloc_bytes(double bytes) override;
@@ -144,6 +146,15 @@ class CudaDevice final : public Device {
   std::size_t in_bytes_ = 0, out_bytes_ = 0;
   void* pinned_ = nullptr;  // host_copy: pinned host memory, grow-only
   std::size_t pinned_bytes_ = 0;
+  // host_optimizer: the state, and each enqueued step's arguments until it has run
+  // (cudaLaunchHostFunc takes a pointer); cleared at synchronize().
+  struct HostStep {
+    HostOptimizer* opt;
+    double elements;
+    bool adam;
+  };
+  std::unique_ptr<HostOptimizer> host_opt_;
+  std::vector<std::unique_ptr<HostStep>> host_steps_;
   std::uint64_t fill_seed_ = 0x5eedULL;
 
   std::shared_ptr<const Anchor> anchor_;

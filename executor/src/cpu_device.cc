@@ -10,7 +10,9 @@
 #include <vector>
 
 #include <Eigen/Core>
+
 #include <fmt/format.h>
+#include "stepcast/executor/host_optimizer.h"
 
 namespace stepcast::exec {
 
@@ -116,6 +118,8 @@ class CpuDevice final : public Device {
     sink_ = sink_ + static_cast<float>(host_side_.empty() ? 0 : host_side_[0]);
   }
 
+  void host_optimizer(Stream, double elements, bool adam) override { host_opt_.step(elements, adam); }
+
   Buffer alloc(std::size_t count) override {
     Buffer b;
     b.count = count;
@@ -175,6 +179,7 @@ class CpuDevice final : public Device {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Operands> cache_;
   Eigen::VectorXf x_, y_;
   std::vector<unsigned char> device_side_, host_side_;  // host_copy
+  HostOptimizer host_opt_{1};                           // one thread per rank, as the GEMMs
   volatile float sink_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stepcast/models/layer_cost.h"
 
 namespace stepcast::exec {
 
@@ -66,6 +67,12 @@ OpWork op_work(const ExecContext& ctx, const Op& op) {
     case ComputeClass::kOptimizer:
     case ComputeClass::kInput:
       break;
+    case ComputeClass::kHostOptimizer:
+      w.bytes = op.bytes;
+      w.adam = ctx.plan.optimizer == Optimizer::kAdam;
+      w.elements = op.bytes / host_optimizer_bytes_per_param(ctx.plan.optimizer);
+      w.kind = w.elements >= 1 ? OpWork::Kind::kHostStep : OpWork::Kind::kNone;
+      return w;
     case ComputeClass::kHost:
     case ComputeClass::kInterference:
       // The host's dispatch time: a real run spends it in the framework, not in a kernel.

@@ -210,6 +210,7 @@ class Runner {
           if (w.bytes > 0) dev_.elementwise(s, w.bytes);
           break;
         case OpWork::Kind::kHostCopy: dev_.host_copy(s, w.bytes, w.to_host); break;
+        case OpWork::Kind::kHostStep: dev_.host_optimizer(s, w.elements, w.adam); break;
         case OpWork::Kind::kCollective:
           end_[i] = comm_.collective(dev_, s, op.coll, group(op.group), b.send, b.recv);
           break;

@@ -491,23 +491,31 @@ LayerOffload layer_offload(const ClusterSpec& c, const Plan& p, const LayerCost&
   return o;
 }
 
-double host_optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
-  const double f = p.offload_optimizer;
-  if (f <= 0) return 0;
-  const bool adam = p.optimizer == Optimizer::kAdam;
+double host_optimizer_bytes_per_param(Optimizer optimizer) { return optimizer == Optimizer::kAdam ? 30.0 : 22.0; }
+
+OptimizerStep optimizer_step(const ClusterSpec& c, const Plan& p, double params) {
+  OptimizerStep o;
+  const double f = std::clamp(p.offload_optimizer, 0.0, 1.0);
+  const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
+  o.gpu_s = job_pace(c) * memory_time_s(c.gpu, (1.0 - f) * params * per_param);
+  if (f <= 0) return o;
   // Down: the gradients; up: the updated 16-bit weights.
-  const double link = f * params * (p.grad_bytes + 2.0) / (c.host_link_GBps * 1e9 * c.host_efficiency);
-  // The host step reads the fp32 weight, gradient and moments and writes the weight, the
-  // moments and the 16-bit copy (Adam 16 + 12 + 2 bytes; SGD with momentum 12 + 8 + 2).
-  const double per_param = adam ? 30.0 : 22.0;
-  const double share = c.host_memory_bandwidth_GBps * 1e9 * c.host_efficiency / c.gpus_per_node;
-  return std::max(link, f * params * per_param / share);
+  const double link = c.host_link_GBps * 1e9 * c.host_efficiency;
+  o.down_bytes = f * params * p.grad_bytes;
+  o.up_bytes = f * params * 2.0;
+  o.down_s = o.down_bytes / link;
+  o.up_s = o.up_bytes / link;
+  o.host_bytes = f * params * host_optimizer_bytes_per_param(p.optimizer);
+  o.host_s = o.host_bytes / (c.host_memory_bandwidth_GBps * 1e9 * c.host_efficiency / c.gpus_per_node);
+  return o;
 }
 
 double optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
-  const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
-  const double on_gpu = 1.0 - std::clamp(p.offload_optimizer, 0.0, 1.0);
-  return job_pace(c) * memory_time_s(c.gpu, on_gpu * params * per_param) + host_optimizer_time_s(c, p, params);
+  return optimizer_step(c, p, params).time_s();
+}
+
+double host_optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
+  return optimizer_step(c, p, params).host_part_s();
 }
 
 }  // namespace stepcast

@@ -979,10 +979,30 @@ class StageBuilder {
     }
     const double nd = static_cast<double>(p_.dp) * p_.cp;
     const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / p_.edp() : rp.dense + rp.expert;
-    Op opt = compute(ComputeClass::kOptimizer, SimTime::from_s(optimizer_time_s(c_, p_, params)), 0, -1);
-    const std::uint32_t o = add(opt, "optimizer", {last_compute_});
+    const OptimizerStep os = optimizer_step(c_, p_, params);
+    std::uint32_t o =
+        add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.gpu_s), 0, -1), "optimizer", {last_compute_});
     for (std::uint32_t d : dp_ops_) add_dep(o, d);
+    if (os.host_bytes > 0) o = host_optimizer(o, os);
     if (p_.zero >= 1 && p_.zero < 3 && !p_.overlap_param_gather) gather_params({o}, /*overlapped=*/false);
+  }
+
+  // Optimizer offload (layer_cost.h OptimizerStep), after the GPU's share (`gpu`): the
+  // gradients down the host link and then the updated 16-bit weights up, while the host
+  // steps beside them (the transfers pipelined with the host step: max(down + up, host)).
+  std::uint32_t host_optimizer(std::uint32_t gpu, const OptimizerStep& os) {
+    auto copy = [&](Stream s, double bytes, double seconds, const char* name, std::uint32_t after) {
+      Op op = compute(ComputeClass::kOptimizer, SimTime::from_s(seconds), 0, -1);
+      op.stream = s;
+      op.bytes = bytes;
+      return add(op, name, {after});
+    };
+    const std::uint32_t down = copy(Stream::kHostOut, os.down_bytes, os.down_s, "optimizer gradients to host", gpu);
+    const std::uint32_t up = copy(Stream::kHostIn, os.up_bytes, os.up_s, "optimizer weights to device", down);
+    Op step = compute(ComputeClass::kHostOptimizer, SimTime::from_s(os.host_s), 0, -1);
+    step.bytes = os.host_bytes;
+    const std::uint32_t h = add(step, "optimizer host step", {gpu});
+    return join(h, up, -1, -1, "optimizer host done");
   }
 
   double p2p_bytes() const {

@@ -24,6 +24,7 @@ const char* to_string(ComputeClass c) {
     case ComputeClass::kInput: return "input";
     case ComputeClass::kHost: return "host";
     case ComputeClass::kInterference: return "interference";
+    case ComputeClass::kHostOptimizer: return "host_optimizer";
   }
   return "?";
 }

@@ -83,8 +83,11 @@ SimTime ScenarioPerturbations::compute(int rank, int step, std::uint32_t op_inde
       case StragglerKind::kSlowLink: break;
     }
   }
-  // Host-side work: a slower GPU does not slow it (input: only stalls change it).
-  if (op.cclass == ComputeClass::kInput || op.cclass == ComputeClass::kHost) f = 1.0;
+  // Host-side work: a slower GPU does not slow it (input: only stalls change it); nor the
+  // host optimizer step.
+  if (op.cclass == ComputeClass::kInput || op.cclass == ComputeClass::kHost ||
+      op.cclass == ComputeClass::kHostOptimizer)
+    f = 1.0;
   // Interference is sized from the collective's time, not the GPU's pace.
   if (op.cclass == ComputeClass::kInterference) f = 1.0;
   return SimTime::from_ns(static_cast<std::int64_t>(std::llround(static_cast<double>(base.ns()) * f))) +

@@ -158,7 +158,7 @@ TEST(ReadTraceBadInput, WrongTypesNameTheField) {
   EXPECT_EQ(trace_error(with_event(R"({"ph":3})")), "traceEvents[1].ph: expected a string, got 3");
   EXPECT_EQ(trace_error(with_event(x + R"("ts":1,"dur":2,"args":{"step":0,"kind":"compute","class":"gemmm"}})")),
             "traceEvents[1].args.class: \"gemmm\" is not one of \"gemm\", \"attention\", \"elementwise\", "
-            "\"optimizer\", \"input\", \"host\", \"interference\"");
+            "\"optimizer\", \"input\", \"host\", \"interference\", \"host_optimizer\"");
   EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"dp.ar","pid":1,"tid":4,"ts":1,"dur":2,)"
                                    R"("args":{"step":0,"kind":"collective","bytes":-4,"wait_us":0}})")),
             "traceEvents[1].args.bytes: -4 is out of range (0 to 1e+18)");

@@ -10,14 +10,16 @@
 #include "stepcast/executor/cpu_device.h"
 #include "stepcast/executor/fake_comm.h"
 #include "stepcast/executor/launch.h"
-#include "stepcast/executor/scale_down.h"
-#include "stepcast/models/presets.h"
+#include "stepcast/executor/op_work.h"
 #include "stepcast/executor/runner.h"
-#include "stepcast/models/lower.h"
+#include "stepcast/executor/scale_down.h"
 #include "stepcast/models/layer_cost.h"
+#include "stepcast/models/lower.h"
+#include "stepcast/models/params.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/scenario.h"
 #include "stepcast/models/stack.h"
 #include "stepcast/models/zero3_fetch.h"
-#include "stepcast/models/scenario.h"
 
 namespace stepcast::exec {
 namespace {
@@ -332,6 +334,45 @@ TEST(Runner, OffloadedLayersCopyTheirBytesOverTheHostLink) {
     int measured = 0;
     for (const Span& sp : r.timeline.spans) measured += copies.count(sp.op) > 0 && sp.end > sp.begin;
     EXPECT_EQ(measured, static_cast<int>(copies.size())) << "rank " << r.timeline.rank;
+  }
+}
+
+TEST(Runner, OptimizerOffloadRunsTheHostStepBesideItsCopies) {
+  // Optimizer offload (layer_cost.h OptimizerStep): after the GPU's share, the gradients go
+  // down and the 16-bit weights up the host link while the host runs Adam over its share of
+  // the parameters; the executor runs all three (host_optimizer.h) and measures them.
+  Scenario s = load("cpu-tp2dp2.json");
+  s.plan.offload_optimizer = 0.5;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  const RoleTemplate& role = prog.roles[0];
+  std::set<std::uint32_t> host_ops;
+  double host_elements = 0, down = 0, up = 0;
+  for (std::uint32_t i = 0; i < role.ops.size(); ++i) {
+    const Op& op = role.ops[i];
+    const OpWork w = op_work(context(s), op);
+    if (w.kind == OpWork::Kind::kHostStep) {
+      host_ops.insert(i);
+      host_elements += w.elements;
+      EXPECT_TRUE(w.adam);
+    } else if (op.layer < 0 && w.kind == OpWork::Kind::kHostCopy) {
+      host_ops.insert(i);
+      (w.to_host ? down : up) += w.bytes;
+    }
+  }
+  // The optimizer's parameters on a rank (ZeRO 1 over dp 2 unless the scenario says 0),
+  // half of them on the host: as many elements, 4 B of gradient down and 2 B up each.
+  const RankParams rp = rank_params(s.model, s.plan, 0);
+  const double params =
+      s.plan.zero >= 1 ? rp.dense / (s.plan.dp * s.plan.cp) + rp.expert / s.plan.edp() : rp.dense + rp.expert;
+  ASSERT_EQ(host_ops.size(), 3u);
+  EXPECT_NEAR(host_elements, params / 2, 1e-6 * params);
+  EXPECT_NEAR(down, params / 2 * s.plan.grad_bytes, 1e-6 * params);
+  EXPECT_NEAR(up, params / 2 * 2, 1e-6 * params);
+  for (const RankResult& r : run_one_step(s)) {
+    int measured = 0;
+    for (const Span& sp : r.timeline.spans) measured += host_ops.count(sp.op) > 0 && sp.end > sp.begin;
+    EXPECT_EQ(measured, 3) << "rank " << r.timeline.rank;
   }
 }
 

@@ -549,6 +549,15 @@ TEST(Offload, OptimizerStepOnTheHostByHand) {
   const double host = std::max(P * 6 / (63e9 * 0.8), P * 30 / 61.44e9);  // 4.297 s (host-bound)
   EXPECT_NEAR(host, 4.296875, 1e-9);
   p.offload_optimizer = 1;
+  // Its parts: 4 B of gradient down and 2 B of weights up per parameter, one after the
+  // other, beside the host's 30 B; nothing on the GPU.
+  const OptimizerStep o = optimizer_step(c, p, P);
+  EXPECT_EQ(o.gpu_s, 0.0);
+  EXPECT_DOUBLE_EQ(o.down_bytes, 4 * P);
+  EXPECT_DOUBLE_EQ(o.up_bytes, 2 * P);
+  EXPECT_DOUBLE_EQ(o.host_bytes, 30 * P);
+  EXPECT_NEAR(o.down_s + o.up_s, P * 6 / (63e9 * 0.8), 1e-12);
+  EXPECT_NEAR(o.host_s, P * 30 / 61.44e9, 1e-12);
   EXPECT_NEAR(optimizer_time_s(c, p, P), host, 1e-12 * host);
   EXPECT_NEAR(host_optimizer_time_s(c, p, P), host, 1e-12 * host);
   p.offload_optimizer = 0.5;

@@ -16,6 +16,7 @@
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/analysis/simulate_report.h"
 #include "stepcast/models/collectives.h"
+#include "stepcast/models/compute.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/lower.h"
@@ -918,9 +919,10 @@ TEST(Engine, PeakMemoryEqualsTheStaticModelFor1F1BAndGpipe) {
 }
 
 // Offload (docs/model-reference.md §3.5): the engine runs the same Program, with the
-// offloaded layers' activations kept off the device and their exposed transfers as host
-// waits after each pass, the host optimizer step in the optimizer op. On a slow host link
-// (8 GB/s) every kind of transfer is exposed: step and peak equal the closed form's.
+// offloaded layers' activations kept off the device and their transfers as copies on the
+// host link joined after each pass, and the optimizer's offloaded half as the host's step
+// beside its gradients down and weights up. On a slow host link (8 GB/s) every kind of
+// transfer is exposed: step and peak equal the closed form's.
 TEST(Engine, OffloadStepAndPeakMemoryMatchTheClosedForm) {
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
   ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
@@ -949,15 +951,39 @@ TEST(Engine, OffloadStepAndPeakMemoryMatchTheClosedForm) {
   // of a stage's 8 layers the first 4 offload activations and the first 2 weights, so per
   // microbatch (m = 16) 4 activation copies out; in, 2 weight copies in the forward and
   // 4 + 2 in the backward.
+  // The optimizer's half on the host (ZeRO 0: the stage's P parameters): P/2 fp32
+  // gradients down, P/2 bf16 weights up, and Adam's 16 + 12 + 2 bytes per parameter of host
+  // memory traffic in one host step.
   for (int s = 0; s < 4; ++s) {
-    int out = 0, in = 0;
+    int out = 0, in = 0, host_steps = 0;
+    double down = 0, up = 0, host_bytes = 0;
     for (const Op& op : r.program.roles[static_cast<std::size_t>(s)].ops) {
-      out += op.stream == Stream::kHostOut;
-      in += op.stream == Stream::kHostIn;
+      if (op.cclass == ComputeClass::kHostOptimizer) {
+        ++host_steps;
+        host_bytes += op.bytes;
+      } else if (op.layer < 0 && op.cclass == ComputeClass::kOptimizer) {
+        (op.stream == Stream::kHostOut ? down : op.stream == Stream::kHostIn ? up : host_bytes) += op.bytes;
+      } else {
+        out += op.stream == Stream::kHostOut;
+        in += op.stream == Stream::kHostIn;
+      }
     }
     EXPECT_EQ(out, 16 * 4) << "stage " << s;
     EXPECT_EQ(in, 16 * (2 + 4 + 2)) << "stage " << s;
+    const RankParams rp = rank_params(m, p, s);
+    const double P = rp.dense + rp.expert;
+    EXPECT_EQ(host_steps, 1) << "stage " << s;
+    EXPECT_NEAR(down, P / 2 * 4, 1e-6 * P) << "stage " << s;
+    EXPECT_NEAR(up, P / 2 * 2, 1e-6 * P) << "stage " << s;
+    EXPECT_NEAR(host_bytes, P / 2 * 30, 1e-6 * P) << "stage " << s;
   }
+  // The critical rank's optimizer part: its GPU half plus max(down + up, host) by hand
+  // (the host: the GPU's share of 614.4 GB/s x 0.8 over 8 GPUs; the link 8 GB/s x 0.8).
+  const RankParams rp = rank_params(m, p, crit.stage);
+  const double P = rp.dense + rp.expert;
+  const double gpu = job_pace(c) * P / 2 * 30 / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+  const double host = std::max(P / 2 * 6 / (8e9 * 0.8), P / 2 * 30 / (614.4e9 * 0.8 / 8));
+  EXPECT_NEAR(crit.optimizer, gpu + host, 1e-6 * (gpu + host));
 }
 
 // Multi-token prediction (DeepSeek-V3's module on an 8-layer cut of the model, tp 2 pp 2,

@@ -78,6 +78,10 @@ class Device {
   // A copy of `bytes` between device memory and (pinned) host memory: to the host when
   // `to_host`, else to the device (offload transfers).
   virtual void host_copy(Stream s, double bytes, bool to_host) = 0;
+  // The host's optimizer step over `elements` parameters (Adam, else SGD with momentum;
+  // host_optimizer.h), in stream order on `s`: it starts when the work enqueued on `s`
+  // before it has finished, and later work on `s` waits for it (optimizer offload).
+  virtual void host_optimizer(Stream s, double elements, bool adam) = 0;
   virtual Buffer alloc(std::size_t count) = 0; // communication buffer of comm_dtype()
   virtual void release(Buffer& b) = 0;
   // Memory the plan's alloc/free ops stand for (activations): really allocated on

@@ -12,7 +12,9 @@
 //                    stream duration x hbm_efficiency x HBM bandwidth of the scenario's GPU;
 //   the CP ring (a fixed-duration op on the CP stream) cp-1 neighbour exchanges;
 //   an offload copy (a fixed-duration op on Stream::kHostOut / kHostIn) a copy of its bytes
-//                    from device memory to pinned host memory, or back.
+//                    from device memory to pinned host memory, or back;
+//   the host optimizer step (ComputeClass::kHostOptimizer) the host's Adam (or SGD) over the
+//                    parameters its bytes stand for (host_optimizer_bytes_per_param).
 #pragma once
 
 #include "stepcast/executor/backend.h"
@@ -30,7 +32,18 @@ struct ExecContext {
 };
 
 struct OpWork {
-  enum class Kind : std::uint8_t { kNone, kCompute, kCollective, kSend, kRecv, kRing, kAlloc, kFree, kHostCopy };
+  enum class Kind : std::uint8_t {
+    kNone,
+    kCompute,
+    kCollective,
+    kSend,
+    kRecv,
+    kRing,
+    kAlloc,
+    kFree,
+    kHostCopy,
+    kHostStep
+  };
   Kind kind = Kind::kNone;
   bool has_gemm = false, has_attention = false;   // kCompute parts (bytes > 0: the memory part)
   GemmShape gemm;
@@ -38,6 +51,8 @@ struct OpWork {
   double bytes = 0;   // compute: streamed; comm: nccl-tests size; ring: one exchange; alloc/free
   int ring_steps = 0;
   bool to_host = false;  // kHostCopy: device to host (else host to device)
+  double elements = 0;   // kHostStep: parameters the host optimizer updates
+  bool adam = true;      // kHostStep: Adam, else SGD with momentum
 };
 
 OpWork op_work(const ExecContext& ctx, const Op& op);

@@ -240,12 +240,23 @@ LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const L
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:
 // 26 + grad bytes per parameter; SGD with momentum 18 + grad bytes). With optimizer offload
 // the fraction f of them is updated by the host after the GPU's share (docs/model-reference.md
-// "Offload"): gradients down and 16-bit weights up the host link, the host step at the
-// GPU's share of the node's host memory bandwidth (28 + 2 bytes per Adam parameter), the
-// transfers pipelined with the host step: max(link, host).
+// "Offload"): gradients down and 16-bit weights up the host link, one after the other, and
+// the host step at the GPU's share of the node's host memory bandwidth (28 + 2 bytes per
+// Adam parameter), the transfers pipelined with the host step: max(down + up, host).
+struct OptimizerStep {
+  double gpu_s = 0;                                     // the GPU's share
+  double down_bytes = 0, up_bytes = 0, host_bytes = 0;  // optimizer offload: link and host memory traffic
+  double down_s = 0, up_s = 0, host_s = 0;
+  double host_part_s() const { return std::max(down_s + up_s, host_s); }
+  double time_s() const { return gpu_s + host_part_s(); }
+};
+OptimizerStep optimizer_step(const ClusterSpec& cluster, const Plan& plan, double params);
+// optimizer_step(...).time_s() and .host_part_s() (0 without optimizer offload).
 double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
-// The host part of it alone (0 without optimizer offload).
 double host_optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
-double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
+// Bytes of host memory the host step moves per parameter: Adam reads the fp32 weight,
+// gradient and two moments and writes the weight, the moments and the 16-bit copy
+// (16 + 12 + 2); SGD with momentum 12 + 8 + 2.
+double host_optimizer_bytes_per_param(Optimizer optimizer);
 
 }  // namespace stepcast

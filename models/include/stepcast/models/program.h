@@ -21,7 +21,18 @@ enum class OpKind : std::uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, 
 // host_stall); no device work. kInterference: the compute stream's delay while a
 // collective overlaps it (Op::contends, Program::interference); no device
 // work of its own.
-enum class ComputeClass : std::uint8_t { kGemm, kAttention, kElementwise, kOptimizer, kInput, kHost, kInterference };
+// kHostOptimizer: the host's optimizer step under optimizer offload (layer_cost.h
+// OptimizerStep), `bytes` of host memory traffic; the executor runs it on the CPU.
+enum class ComputeClass : std::uint8_t {
+  kGemm,
+  kAttention,
+  kElementwise,
+  kOptimizer,
+  kInput,
+  kHost,
+  kInterference,
+  kHostOptimizer
+};
 // Which parallelism a communication op serves (the report's exposed_comm_s keys).
 enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // Symbolic groups. kDp is the data-parallel group including CP ranks (dense gradients,
