@@ -238,9 +238,11 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
   const Precision prec = ref ? ref->plan.precision : Precision::kBf16;
   std::vector<exec::ComputeSample> compute;
   std::vector<exec::CommSample> comm;
+  std::vector<exec::HostSample> host;
   for (const MeasuredRun& l : fit_runs) {
-    exec::run_samples(l.program, exec::ExecContext{l.scenario.model, l.scenario.cluster, l.scenario.plan, l.scenario.workload},
-                      l.measurement.timeline, compute, comm);
+    exec::run_samples(l.program,
+                      exec::ExecContext{l.scenario.model, l.scenario.cluster, l.scenario.plan, l.scenario.workload},
+                      l.measurement.timeline, compute, comm, &host);
   }
   for (const exec::BenchFile& b : benches) {
     for (const exec::ComputeSample& s : exec::compute_samples(gpu, prec, b.gemm)) compute.push_back(s);
@@ -272,6 +274,7 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
     cal.ranks = benches[0].ranks;
   }
   cal.checkpoint = fit_checkpoint(fit_ckpt);
+  cal.host_rates = exec::fit_host(host);
   for (const MeasuredRun& l : fit_runs) cal.sources.push_back(std::filesystem::absolute(l.path).string());
   for (const CheckpointRun& c : fit_ckpt) cal.sources.push_back(std::filesystem::absolute(c.path).string());
   for (const std::string& p : a.bench) cal.sources.push_back(std::filesystem::absolute(p).string());
@@ -302,6 +305,8 @@ Result<CalibrateReport> run_calibrate(const CalibrateRequest& a) {
   warn("GEMM", cal.gemm);
   warn("attention", cal.attention);
   warn("memory-bound", cal.memory);
+  warn("host link", cal.host_rates.link);
+  warn("host optimizer step", cal.host_rates.optimizer);
   for (const CollectiveCalibration& c : cal.collectives) {
     warn(fmt::format("{} {}", to_string(static_cast<CollKind>(c.fit.kind)), scope_text(c)), c.quality);
   }
@@ -343,6 +348,11 @@ std::string calibrate_text(const CalibrateReport& r) {
                         "saves), read {:.3f} GB/s ({} restores), snapshot {:.3f} GB/s per rank ({} async saves)\n",
                         cal.checkpoint.write_GBps, cal.checkpoint.commit_s, cal.checkpoint.saves, cal.checkpoint.read_GBps,
                         cal.checkpoint.restores, cal.checkpoint.snapshot_GBps, cal.checkpoint.snapshots);
+  }
+  if (cal.host_rates.link.points + cal.host_rates.optimizer.points > 0) {
+    text += fmt::format("Host       link {:.3f} GB/s ({}); optimizer step {:.3f} GB/s of host memory per rank ({})\n",
+                        cal.host_rates.link_GBps, rms_text(cal.host_rates.link), cal.host_rates.optimizer_GBps,
+                        rms_text(cal.host_rates.optimizer));
   }
   for (const CheckpointRunReport& c : r.checkpoint_runs) {
     text += fmt::format("\n{} {} ({}): {} {} save(s) of {:.2f} MB (the model counts {:.2f} MB)\n", c.role, c.file,

@@ -43,7 +43,7 @@ std::vector<CommSample> comm_samples(const std::vector<CollectivePoint>& points)
 }
 
 void run_samples(const Program& prog, const ExecContext& ctx, const Timeline& t, std::vector<ComputeSample>& compute,
-                 std::vector<CommSample>& comm) {
+                 std::vector<CommSample>& comm, std::vector<HostSample>* host) {
   const GpuSpec& gpu = ctx.cluster.gpu;
   for (const RankTimeline& r : t.ranks) {
     const RoleTemplate& role = prog.roles.at(static_cast<std::size_t>(r.stage));
@@ -68,9 +68,37 @@ void run_samples(const Program& prog, const ExecContext& ctx, const Timeline& t,
         c.bytes = op.bytes;
         c.measured_s = (sp.end - sp.begin).seconds();
         comm.push_back(c);
+      } else if (host && (w.kind == OpWork::Kind::kHostCopy || w.kind == OpWork::Kind::kHostStep)) {
+        host->push_back(HostSample{w.kind == OpWork::Kind::kHostStep, w.bytes, (sp.end - sp.begin).seconds()});
       }
     }
   }
+}
+
+HostCalibration fit_host(const std::vector<HostSample>& samples) {
+  HostCalibration h;
+  auto fit = [&](bool optimizer, double& GBps, FitQuality& q) {
+    double bytes = 0, seconds = 0;
+    for (const HostSample& s : samples) {
+      if (s.optimizer != optimizer || !(s.measured_s > 0)) continue;
+      bytes += s.bytes;
+      seconds += s.measured_s;
+    }
+    if (!(bytes > 0 && seconds > 0)) return;
+    const double rate = bytes / seconds;
+    GBps = rate / 1e9;
+    double sq = 0;
+    for (const HostSample& s : samples) {
+      if (s.optimizer != optimizer || !(s.measured_s > 0)) continue;
+      const double r = (s.bytes / rate - s.measured_s) / s.measured_s;
+      sq += r * r;
+      ++q.points;
+    }
+    q.rms_relative = std::sqrt(sq / q.points);
+  };
+  fit(false, h.link_GBps, h.link);
+  fit(true, h.optimizer_GBps, h.optimizer);
+  return h;
 }
 
 // ---- the fit ----------------------------------------------------------------------------

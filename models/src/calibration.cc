@@ -40,6 +40,14 @@ void read_quality(detail::ObjectReader& r, FitQuality& q) {
   if (auto v = r.number("rms_relative", 0, 1e9)) q.rms_relative = *v;
 }
 
+// A measured rate: 0 = not measured; otherwise between 1 MB/s and 100 TB/s.
+void read_rate(detail::ObjectReader& r, detail::Diagnostics& diag, const char* key, double& out) {
+  if (auto v = r.number(key, 0, 1e5)) {
+    if (*v > 0 && *v < 1e-3) diag.add(r.path_of(key), fmt::format("{} GB/s is below 1 MB/s (0 = not measured)", *v));
+    else out = *v;
+  }
+}
+
 }  // namespace
 
 void apply_calibration(const Calibration& cal, ClusterSpec& c) {
@@ -60,6 +68,10 @@ void apply_calibration(const Calibration& cal, ClusterSpec& c) {
   if (cal.checkpoint.write_GBps > 0) c.storage_write_GBps = cal.checkpoint.write_GBps;
   if (cal.checkpoint.read_GBps > 0) c.storage_read_GBps = cal.checkpoint.read_GBps;
   if (cal.checkpoint.saves + cal.checkpoint.snapshots > 0) c.storage_commit_s = cal.checkpoint.commit_s;
+  const double eta = c.host_efficiency > 0 ? c.host_efficiency : 1.0;
+  if (cal.host_rates.link_GBps > 0) c.host_link_GBps = cal.host_rates.link_GBps / eta;
+  if (cal.host_rates.optimizer_GBps > 0)
+    c.host_memory_bandwidth_GBps = cal.host_rates.optimizer_GBps * c.gpus_per_node / eta;
 }
 
 void apply_calibration(const Calibration& cal, CheckpointSpec& checkpoint) {
@@ -82,18 +94,32 @@ std::string calibration_json(const Calibration& cal) {
       {"kind", "stepcast-calibration"},
       {"created", cal.created},
       {"fingerprint",
-       {{"backend", cal.backend}, {"device", cal.device}, {"communicator", cal.communicator}, {"host", cal.host},
-        {"ranks", cal.ranks}, {"gpu_spec", cal.gpu_spec}, {"peak_flops", cal.peak_flops}}},
+       {{"backend", cal.backend},
+        {"device", cal.device},
+        {"communicator", cal.communicator},
+        {"host", cal.host},
+        {"ranks", cal.ranks},
+        {"gpu_spec", cal.gpu_spec},
+        {"peak_flops", cal.peak_flops}}},
       {"compute",
-       {{"gemm", {{"efficiency", cal.gemm_efficiency}, {"s_per_byte", cal.gemm_s_per_byte}, {"fit", quality_json(cal.gemm)}}},
+       {{"gemm",
+         {{"efficiency", cal.gemm_efficiency}, {"s_per_byte", cal.gemm_s_per_byte}, {"fit", quality_json(cal.gemm)}}},
         {"attention", {{"efficiency", cal.attention_efficiency}, {"fit", quality_json(cal.attention)}}},
         {"memory", {{"efficiency", cal.memory_efficiency}, {"fit", quality_json(cal.memory)}}}}},
       {"collectives", colls},
       {"checkpoint",
-       {{"write_GBps", cal.checkpoint.write_GBps}, {"read_GBps", cal.checkpoint.read_GBps},
-        {"snapshot_GBps", cal.checkpoint.snapshot_GBps}, {"commit_s", cal.checkpoint.commit_s},
+       {{"write_GBps", cal.checkpoint.write_GBps},
+        {"read_GBps", cal.checkpoint.read_GBps},
+        {"snapshot_GBps", cal.checkpoint.snapshot_GBps},
+        {"commit_s", cal.checkpoint.commit_s},
         {"saves", cal.checkpoint.saves},
-        {"restores", cal.checkpoint.restores}, {"snapshots", cal.checkpoint.snapshots}}},
+        {"restores", cal.checkpoint.restores},
+        {"snapshots", cal.checkpoint.snapshots}}},
+      {"host_rates",
+       {{"link_GBps", cal.host_rates.link_GBps},
+        {"link_fit", quality_json(cal.host_rates.link)},
+        {"optimizer_GBps", cal.host_rates.optimizer_GBps},
+        {"optimizer_fit", quality_json(cal.host_rates.optimizer)}}},
       {"sources", cal.sources},
   };
   return j.dump(2) + "\n";
@@ -165,20 +191,32 @@ Result<Calibration> parse_calibration(std::string_view text, const std::string& 
       diag.add(top.path_of("checkpoint"), "expected an object, got " + detail::describe(*ck));
     } else {
       detail::ObjectReader r(*ck, top.path_of("checkpoint"), diag);
-      // 0: not measured; otherwise a storage or copy rate between 1 MB/s and 100 TB/s.
-      auto rate = [&](const char* key, double& out) {
-        if (auto v = r.number(key, 0, 1e5)) {
-          if (*v > 0 && *v < 1e-3) diag.add(r.path_of(key), fmt::format("{} GB/s is below 1 MB/s (0 = not measured)", *v));
-          else out = *v;
-        }
-      };
-      rate("write_GBps", cal.checkpoint.write_GBps);
-      rate("read_GBps", cal.checkpoint.read_GBps);
-      rate("snapshot_GBps", cal.checkpoint.snapshot_GBps);
+      read_rate(r, diag, "write_GBps", cal.checkpoint.write_GBps);
+      read_rate(r, diag, "read_GBps", cal.checkpoint.read_GBps);
+      read_rate(r, diag, "snapshot_GBps", cal.checkpoint.snapshot_GBps);
       if (auto v = r.number("commit_s", 0, 3600)) cal.checkpoint.commit_s = *v;
       if (auto v = r.integer("saves", 0, 1'000'000'000)) cal.checkpoint.saves = static_cast<int>(*v);
       if (auto v = r.integer("restores", 0, 1'000'000'000)) cal.checkpoint.restores = static_cast<int>(*v);
       if (auto v = r.integer("snapshots", 0, 1'000'000'000)) cal.checkpoint.snapshots = static_cast<int>(*v);
+      r.finish();
+    }
+  }
+  if (const json* h = top.raw("host_rates")) {
+    if (!h->is_object()) {
+      diag.add(top.path_of("host_rates"), "expected an object, got " + detail::describe(*h));
+    } else {
+      detail::ObjectReader r(*h, top.path_of("host_rates"), diag);
+      auto quality = [&](const char* key, FitQuality& q) {
+        if (const json* f = r.raw(key); f && f->is_object()) {
+          detail::ObjectReader fr(*f, r.path_of(key), diag);
+          read_quality(fr, q);
+          fr.finish();
+        }
+      };
+      read_rate(r, diag, "link_GBps", cal.host_rates.link_GBps);
+      quality("link_fit", cal.host_rates.link);
+      read_rate(r, diag, "optimizer_GBps", cal.host_rates.optimizer_GBps);
+      quality("optimizer_fit", cal.host_rates.optimizer);
       r.finish();
     }
   }

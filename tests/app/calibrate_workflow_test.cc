@@ -17,6 +17,7 @@
 #include "stepcast/executor/measurement.h"
 #include "stepcast/models/file_io.h"
 #include "stepcast/models/json_reader.h"
+#include "stepcast/models/layer_cost.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/sim/run.h"
 
@@ -193,6 +194,58 @@ TEST_F(CalibrateWorkflow, TrainingSavesFitWriteBandwidthCommitCostAndSnapshotRat
   const CheckpointRunReport& sync = rep->checkpoint_runs[0];
   EXPECT_NEAR(sync.measured_s, 0.05, 1e-12);
   EXPECT_NEAR(sync.after_s, 0.01 + sync.predicted_bytes / 1e9, 1e-12);
+}
+
+// Optimizer and activation offload measured on a machine whose host link and host memory
+// differ from the priors (the truth: 3 GB/s and 96 GB/s; host_efficiency 0.8 of the cpu-host
+// preset applies to both): calibrate recovers the effective rates the copies and host steps
+// ran at, 3 x 0.8 = 2.4 GB/s and 96 x 0.8 / 4 GPUs = 19.2 GB/s per rank, with rms ~0 (each op's
+// duration is bytes / rate, to the nanosecond), and the calibrated scenario prices the host
+// step as the truth did.
+TEST_F(CalibrateWorkflow, OffloadedRunFitsTheHostLinkAndHostOptimizerRates) {
+  auto doc = reader::parse_document(reader::read_input_file(kScenario).value());
+  ASSERT_TRUE(doc.ok());
+  nlohmann::json j = *doc;
+  j["plan"]["offload_optimizer"] = 1;
+  j["plan"]["offload_activations"] = 0.5;
+  const std::string path = (dir_ / "offloaded.json").string();
+  ASSERT_FALSE(write_file_atomic(path, j.dump(1)).has_value());
+  auto s = load_scenario_file(path);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  Scenario truth = *s;
+  ASSERT_DOUBLE_EQ(truth.cluster.host_efficiency, 0.8);
+  ASSERT_EQ(truth.cluster.gpus_per_node, 4);
+  truth.cluster.host_link_GBps = 3;
+  truth.cluster.host_memory_bandwidth_GBps = 96;
+  sim::RunOptions o;
+  o.full = true;
+  auto r = sim::run_scenario(truth, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  exec::Measurement m;
+  m.scenario = path;
+  m.backend = "cpu_mpi";
+  m.ranks = 4;
+  m.steps = 1;
+  m.step_time_s = {r->summary.step_time_s};
+  m.timeline = r->out.timeline;
+  const std::string measured = (dir_ / "measured.json").string();
+  ASSERT_FALSE(write_file_atomic(measured, exec::measurement_json(m)).has_value());
+  CalibrateRequest req;
+  req.measured = {measured};
+  auto rep = run_calibrate(req);
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const HostCalibration& h = rep->calibration.host_rates;
+  EXPECT_NEAR(h.link_GBps, 2.4, 1e-6);
+  EXPECT_NEAR(h.optimizer_GBps, 19.2, 1e-6);
+  EXPECT_GT(h.link.points, 0);
+  EXPECT_EQ(h.optimizer.points, 4);  // one host step per rank
+  EXPECT_LT(h.link.rms_relative, 1e-6);
+  EXPECT_NE(calibrate_text(*rep).find("Host       link 2.400 GB/s"), std::string::npos) << calibrate_text(*rep);
+  ClusterSpec calibrated = s->cluster;
+  apply_calibration(rep->calibration, calibrated);
+  const double params = 1e9;
+  EXPECT_NEAR(optimizer_step(calibrated, s->plan, params).host_s, optimizer_step(truth.cluster, s->plan, params).host_s,
+              1e-9);
 }
 
 }  // namespace

@@ -105,6 +105,28 @@ TEST(CalibrationFit, RecoversChosenParametersExactlyWithoutNoise) {
   EXPECT_EQ(ag->quality.points, 20);
 }
 
+// The host rates: copies at 20 GB/s and host steps at 40 GB/s, without noise, come back
+// exactly with rms 0; with one copy twice as slow the rate is the totals' (bytes / time) and
+// the rms says how far single copies are from it, by hand.
+TEST(CalibrationFit, HostRatesAreTotalBytesOverTotalTime) {
+  std::vector<HostSample> s;
+  for (double b : {1e8, 3e8, 2e9}) s.push_back(HostSample{false, b, b / 20e9});
+  for (double b : {6e8, 9e9}) s.push_back(HostSample{true, b, b / 40e9});
+  const HostCalibration h = fit_host(s);
+  EXPECT_LT(rel(h.link_GBps, 20), 1e-12);
+  EXPECT_LT(rel(h.optimizer_GBps, 40), 1e-12);
+  EXPECT_EQ(h.link.points, 3);
+  EXPECT_EQ(h.optimizer.points, 2);
+  EXPECT_NEAR(h.link.rms_relative, 0, 1e-12);
+  // 1 GB in 0.05 s and 1 GB in 0.1 s: 2 GB / 0.15 s = 13.33 GB/s; the fitted times 0.075 s
+  // each, off by +50 % and -25 %: rms sqrt((0.25 + 0.0625) / 2).
+  const HostCalibration two = fit_host({HostSample{false, 1e9, 0.05}, HostSample{false, 1e9, 0.1}});
+  EXPECT_NEAR(two.link_GBps, 2.0 / 0.15, 1e-9);
+  EXPECT_NEAR(two.link.rms_relative, std::sqrt((0.25 + 0.0625) / 2), 1e-12);
+  EXPECT_EQ(two.optimizer_GBps, 0.0);  // not measured: the prior stays
+  EXPECT_EQ(two.optimizer.points, 0);
+}
+
 // Standard deviations of ordinary least-squares coefficients for independent noise of
 // standard deviation sigma_i on sample i: cov(b) = (X'X)^-1 X' diag(sigma^2) X (X'X)^-1.
 Eigen::VectorXd ols_sigma(const Eigen::MatrixXd& X, const Eigen::VectorXd& sigma) {

@@ -19,6 +19,7 @@
 
 #include "stepcast/models/calibration.h"
 #include "stepcast/models/estimate.h"
+#include "stepcast/models/layer_cost.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
 
@@ -274,6 +275,42 @@ TEST(HostileInput, CalibrationCheckpointRatesRoundTripApplyAndHaveRanges) {
             "fit.json.checkpoint.write_GBps: 1e-07 GB/s is below 1 MB/s (0 = not measured)\n"
             "fit.json.checkpoint.read_GBps: -1 is out of range (0 to 100000)\n"
             "fit.json.checkpoint.commit_s: -0.5 is out of range (0 to 3600)");
+}
+
+// The host rates of a calibration (optimizer offload): a round trip, applied as the
+// measured effective rates (divided by host_efficiency 0.8; the optimizer rate one GPU's
+// share of 8), and their physical range.
+TEST(HostileInput, CalibrationHostRatesRoundTripApplyAndHaveRanges) {
+  Calibration cal;
+  cal.host_rates.link_GBps = 20;
+  cal.host_rates.link.points = 6;
+  cal.host_rates.optimizer_GBps = 40;
+  cal.host_rates.optimizer.points = 2;
+  const auto back = parse_calibration(calibration_json(cal), "fit.json");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->host_rates.link_GBps, 20.0);
+  EXPECT_EQ(back->host_rates.link.points, 6);
+  EXPECT_EQ(back->host_rates.optimizer_GBps, 40.0);
+  EXPECT_EQ(back->host_rates.optimizer.points, 2);
+  ClusterSpec c;
+  c.host_efficiency = 0.8;
+  c.gpus_per_node = 8;
+  apply_calibration(*back, c);
+  EXPECT_DOUBLE_EQ(c.host_link_GBps, 25.0);
+  EXPECT_DOUBLE_EQ(c.host_memory_bandwidth_GBps, 400.0);
+  // The model's host step on the calibrated cluster runs at the measured 40 GB/s.
+  Plan p;
+  p.offload_optimizer = 1;
+  EXPECT_NEAR(optimizer_step(c, p, 1e9).host_s, 30e9 / 40e9, 1e-12);
+  EXPECT_NEAR(optimizer_step(c, p, 1e9).down_s, 4e9 / 20e9, 1e-12);
+  const auto bad =
+      parse_calibration(R"({"format": 1, "host_rates": {"link_GBps": 1e-7, "optimizer_GBps": -1}})", "fit.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "fit.json.host_rates.link_GBps: 1e-07 GB/s is below 1 MB/s (0 = not measured)\n"
+            "fit.json.host_rates.optimizer_GBps: -1 is out of range (0 to 100000)");
+  EXPECT_EQ(parse_calibration(R"({"format": 1, "host_rates": 3})", "fit.json").error().message,
+            "fit.json.host_rates: expected an object, got 3");
 }
 
 // ---------------------------------------------------------------------------------------

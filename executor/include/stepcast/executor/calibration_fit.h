@@ -32,6 +32,14 @@ struct CommSample {
   double measured_s = 0;
 };
 
+// A host op of an offloaded run (docs/executor.md "Optimizer offload"): a copy over the
+// host link (either direction), or the host optimizer step with its host memory bytes.
+struct HostSample {
+  bool optimizer = false;
+  double bytes = 0;
+  double measured_s = 0;
+};
+
 // One sample per GEMM benchmark point, its shape evaluated for `gpu` at precision `p`.
 std::vector<ComputeSample> compute_samples(const GpuSpec& gpu, Precision p, const std::vector<GemmPoint>& points);
 // One sample per collective benchmark point.
@@ -39,8 +47,14 @@ std::vector<CommSample> comm_samples(const std::vector<CollectivePoint>& points)
 // Samples from a measured run: every compute op (duration end - post) and collective
 // (end - begin, begin = the last member's arrival) of every rank, appended.
 // REQUIRES: every span's stage and op exist in `program` (throws std::out_of_range).
-void run_samples(const Program& program, const ExecContext& ctx, const Timeline& t,
-                 std::vector<ComputeSample>& compute, std::vector<CommSample>& comm);
+// With `host`, the host copies and host optimizer steps too (end - begin).
+void run_samples(const Program& program, const ExecContext& ctx, const Timeline& t, std::vector<ComputeSample>& compute,
+                 std::vector<CommSample>& comm, std::vector<HostSample>* host = nullptr);
+
+// The host link's and the host optimizer step's rates: total bytes / total time of each
+// kind (a rate through the origin fitted to match the measured total), and how well each
+// explains its samples. Kinds without samples stay 0 (prior kept).
+HostCalibration fit_host(const std::vector<HostSample>& samples);
 
 // Non-negative least squares (Eigen QR) on absolute errors, so fitted totals match measured
 // totals. Compute, one joint fit over all samples: time = GEMM flops / (eta q peak) + c x

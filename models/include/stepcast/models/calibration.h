@@ -41,6 +41,15 @@ struct CheckpointCalibration {
   int saves = 0, restores = 0, snapshots = 0;   // measurements each figure pools
 };
 
+// The host link and the host optimizer step as offloaded runs measured them (docs/executor.md
+// "Optimizer offload"): 0 = not measured, the cluster's value stays.
+struct HostCalibration {
+  double link_GBps = 0;  // effective copy rate: bytes / time of every copy, both directions
+  FitQuality link;
+  double optimizer_GBps = 0;  // one rank's host optimizer step: host memory bytes / time
+  FitQuality optimizer;
+};
+
 struct Calibration {
   static constexpr int kFormat = 1;
   std::string created;        // ISO date, informational
@@ -62,11 +71,14 @@ struct Calibration {
   FitQuality memory;
   std::vector<CollectiveCalibration> collectives;
   CheckpointCalibration checkpoint;
+  HostCalibration host_rates;         // host link and host optimizer step (optimizer offload)
   std::vector<std::string> sources;   // measurement files the fit used
 };
 
 // Applies the fitted parameters to `cluster` (GPU efficiencies, collective fits, storage
-// write and read bandwidth, the commit cost of a save).
+// write and read bandwidth, the commit cost of a save, the host link and host memory
+// bandwidth: the measured rates divided by host_efficiency, so that the model's effective
+// rates are the measured ones; the optimizer rate is one GPU's share of the node's).
 void apply_calibration(const Calibration& cal, ClusterSpec& cluster);
 // Applies the measured snapshot rate (a checkpoint's device-to-host copy) to `checkpoint`.
 void apply_calibration(const Calibration& cal, CheckpointSpec& checkpoint);
