@@ -154,6 +154,34 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   EXPECT_GT(cal.at("compute").at("gemm").at("efficiency").get<double>(), 0.0);
 }
 
+// Offload run for real (scenarios/execute/cpu-tp2dp2-offload.json): every rank runs its
+// layers' copies, the optimizer's two copies and the host AdamW step (docs/executor.md
+// "Optimizer offload"), every op in every step; calibrate fits the host link's and the
+// host step's rates from them: one host step per rank per measured step, each rate the
+// samples' total bytes / total time (positive: the oracle for the values themselves is
+// CalibrateWorkflow.OffloadedRunFitsTheHostLinkAndHostOptimizerRates).
+TEST(MpiOffload, OffloadedRunCalibratesTheHostRates) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+  const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-tp2dp2-offload.json";
+  ASSERT_EQ(sh(mpirun("execute " + s + " --steps 5 --out " + dir() + "/off")), 0);
+  const auto m = read_json(dir() + "/off/measured.json");
+  expect_every_op("cpu-tp2dp2-offload.json", m);
+  std::string out;
+  ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " calibrate " + dir() + "/off/measured.json --out " + dir() +
+                   "/off-cal.json --json",
+               &out),
+            0);
+  const auto cal = read_json(dir() + "/off-cal.json");
+  const auto& h = cal.at("host_rates");
+  EXPECT_GT(h.at("link_GBps").get<double>(), 0.0) << out;
+  EXPECT_GT(h.at("optimizer_GBps").get<double>(), 0.0) << out;
+  EXPECT_EQ(h.at("optimizer_fit").at("points").get<int>(), 4 * 5);
+  // Per rank and step: 2 layers' activations out and back in, per microbatch (m = 4), and
+  // the optimizer's 2 copies.
+  EXPECT_EQ(h.at("link_fit").at("points").get<int>(), 4 * 5 * (4 * 2 * 2 + 2));
+}
 
 // --- execute --train over MPI processes (docs/checkpoints.md) -------------------------
 

@@ -17,6 +17,9 @@ mpirun -np 4 "$bin" execute scenarios/execute/cpu-pp2-1f1b.json --steps 5 --out 
 mpirun -np 4 "$bin" bench collectives --max-bytes 1048576 > "$out/bench-collectives.txt"
 mpirun -np 4 "$bin" bench collectives --max-bytes 1048576 --json "$out/bench-collectives.json"
 "$bin" diagnose "$tmp/a/trace.json" > "$out/diagnose-tp2dp2.txt"
+# Offload run for real and its host rates (docs/executor.md "Optimizer offload").
+mpirun -np 4 "$bin" execute scenarios/execute/cpu-tp2dp2-offload.json --steps 5 --out "$tmp/o" > "$out/execute-tp2dp2-offload.txt"
+"$bin" calibrate "$tmp/o/measured.json" --out "$tmp/o-cal.json" > "$out/calibrate-offload.txt"
 sed 's|"seed": 1,|"seed": 1, "calibration": "../../docs/data/executor-cpu/calibration.json",|' \
   scenarios/execute/cpu-pp2-1f1b.json > scenarios/execute/.pp2-calibrated.json
 "$bin" simulate scenarios/execute/.pp2-calibrated.json > "$out/simulate-pp2-calibrated.txt" || true
