@@ -378,6 +378,13 @@ void stack_rule(const json& rec, Record& r) {
     // default).
     r.grad_dtype = "bf16";
     r.assumptions.push_back("gradients: DeepSpeed ZeRO-3 reduce-scatters the 16-bit param.grad (2 bytes)");
+  } else if (r.zero <= 1 && (contains(low, "deepspeed pipeline engine") || contains(low, "bf16optimizer") ||
+                             contains(low, "megatron-deepspeed"))) {
+    r.stack = "megatron-deepspeed";
+    r.assumptions.push_back(
+        "stack: Megatron-DeepSpeed on DeepSpeed's pipeline engine (named: its pipeline engine, BF16Optimizer or "
+        "Megatron-DeepSpeed, with ZeRO 0 or 1): megatron-deepspeed (the fp32 gradients all-reduced after the last "
+        "microbatch, the whole fp32 master copy kept)");
   } else {
     r.stack = "megatron-core";  // the common assumption (common_assumptions)
   }
@@ -711,13 +718,15 @@ std::vector<std::string> common_assumptions() {
       "cluster: DGX-class preset of the record's GPU (A100 -> dgx-a100: 8 x A100-SXM4-80GB, NVLink 3 at 300 GB/s "
       "per direction, 8 x 200 Gb/s NICs per node; H100 -> dgx-h100), nodes = GPUs / 8; HBM capacity and "
       "bandwidth stated in the GPU description replace the preset's; so do the NICs per node and their speed where the "
-      "interconnect description states them (\"8x 200 Gb/s\", \"4x Omni-Path 100 Gb/s\", \"eight 200G NICs\", \"400 Gb/s "
+      "interconnect description states them (\"8x 200 Gb/s\", \"4x Omni-Path 100 Gb/s\", \"eight 200G NICs\", \"400 "
+      "Gb/s "
       "per GPU\"); the rest of it is not read",
       "plan fields the record does not state keep stepcast's defaults: fp32 gradients, overlapped gradient "
       "reduction (25 MiB buckets), 5% memory headroom",
-      "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed) unless the record names "
-      "FSDP2 or torchtitan (fsdp2-eager; fsdp2-compile when it names torch.compile) or DeepSpeed with ZeRO-3 "
-      "(deepspeed-zero)",
+      "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo) unless the record names FSDP2 or torchtitan "
+      "(fsdp2-eager; fsdp2-compile when it names torch.compile), DeepSpeed with ZeRO-3 (deepspeed-zero; "
+      "deepspeed-zero-2021 for records of 2021 or before) or, with ZeRO 0 or 1, DeepSpeed's pipeline engine, its "
+      "BF16Optimizer or Megatron-DeepSpeed (megatron-deepspeed)",
       "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization; attention with "
       "FlashAttention on Hopper: the stack's kernel's published figures by sequence length, models/data/"
       "attention.json (megatron-core cuDNN, the PyTorch stacks FlashAttention-2), else 0.6; HBM 0.8, "

@@ -22,6 +22,7 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kWeightBytes = 2;            // bf16 weights (fp8 runs keep bf16 masters too)
+constexpr double kMasterWeightBytes = 4;      // fp32 master weights (part of optimizer_state_bytes)
 constexpr double kActBytes = 2;               // 16-bit activations
 constexpr double kFp8WeightCacheBytes = 2;    // FP8 weight + its FP8 transpose, per layer parameter
 constexpr double kContextBytes = 1.0 * kGiB;  // CUDA context + cuBLAS workspaces [U], measure
@@ -238,6 +239,11 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const bool unsharded_grads = p.defers_reduce_scatter() && nd > 1;
   mem.grads = ((p.zero >= 2 ? sharded : full) + (unsharded_grads ? full : 0.0)) * p.grad_bytes;
   mem.optimizer = (p.zero >= 1 ? sharded : full) * optimizer_state_bytes(p);
+  if (p.zero >= 1 && !stack_profile(p.stack).master_weights_sharded) {
+    // The stack keeps the whole fp32 master copy (4 B per parameter) beside its shard of the
+    // moments (DeepSpeed's BF16_Optimizer).
+    mem.optimizer += (full - sharded) * kMasterWeightBytes;
+  }
   if (p.offload_optimizer > 0) {
     // The host holds its share of the optimizer states and an fp32 copy of their gradients.
     const double f = p.offload_optimizer;
@@ -736,19 +742,19 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       const double extras0 = s == 0 ? static_cast<double>(pc.embedding_input) / p.tp + pc.position_embedding : 0.0;
       // Overlapped collectives slow the compute they overlap (compute.h
       // overlap_interference): by f x their time, all buckets but the last, whose compute
-      // is done; the window that hides them grows by as much.
+      // is done; the window that hides them grows by as much. The reduction's collective and
+      // overlap are the stack's (stack.h dp_grad_collective).
+      const CollKind grad_kind = dp_grad_collective(p);
+      const bool grad_overlap = dp_grad_overlapped(p);
       auto sync = [&](const GroupShape& g, double params, double last_params) {
         DpSync out;
         if (params <= 0 || g.ranks <= 1) return out;
         const double grad_bytes = params * p.grad_bytes;
-        double t_grad = p.zero == 0 ? collective_cost(c, CollKind::kAllReduce, g, grad_bytes).time_s
-                                    : collective_cost(c, CollKind::kReduceScatter, g, grad_bytes).time_s;
-        if (p.overlap_grad_reduce) {
+        double t_grad = collective_cost(c, grad_kind, g, grad_bytes).time_s;
+        if (grad_overlap) {
           const double bucket =
               std::min(grad_bytes, std::max(p.ddp_bucket_MiB * 1024 * 1024, last_params * p.grad_bytes));
-          const double t_bucket =
-              p.zero == 0 ? collective_cost(c, CollKind::kAllReduce, g, bucket).time_s
-                          : collective_cost(c, CollKind::kReduceScatter, g, bucket).time_s;
+          const double t_bucket = collective_cost(c, grad_kind, g, bucket).time_s;
           const double slowed = f_int * std::max(0.0, t_grad - t_bucket);
           out.interference += slowed;
           t_grad = std::max(t_bucket, t_grad - st.backward - slowed);
@@ -848,6 +854,12 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
         "standard attention, no MTP or offload, per-microbatch reduce-scatters and reshard_after_forward "
         "(docs/model-reference.md 5.9)",
         to_string(p.stack)));
+  }
+  if (p.overlap_grad_reduce && !dp_grad_overlapped(p) && p.zero < 3 && static_cast<double>(p.dp) * p.cp > 1) {
+    e.notes.push_back(
+        fmt::format("{} reduces the gradients after the last microbatch: plan.overlap_grad_reduce does "
+                    "not apply (docs/model-reference.md 5.10)",
+                    to_string(p.stack)));
   }
   if (e.memory.total > e.memory.usable) {
     e.notes.push_back(fmt::format(

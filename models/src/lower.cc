@@ -812,7 +812,7 @@ class StageBuilder {
         b.rs_layer = layer;
         b.rs_after = x;
       }
-    } else if (b.last_mb && p_.overlap_grad_reduce) {
+    } else if (b.last_mb && dp_grad_overlapped(p_)) {
       const LayerRankParams& lp = moe ? layer_moe_ : layer_dense_;
       b.bucket_dense += lp.dense;
       b.bucket_expert += lp.expert;
@@ -939,10 +939,10 @@ class StageBuilder {
     return ++backwards_seen_[key] == m_count_;
   }
 
-  // `overlapped`: issued during the backward (overlap_grad_reduce), so it slows the compute
+  // `overlapped`: issued during the backward (dp_grad_overlapped), so it slows the compute
   // after it.
   void flush_bucket(double dense, double expert, std::uint32_t after, int chunk, std::uint32_t n, bool overlapped) {
-    const CollKind kind = p_.zero == 0 ? CollKind::kAllReduce : CollKind::kReduceScatter;
+    const CollKind kind = dp_grad_collective(p_);
     auto issue = [&](std::uint32_t coll) { return overlapped ? contend(coll) : coll; };
     if (p_.dp * p_.cp > 1 && dense > 0) {
       dp_ops_.push_back(issue(add(collective(kind, GroupKind::kDp, dense * p_.grad_bytes, -1, -1),
@@ -973,7 +973,7 @@ class StageBuilder {
 
   void finish_step() {
     const RankParams rp = rank_params(m_, p_, stage_);
-    if (p_.zero < 3 && !p_.overlap_grad_reduce) {
+    if (p_.zero < 3 && !dp_grad_overlapped(p_)) {
       // One reduction of all gradients after the last backward.
       flush_bucket(rp.dense, rp.expert, last_compute_, -1, 0, /*overlapped=*/false);
     }

@@ -94,6 +94,10 @@ StackProfile read_stack(ObjectReader& r) {
       elements("zero3_reuse_distance_numel", s.zero3_reuse_distance_numel);
     }
   }
+  if (auto x = r.choice("grad_reduce", names_of<GradReduce>())) s.grad_reduce = *parse_name<GradReduce>(*x);
+  params.emplace_back("grad_reduce");
+  flag("grad_reduce_overlap", s.grad_reduce_overlap);
+  flag("master_weights_sharded", s.master_weights_sharded);
   for (const char* table : {"sources", "verification"}) {
     const json* t = r.object(table);
     auto& out = std::string(table) == "sources" ? s.sources : s.verification;

@@ -239,6 +239,12 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                     "all-gathers and reduce-scatters with the GEMMs",
                     p.tp, p.sequence_parallel ? "true" : "false"));
   }
+  if (p.stack == Stack::kMegatronDeepspeed && p.zero >= 2) {
+    add(
+        fmt::format("plan.zero: {} is not run by plan.stack \"megatron-deepspeed\": DeepSpeed's pipeline engine runs "
+                    "ZeRO 0 or 1 (\"PP+BF16 only work for ZeRO Stage 1\")",
+                    p.zero));
+  }
   if (p.fsdp_no_sync && p.zero != 3) {
     add(fmt::format("plan.fsdp_no_sync: applies to ZeRO-3 / FSDP (zero 3), got zero {}; with ZeRO 0-2 the "
                     "gradients are reduced once per step already",

@@ -22,6 +22,13 @@ const StackProfile& stack_profile(Stack stack) {
   return *profiles[static_cast<std::size_t>(stack)];
 }
 
+CollKind dp_grad_collective(const Plan& p) {
+  return p.zero == 0 || stack_profile(p.stack).grad_reduce == GradReduce::kAllReduce ? CollKind::kAllReduce
+                                                                                     : CollKind::kReduceScatter;
+}
+
+bool dp_grad_overlapped(const Plan& p) { return p.overlap_grad_reduce && stack_profile(p.stack).grad_reduce_overlap; }
+
 LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const StackProfile& s) {
   // docs/model-reference.md section 4.3: GEMMs, attention, and the elementwise kernels.
   const bool gated = m.ffn_matrices == 3;

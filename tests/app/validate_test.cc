@@ -184,6 +184,23 @@ TEST_F(ValidateTest, DeepSpeedZero3RecordsRunTheDeepSpeedOfTheirYear) {
   EXPECT_EQ(stack_of("hand", "undated"), "deepspeed-zero");
 }
 
+// DeepSpeed's pipeline engine (ZeRO 0 or 1), its BF16Optimizer or Megatron-DeepSpeed named in
+// the source or layout: megatron-deepspeed; with ZeRO-3 DeepSpeed stays deepspeed-zero; none
+// of them named: megatron-core.
+TEST_F(ValidateTest, DeepSpeedPipelineEngineRecordsRunMegatronDeepspeed) {
+  auto stack_of = [&](const std::string& title, const json& zero, const json& schedule) {
+    const json patch = {{"source", {{"title", title}}}, {"layout", {{"zero_fsdp", zero}, {"schedule", schedule}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return std::string();
+    return json::parse(rep->rows[0].scenario_json)["plan"]["stack"].get<std::string>();
+  };
+  EXPECT_EQ(stack_of("BLOOM", "ZeRO-1 (DeepSpeed BF16Optimizer)", "DeepSpeed pipeline engine"), "megatron-deepspeed");
+  EXPECT_EQ(stack_of("a Megatron-DeepSpeed run", nullptr, nullptr), "megatron-deepspeed");
+  EXPECT_EQ(stack_of("a run", "ZeRO-3 (DeepSpeed)", "DeepSpeed pipeline engine"), "deepspeed-zero");
+  EXPECT_EQ(stack_of("a Megatron-LM run", nullptr, nullptr), "megatron-core");
+}
+
 // hardware.interconnect: NICs per node and their speed replace the preset's where the text
 // states them (docs/validation.md); anything else keeps the preset (dgx-a100: 8 x 200 Gb/s).
 TEST_F(ValidateTest, InterconnectDescriptionsSetTheNics) {
@@ -470,7 +487,7 @@ TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
   Residuals pooled;
-  std::array<Residuals, 5> per_stack;
+  std::array<Residuals, stepcast::Names<stepcast::Stack>::kTable.size()> per_stack;
   for (const ValidationRow& r : rep->rows) {
     if (!r.has_throughput_error() || r.moe) continue;  // MoE records are summarised apart
     pooled.logs.push_back(std::log1p(r.throughput_error()));
@@ -478,9 +495,8 @@ TEST(ValidateShipped, BandResidualsAreTheCurrentValidationResiduals) {
   }
   ASSERT_GE(pooled.n(), 2);
   expect_residuals(stepcast::validation_residuals(), pooled, "pooled");
-  for (stepcast::Stack st :
-       {stepcast::Stack::kMegatronCore, stepcast::Stack::kFsdp2Eager, stepcast::Stack::kFsdp2Compile,
-        stepcast::Stack::kDeepspeedZero, stepcast::Stack::kDeepspeedZero2021}) {
+  for (const auto& entry : stepcast::Names<stepcast::Stack>::kTable) {
+    const stepcast::Stack st = entry.value;
     const Residuals& own = per_stack.at(static_cast<std::size_t>(st));
     const std::string name(stepcast::to_string(st));
     expect_residuals(stepcast::stack_validation_residuals(st), own, name);

@@ -205,10 +205,10 @@ TEST_F(Cli, UnknownStackExitsTwoNamingTheFieldAndTheClosestName) {
     "workload": {"seq_len": 4096}})");
   const Outcome r = run({"estimate", path});
   expect_input_error(r);
-  EXPECT_EQ(r.err,
-            "stepcast: error: " + path +
-                ": plan.stack: \"fsdp2-eagr\" is not one of \"megatron-core\", \"fsdp2-eager\", "
-                "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\"; did you mean \"fsdp2-eager\"?\n");
+  EXPECT_EQ(r.err, "stepcast: error: " + path +
+                       ": plan.stack: \"fsdp2-eagr\" is not one of \"megatron-core\", \"fsdp2-eager\", "
+                       "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\"; did "
+                       "you mean \"fsdp2-eager\"?\n");
 }
 
 TEST_F(Cli, EstimatePrintsTheTextReport) {

@@ -8,10 +8,12 @@
 
 #include <string>
 
+#include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
@@ -47,8 +49,8 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
   for (const std::string& name : names_of<Stack>()) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
-    // 25 parameters; the per-module ZeRO-3 fetch adds its three element counts.
-    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 28u : 25u;
+    // 28 parameters; the per-module ZeRO-3 fetch adds its three element counts.
+    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 31u : 28u;
     EXPECT_EQ(s.sources.size(), params) << name;
     EXPECT_EQ(s.verification.size(), params) << name;
   }
@@ -281,9 +283,9 @@ TEST(Stack, ExplicitMegatronCoreEqualsAbsent) {
 TEST(Stack, UnknownStackNamesTheFieldAndTheClosestName) {
   const Result<Scenario> s = parse_scenario(scenario_text(R"(, "stack": "fsdp2-eagre")"));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find(
-                "plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
-                "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\"; did you mean \"fsdp2-eager\"?"),
+  EXPECT_NE(s.error().message.find("plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
+                                   "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", "
+                                   "\"megatron-deepspeed\"; did you mean \"fsdp2-eager\"?"),
             std::string::npos)
       << s.error().message;
 }
@@ -309,6 +311,60 @@ TEST(Stack, EagerLossBuffersByHand) {
   p.stack = Stack::kFsdp2Eager;
   EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).activations - fused, 8.0 * 8192 * 128'256);
   EXPECT_DOUBLE_EQ(output_head_buffer_bytes(m, p, 8192), 8192 * (4.0 * 4096 + 12.0 * 128'256));
+}
+
+}  // namespace
+}  // namespace stepcast
+
+namespace stepcast {
+namespace {
+
+// megatron-deepspeed (docs/model-reference.md 5.10): DeepSpeed's pipeline engine with its
+// BF16_Optimizer all-reduces the fp32 gradients after the last microbatch and all-gathers the
+// bf16 partitions after the step, keeping a whole fp32 master copy. Llama-3-8B on one DGX H100
+// (tp 1, pp 1, dp 8, ZeRO 1): nothing hides the step's end, so the data-parallel part is the
+// all-reduce of the rank's P fp32 gradients plus the all-gather of its P bf16 weights, priced
+// by collective_cost; megatron-core's reduce-scatter in overlapped buckets exposes less. The
+// optimizer's memory: Adam's moments sharded (8 B x P / 8) and the master whole (4 B x P).
+TEST(Stack, MegatronDeepspeedAllReducesAfterTheBackwardAndKeepsTheWholeMaster) {
+  auto load = [](const std::string& stack) {
+    const Result<Scenario> s = parse_scenario(R"({"format": 1, "model": "llama3-8b", "cluster": "dgx-h100",
+        "plan": {"tp": 1, "pp": 1, "dp": 8, "zero": 1, "global_batch": 16, "recompute": "full",
+                 "stack": ")" + stack + R"("}, "workload": {"seq_len": 4096}})");
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return *s;
+  };
+  const Scenario ds = load("megatron-deepspeed"), mc = load("megatron-core");
+  const Estimate e = estimate(ds.model, ds.cluster, ds.plan, ds.workload);
+  const RankParams rp = rank_params(ds.model, ds.plan, 0);
+  const double P = rp.dense + rp.expert;
+  const GroupShape g = group_shape(8, 1, 8);
+  const double by_hand = collective_cost(ds.cluster, CollKind::kAllReduce, g, P * 4).time_s +
+                         collective_cost(ds.cluster, CollKind::kAllGather, g, P * 2).time_s;
+  EXPECT_NEAR(e.exposed.dp, by_hand, 1e-9 * by_hand);
+  const Estimate m = estimate(mc.model, mc.cluster, mc.plan, mc.workload);
+  EXPECT_LT(m.exposed.dp, e.exposed.dp);
+  EXPECT_NEAR(e.memory.optimizer, P * 8 / 8 + P * 4, 1e-6 * P);
+  EXPECT_NEAR(m.memory.optimizer, P * 12 / 8, 1e-6 * P);
+  // The plan asked for overlap (the default): the estimate says it does not apply.
+  bool said = false;
+  for (const std::string& n : e.notes) said |= n.find("plan.overlap_grad_reduce does not apply") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// DeepSpeed's pipeline engine runs ZeRO 0 or 1: zero 2 and 3 are refused, naming the field.
+TEST(Stack, MegatronDeepspeedRefusesZeroTwoAndThree) {
+  for (int z : {2, 3}) {
+    const Result<Scenario> s =
+        parse_scenario(scenario_text(R"(, "stack": "megatron-deepspeed", "zero": )" + std::to_string(z)));
+    ASSERT_FALSE(s.ok()) << z;
+    EXPECT_NE(s.error().message.find("plan.zero: " + std::to_string(z) +
+                                     " is not run by plan.stack \"megatron-deepspeed\": DeepSpeed's pipeline engine "
+                                     "runs ZeRO 0 or 1"),
+              std::string::npos)
+        << s.error().message;
+  }
+  EXPECT_TRUE(parse_scenario(scenario_text(R"(, "stack": "megatron-deepspeed", "zero": 1)")).ok());
 }
 
 }  // namespace

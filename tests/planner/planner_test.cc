@@ -937,7 +937,7 @@ TEST(PlannerLayout, StringsRoundTrip) {
   EXPECT_EQ(parse_layout(layout_string(p), Plan{})->plan.stack, Stack::kFsdp2Eager);
   EXPECT_EQ(parse_layout("tp=8,stack=fsdp", Plan{}).error().message,
             "\"tp=8,stack=fsdp\": stack: \"fsdp\" is not one of \"megatron-core\", \"fsdp2-eager\", "
-            "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\"");
+            "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\"");
 }
 
 // search.stack: every layout is evaluated under each listed stack, so the space doubles with
@@ -1024,7 +1024,7 @@ TEST(SearchSpecInput, BadValuesAreNamedWithTheirPath) {
   EXPECT_EQ(load_error(R"({"top_k": -1})"), "search.top_k: -1 is out of range (0 to 1000)");
   EXPECT_EQ(load_error(R"({"stack": ["megatron-core", "fsdp2-eagre"]})"),
             "search.stack[1]: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", \"fsdp2-compile\", "
-            "\"deepspeed-zero\", \"deepspeed-zero-2021\"; did you mean \"fsdp2-eager\"?");
+            "\"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\"; did you mean \"fsdp2-eager\"?");
   EXPECT_EQ(load_error("5"), "search: expected an object, got 5");
 }
 

@@ -986,6 +986,41 @@ TEST(Engine, OffloadStepAndPeakMemoryMatchTheClosedForm) {
   EXPECT_NEAR(crit.optimizer, gpu + host, 1e-6 * (gpu + host));
 }
 
+// megatron-deepspeed (docs/model-reference.md 5.10): each stage's gradients are one fp32
+// all-reduce after its last backward (DeepSpeed's ReduceGrads), no reduce-scatter and no
+// bucket beside the backward, then the optimizer and the bf16 all-gather; the step and each
+// stage's peak memory (the whole fp32 master copy included) equal the closed form's.
+TEST(Engine, MegatronDeepspeedReducesAfterTheLastBackwardAsTheClosedForm) {
+  const Scenario s = scenario(R"({"format": 1, "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "plan": {"tp": 2, "pp": 2, "dp": 4, "zero": 1, "global_batch": 32, "stack": "megatron-deepspeed"},
+      "workload": {"seq_len": 4096}})");
+  const Simulated r = run(s);
+  const Estimate e = estimate(s);
+  EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01)
+      << "engine " << r.summary.step_time_s << " s, closed form " << e.step_time_s << " s";
+  for (int st = 0; st < 2; ++st) {
+    const RoleTemplate& role = r.program.roles[static_cast<std::size_t>(st)];
+    int all_reduce = 0, reduce_scatter = 0, all_gather = 0;
+    std::uint32_t reduce = 0, last_backward = 0;
+    for (std::uint32_t i = 0; i < role.ops.size(); ++i) {
+      const Op& op = role.ops[i];
+      if (op.kind == OpKind::kCompute && op.stream == Stream::kCompute && op.cclass == ComputeClass::kGemm)
+        last_backward = i;
+      if (op.kind != OpKind::kCollective || op.group != GroupKind::kDp) continue;
+      all_reduce += op.coll == CollKind::kAllReduce;
+      reduce_scatter += op.coll == CollKind::kReduceScatter;
+      all_gather += op.coll == CollKind::kAllGather;
+      if (op.coll == CollKind::kAllReduce) reduce = i;
+    }
+    EXPECT_EQ(all_reduce, 1) << "stage " << st;
+    EXPECT_EQ(reduce_scatter, 0) << "stage " << st;
+    EXPECT_EQ(all_gather, 1) << "stage " << st;
+    EXPECT_GT(reduce, last_backward) << "stage " << st << ": issued after the last backward";
+    EXPECT_NEAR(peak_of_stage(r, st), stage_memory(s.model, s.cluster, s.plan, s.workload, st).total, 1.0)
+        << "stage " << st;
+  }
+}
+
 // Multi-token prediction (DeepSeek-V3's module on an 8-layer cut of the model, tp 2 pp 2,
 // ep 16 folded): the last stage runs the projection, one more MoE layer with its
 // collectives and the output head again per microbatch; step within 2 % and peak memory

@@ -61,11 +61,12 @@ struct Names<Precision> {
 };
 template <>
 struct Names<Stack> {
-  static constexpr std::array<NameEntry<Stack>, 5> kTable{{{Stack::kMegatronCore, "megatron-core"},
+  static constexpr std::array<NameEntry<Stack>, 6> kTable{{{Stack::kMegatronCore, "megatron-core"},
                                                            {Stack::kFsdp2Eager, "fsdp2-eager"},
                                                            {Stack::kFsdp2Compile, "fsdp2-compile"},
                                                            {Stack::kDeepspeedZero, "deepspeed-zero"},
-                                                           {Stack::kDeepspeedZero2021, "deepspeed-zero-2021"}}};
+                                                           {Stack::kDeepspeedZero2021, "deepspeed-zero-2021"},
+                                                           {Stack::kMegatronDeepspeed, "megatron-deepspeed"}}};
 };
 template <>
 struct Names<CheckpointMode> {

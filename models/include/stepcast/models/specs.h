@@ -181,7 +181,7 @@ enum class Precision { kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdam, kSgd };
 // The software stack that runs the plan (docs/model-reference.md section 4.3): its
 // implementation parameters are the profile of models/data/stacks.json (stack.h).
-enum class Stack { kMegatronCore, kFsdp2Eager, kFsdp2Compile, kDeepspeedZero, kDeepspeedZero2021 };
+enum class Stack { kMegatronCore, kFsdp2Eager, kFsdp2Compile, kDeepspeedZero, kDeepspeedZero2021, kMegatronDeepspeed };
 
 struct Plan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "stepcast/models/collectives.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/specs.h"
 
@@ -31,6 +32,16 @@ template <>
 struct Names<Zero3Fetch> {
   static constexpr std::array<NameEntry<Zero3Fetch>, 2> kTable{
       {{Zero3Fetch::kLayer, "layer"}, {Zero3Fetch::kModuleSync, "module_sync"}}};
+};
+
+// How ZeRO 1 and 2 reduce the gradients over the data-parallel group: a reduce-scatter to
+// each rank's shard, or an all-reduce of the whole gradient (DeepSpeed's BF16_Optimizer under
+// its pipeline engine); ZeRO 0 always all-reduces.
+enum class GradReduce { kReduceScatter, kAllReduce };
+template <>
+struct Names<GradReduce> {
+  static constexpr std::array<NameEntry<GradReduce>, 2> kTable{
+      {{GradReduce::kReduceScatter, "reduce_scatter"}, {GradReduce::kAllReduce, "all_reduce"}}};
 };
 
 struct StackProfile {
@@ -71,6 +82,13 @@ struct StackProfile {
   // distance under which a used weight stays gathered.
   Zero3Fetch zero3_fetch = Zero3Fetch::kLayer;
   double zero3_prefetch_numel = 0, zero3_max_live_numel = 0, zero3_reuse_distance_numel = 0;
+  // Data parallelism (ZeRO 0 to 2): the gradient reduction's collective, whether the stack
+  // can overlap it with the backward in buckets (plan.overlap_grad_reduce asks for it; without
+  // it the gradients are reduced after the last microbatch), and whether the fp32 master
+  // weights are sharded with the optimizer states under ZeRO 1 and 2 or kept whole.
+  GradReduce grad_reduce = GradReduce::kReduceScatter;
+  bool grad_reduce_overlap = true;
+  bool master_weights_sharded = true;
   // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
   // "fa3"): its published figures (models/data/attention.json) price the core attention.
   std::string attention_kernel = "fa2";
@@ -80,6 +98,12 @@ struct StackProfile {
 
 // The profile of `stack` from the built-in presets (models/data/stacks.json).
 const StackProfile& stack_profile(Stack stack);
+
+// The plan's data-parallel gradient reduction (ZeRO 0 to 2) as its stack runs it: an
+// all-reduce with ZeRO 0 or a stack that all-reduces, else a reduce-scatter; overlapped with
+// the backward when the plan asks for it and the stack can.
+CollKind dp_grad_collective(const Plan& plan);
+bool dp_grad_overlapped(const Plan& plan);
 
 // Kernels of one layer (one microbatch, one rank) and their host dispatch time.
 struct LayerKernels {
