@@ -713,7 +713,12 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   const GroupShape edp_group =
       group_shape(p.edp(), placement.group_stride(GroupKind::kEdp), gpn);
   StageTimes slowest;
-  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_int = 0;
+  // Each stage's tail after stage 0's last backward: exposed data-parallel time (slowed
+  // compute first), and its optimizer.
+  struct Tail {
+    double dp = 0, interference = 0, opt = 0;
+  };
+  std::vector<Tail> tails(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
@@ -788,12 +793,36 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double tail = std::max(0.0, dp_time.interference + dp_time.time - slack);
     const double tail_interference = std::min(tail, dp_time.interference);
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
-    const double t_opt = optimizer_time_s(c, p, opt_params);
-    if (tail + t_opt > tail_best) {
-      tail_best = tail + t_opt;
-      tail_dp = tail - tail_interference;
-      tail_int = tail_interference;
-      tail_opt = t_opt;
+    tails[static_cast<std::size_t>(s)] = {tail - tail_interference, tail_interference,
+                                          optimizer_time_s(c, p, opt_params)};
+  }
+  // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): the first
+  // and the last stage exchange the embedding's gradients once both have reduced theirs,
+  // before their optimizers (lower.cc tied_embedding_exchange).
+  const double tied_bytes = tied_embedding_grad_bytes(m, p);
+  const double t_tied =
+      tied_bytes > 0
+          ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
+          : 0.0;
+  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_int = 0, tail_pp = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    const Tail& t = tails[static_cast<std::size_t>(s)];
+    const double own = t.dp + t.interference;
+    // The end stages wait for the other's data-parallel reduction (counted as dp: it is what
+    // they wait for), then exchange.
+    double wait = 0, tied = 0;
+    if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
+      const Tail& a = tails.front();
+      const Tail& b = tails.back();
+      wait = std::max(a.dp + a.interference, b.dp + b.interference) - own;
+      tied = t_tied;
+    }
+    if (own + wait + tied + t.opt > tail_best) {
+      tail_best = own + wait + tied + t.opt;
+      tail_dp = t.dp + wait;
+      tail_int = t.interference;
+      tail_pp = tied;
+      tail_opt = t.opt;
     }
   }
   const double bubble = (t_sum - t_max) / p.virtual_stages;
@@ -805,7 +834,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.exposed.ep = mb * slowest.ep;
   // Overlapped receives still lie on the fill and drain path: the first forward crosses
   // pp - 1 stage boundaries before the last stage starts, the last backward as many back.
-  e.exposed.pp = mb * slowest.pp + 2.0 * (p.pp - 1) * slowest.pp_fill;
+  e.exposed.pp = mb * slowest.pp + 2.0 * (p.pp - 1) * slowest.pp_fill + tail_pp;
   e.exposed.dp = mb * slowest.fsdp + tail_dp;
   e.breakdown.exposed_comm = e.exposed.tp + e.exposed.cp + e.exposed.ep + e.exposed.pp + e.exposed.dp;
   e.breakdown.bubble = bubble;

@@ -491,6 +491,11 @@ LayerOffload layer_offload(const ClusterSpec& c, const Plan& p, const LayerCost&
   return o;
 }
 
+double tied_embedding_grad_bytes(const ModelSpec& m, const Plan& p) {
+  if (!m.tied_embeddings || p.pp < 2) return 0;
+  return static_cast<double>(count_params(m).embedding_input) / p.tp * p.grad_bytes;
+}
+
 double host_optimizer_bytes_per_param(Optimizer optimizer) { return optimizer == Optimizer::kAdam ? 30.0 : 22.0; }
 
 OptimizerStep optimizer_step(const ClusterSpec& c, const Plan& p, double params) {

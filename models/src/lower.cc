@@ -980,11 +980,38 @@ class StageBuilder {
     const double nd = static_cast<double>(p_.dp) * p_.cp;
     const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / p_.edp() : rp.dense + rp.expert;
     const OptimizerStep os = optimizer_step(c_, p_, params);
-    std::uint32_t o =
-        add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.gpu_s), 0, -1), "optimizer", {last_compute_});
+    const std::uint32_t ready = tied_embedding_exchange();
+    std::uint32_t o = add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.gpu_s), 0, -1), "optimizer", {ready});
     for (std::uint32_t d : dp_ops_) add_dep(o, d);
     if (os.host_bytes > 0) o = host_optimizer(o, os);
     if (p_.zero >= 1 && p_.zero < 3 && !p_.overlap_param_gather) gather_params({o}, /*overlapped=*/false);
+  }
+
+  // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): on the
+  // first and the last stage, after the data-parallel reduction, the embedding's gradients
+  // go to the other stage and come back from it (a two-rank all-reduce), sent on the p2p
+  // stream and received on the look-ahead one so that neither waits behind the other. The
+  // op the optimizer follows (the last compute elsewhere).
+  std::uint32_t tied_embedding_exchange() {
+    const double bytes = tied_embedding_grad_bytes(m_, p_);
+    if (bytes <= 0 || (stage_ != 0 && stage_ != p_.pp - 1)) return last_compute_;
+    const int peer = stage_ == 0 ? p_.pp - 1 : 0;
+    // Tags past every microbatch's (tag()): the sender's stage picks one of two.
+    auto tied_tag = [&](int sender) {
+      return static_cast<std::uint32_t>(2 * m_count_ * chunks_ + (sender == 0 ? 0 : 1));
+    };
+    Op send = p2p(OpKind::kSend, peer, tied_tag(stage_), -1);
+    send.bytes = bytes;
+    Op recv = p2p(OpKind::kRecv, peer, tied_tag(peer), -1);
+    recv.bytes = bytes;
+    recv.stream = Stream::kPpRecv;
+    const std::uint32_t s = add(send, "pp.send tied embedding grads", {last_compute_});
+    const std::uint32_t r = add(recv, "pp.recv tied embedding grads", {last_compute_});
+    for (std::uint32_t d : dp_ops_) {
+      add_dep(s, d);
+      add_dep(r, d);
+    }
+    return join(s, r, -1, -1, "tied embedding grads reduced");
   }
 
   // Optimizer offload (layer_cost.h OptimizerStep), after the GPU's share (`gpu`): the

@@ -160,6 +160,11 @@ ExpertLayoutError expert_layout_error(const Placement& pl) {
   return {};
 }
 
+GroupShape Placement::stage_pair(int a, int b) const {
+  const bool same_node = node(stage_peer(0, a)) == node(stage_peer(0, b));
+  return GroupShape{2, same_node ? 2 : 1, same_node ? 1 : 2};
+}
+
 int Placement::stage_peer(int r, int stage) const {
   const Coords c = coords(r);
   return r + (stage - c.p) * stride(3);

@@ -11,10 +11,7 @@ SimTime AnalyticBackend::collective_time(const Program& program, const Op& op) {
 
 SimTime AnalyticBackend::p2p_time(const Program& program, const Op& op, int from_stage,
                                   int to_stage) {
-  const Placement& pl = program.placement;
-  const int a = pl.stage_peer(0, from_stage), b = pl.stage_peer(0, to_stage);
-  const bool same_node = pl.node(a) == pl.node(b);
-  const GroupShape g{2, same_node ? 2 : 1, same_node ? 1 : 2};
+  const GroupShape g = program.placement.stage_pair(from_stage, to_stage);
   return SimTime::from_s(collective_cost(cluster_, CollKind::kSendRecv, g, op.bytes).time_s);
 }
 

@@ -376,6 +376,27 @@ TEST(Runner, OptimizerOffloadRunsTheHostStepBesideItsCopies) {
   }
 }
 
+TEST(Runner, TiedEmbeddingGradientsAreExchangedAndVerify) {
+  // Tied embeddings on a 2-stage pipeline (layer_cost.h tied_embedding_grad_bytes): the two
+  // end stages exchange V h / t x 4 bytes each way after their backward; the executor runs
+  // the exchange as a send and a receive between the stage peers, and every received element
+  // is the sender's seeded pattern.
+  Scenario s = load("cpu-pp2-1f1b.json");
+  s.model.tied_embeddings = true;
+  const double bytes = static_cast<double>(s.model.vocab_size) * s.model.hidden_size / s.plan.tp * 4;
+  ASSERT_DOUBLE_EQ(tied_embedding_grad_bytes(s.model, s.plan), bytes);
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  for (const RoleTemplate& role : prog.roles) {
+    int n = 0;
+    for (const Op& op : role.ops) n += (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) && op.bytes == bytes;
+    EXPECT_EQ(n, 2);
+  }
+  for (const RankResult& r : run_one_step(s)) {
+    EXPECT_EQ(r.wrong_elements, 0) << "rank " << r.timeline.rank;
+    EXPECT_GT(r.verified_elements, 0) << "rank " << r.timeline.rank;
+  }
+}
+
 TEST(Runner, CorruptedCollectivesAreCounted) {
   const Scenario s = load("cpu-tp2dp2.json");
   RunOptions o;

@@ -1021,6 +1021,50 @@ TEST(Engine, MegatronDeepspeedReducesAfterTheLastBackwardAsTheClosedForm) {
   }
 }
 
+// Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): stage 0 and
+// the last stage exchange the embedding's fp32 gradients, V h / t = 51,200 x 4,096 / 8 x 4 B
+// = 104,857,600 B each way, after their data-parallel reduction and before the optimizer;
+// the middle stages do not. With dp 1 nothing else ends the step, so tying adds the exchange
+// to the step, in the engine and in the closed form alike: on 10 Gb/s NICs (one per GPU, at
+// the network efficiency 0.9) 104,857,600 / 1.125e9 = 93.2 ms, by hand. (The untied model
+// holds the same output-layer copy on the last stage: nothing else changes.)
+TEST(Engine, TiedEmbeddingGradientsAreExchangedBetweenTheEndStagesAsTheClosedForm) {
+  auto with = [](bool tied) {
+    return scenario(std::string(R"({"format": 1,
+      "model": {"name": "tied gpt", "family": "gpt", "num_layers": 8, "hidden_size": 4096, "num_attention_heads": 32,
+                "vocab_size": 51200, "max_seq_len": 2048, "tied_embeddings": )") +
+                    (tied ? "true" : "false") + R"(},
+      "cluster": {"preset": "dgx-a100", "nodes": 4, "inter_node": {"nic_Gbps": 10, "nics_per_node": 8}},
+      "plan": {"tp": 8, "pp": 4, "dp": 1, "global_batch": 8},
+      "workload": {"seq_len": 2048}})");
+  };
+  const Scenario s = with(true), u = with(false);
+  EXPECT_DOUBLE_EQ(tied_embedding_grad_bytes(s.model, s.plan), 51200.0 * 4096 / 8 * 4);
+  EXPECT_EQ(tied_embedding_grad_bytes(u.model, u.plan), 0.0);
+  Plan one_stage = s.plan;
+  one_stage.pp = 1;
+  EXPECT_EQ(tied_embedding_grad_bytes(s.model, one_stage), 0.0);
+  const double by_hand = 104857600.0 / (10e9 / 8 * 0.9);
+  EXPECT_NEAR(collective_cost(s.cluster, CollKind::kSendRecv, GroupShape{2, 1, 2}, 104857600.0).time_s, by_hand,
+              0.01 * by_hand);  // + the link latency
+  const Simulated rs = run(s), ru = run(u);
+  const double engine = rs.summary.step_time_s - ru.summary.step_time_s;
+  const double closed = estimate(s).step_time_s - estimate(u).step_time_s;
+  EXPECT_NEAR(engine, by_hand, 0.01 * by_hand);
+  EXPECT_NEAR(closed, by_hand, 0.01 * by_hand);
+  EXPECT_NEAR(estimate(s).exposed.pp - estimate(u).exposed.pp, closed, 1e-9);
+  for (int st = 0; st < 4; ++st) {
+    int tied = 0;
+    for (const Op& op : rs.program.roles[static_cast<std::size_t>(st)].ops) {
+      if ((op.kind == OpKind::kSend || op.kind == OpKind::kRecv) && op.bytes == 104857600.0) {
+        ++tied;
+        EXPECT_EQ(op.peer_stage, st == 0 ? 3 : 0);
+      }
+    }
+    EXPECT_EQ(tied, st == 0 || st == 3 ? 2 : 0) << "stage " << st;
+  }
+}
+
 // Multi-token prediction (DeepSeek-V3's module on an 8-layer cut of the model, tp 2 pp 2,
 // ep 16 folded): the last stage runs the projection, one more MoE layer with its
 // collectives and the output head again per microbatch; step within 2 % and peak memory

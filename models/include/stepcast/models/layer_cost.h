@@ -236,6 +236,13 @@ struct LayerOffload {
 LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const LayerCost& cost, const LayerComm& comm,
                            double act_bytes, double weight_bytes);
 
+// Tied input and output embeddings split across the pipeline (pp > 1): after the data-parallel
+// reduction the first and the last stage all-reduce the embedding's gradients (Megatron-LM's
+// finalize_model_grads _allreduce_word_embedding_grads; DeepSpeed's ReduceTiedGrads), the
+// V h / t of a rank in the gradient type; between two ranks, one exchange each way. 0 when the
+// embeddings are untied or pp = 1 (docs/model-reference.md 6, "Tied embeddings across the pipeline").
+double tied_embedding_grad_bytes(const ModelSpec& model, const Plan& plan);
+
 // The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:
 // 26 + grad bytes per parameter; SGD with momentum 18 + grad bytes). With optimizer offload

@@ -127,6 +127,9 @@ struct Placement {
   int group_member(GroupKind g, int rank, int i) const;
   // The rank with the same t, c, d at pipeline stage `stage`.
   int stage_peer(int rank, int stage) const;
+  // Two ranks at stages `a` and `b` with the same t, c, d (a pipeline send/recv): in one node
+  // or across two.
+  GroupShape stage_pair(int a, int b) const;
 };
 
 // Why expert groups cannot be laid over `pl`: ep x etp must divide tp x cp x dp; etp is 1
