@@ -714,11 +714,32 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       group_shape(p.edp(), placement.group_stride(GroupKind::kEdp), gpn);
   StageTimes slowest;
   // Each stage's tail after stage 0's last backward: exposed data-parallel time (slowed
-  // compute first), and its optimizer.
+  // compute first), and its optimizer. The stage with the longest tail sets the parts.
   struct Tail {
     double dp = 0, interference = 0, opt = 0;
   };
-  std::vector<Tail> tails(static_cast<std::size_t>(p.pp));
+  // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): the first
+  // and the last stage exchange the embedding's gradients once both have reduced theirs,
+  // before their optimizers (lower.cc tied_embedding_exchange); their tails wait for both.
+  const double tied_bytes = tied_embedding_grad_bytes(m, p);
+  const double t_tied =
+      tied_bytes > 0
+          ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
+          : 0.0;
+  Tail first_tail, last_tail;  // the end stages' tails, kept for the exchange
+  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_int = 0, tail_pp = 0;
+  // `wait` for the other end stage's data-parallel reduction counts as dp (what it waits
+  // for); `tied` is the exchange.
+  auto consider = [&](const Tail& t, double wait, double tied) {
+    const double total = t.dp + t.interference + wait + tied + t.opt;
+    if (total > tail_best) {
+      tail_best = total;
+      tail_dp = t.dp + wait;
+      tail_int = t.interference;
+      tail_pp = tied;
+      tail_opt = t.opt;
+    }
+  };
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
@@ -793,37 +814,16 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double tail = std::max(0.0, dp_time.interference + dp_time.time - slack);
     const double tail_interference = std::min(tail, dp_time.interference);
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
-    tails[static_cast<std::size_t>(s)] = {tail - tail_interference, tail_interference,
-                                          optimizer_time_s(c, p, opt_params)};
-  }
-  // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): the first
-  // and the last stage exchange the embedding's gradients once both have reduced theirs,
-  // before their optimizers (lower.cc tied_embedding_exchange).
-  const double tied_bytes = tied_embedding_grad_bytes(m, p);
-  const double t_tied =
-      tied_bytes > 0
-          ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
-          : 0.0;
-  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_int = 0, tail_pp = 0;
-  for (int s = 0; s < p.pp; ++s) {
-    const Tail& t = tails[static_cast<std::size_t>(s)];
-    const double own = t.dp + t.interference;
-    // The end stages wait for the other's data-parallel reduction (counted as dp: it is what
-    // they wait for), then exchange.
-    double wait = 0, tied = 0;
+    const Tail own{tail - tail_interference, tail_interference, optimizer_time_s(c, p, opt_params)};
     if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
-      const Tail& a = tails.front();
-      const Tail& b = tails.back();
-      wait = std::max(a.dp + a.interference, b.dp + b.interference) - own;
-      tied = t_tied;
+      (s == 0 ? first_tail : last_tail) = own;
+    } else {
+      consider(own, 0, 0);
     }
-    if (own + wait + tied + t.opt > tail_best) {
-      tail_best = own + wait + tied + t.opt;
-      tail_dp = t.dp + wait;
-      tail_int = t.interference;
-      tail_pp = tied;
-      tail_opt = t.opt;
-    }
+  }
+  if (t_tied > 0) {
+    const double both = std::max(first_tail.dp + first_tail.interference, last_tail.dp + last_tail.interference);
+    for (const Tail& t : {first_tail, last_tail}) consider(t, both - t.dp - t.interference, t_tied);
   }
   const double bubble = (t_sum - t_max) / p.virtual_stages;
   e.breakdown.compute = mb * (slowest.forward + slowest.backward) + tail_int;
