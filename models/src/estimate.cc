@@ -713,11 +713,21 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   const GroupShape edp_group =
       group_shape(p.edp(), placement.group_stride(GroupKind::kEdp), gpn);
   StageTimes slowest;
-  // Each stage's tail after stage 0's last backward: exposed data-parallel time (slowed
-  // compute first), and its optimizer. The stage with the longest tail sets the parts.
+  // Each stage's tail after stage 0's last backward: exposed data-parallel time and its
+  // optimizer. The stage with the longest tail sets the parts.
   struct Tail {
-    double dp = 0, interference = 0, opt = 0;
+    double dp = 0, opt = 0;
   };
+  // The collectives overlapped with a stage's last backward slow it (compute.h
+  // overlap_interference). The last microbatch's backward runs from the last stage to the
+  // first, each stage waiting for the next one's gradient, so every stage's slowed compute
+  // lies on that chain and delays stage 0's last backward (the engine's interference ops
+  // sit between the layers' backward ops; tests/sim/engine_test.cc). The slowest stage's
+  // share is its compute; the other stages' is its wait, i.e. bubble.
+  double chain_interference = 0, slowest_interference = 0;
+  // Backward compute (slowed) of the stages before s in the drain: the time stage s's
+  // exposed reduction has before stage 0 ends its last backward.
+  double drain_before = 0;
   // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): the first
   // and the last stage exchange the embedding's gradients once both have reduced theirs,
   // before their optimizers (lower.cc tied_embedding_exchange); their tails wait for both.
@@ -727,15 +737,14 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
           ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
           : 0.0;
   Tail first_tail, last_tail;  // the end stages' tails, kept for the exchange
-  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_int = 0, tail_pp = 0;
+  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_pp = 0;
   // `wait` for the other end stage's data-parallel reduction counts as dp (what it waits
   // for); `tied` is the exchange.
   auto consider = [&](const Tail& t, double wait, double tied) {
-    const double total = t.dp + t.interference + wait + tied + t.opt;
+    const double total = t.dp + wait + tied + t.opt;
     if (total > tail_best) {
       tail_best = total;
       tail_dp = t.dp + wait;
-      tail_int = t.interference;
       tail_pp = tied;
       tail_opt = t.opt;
     }
@@ -748,7 +757,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     hw_flops += fl * mb * p.tp * p.cp * p.dp;
     const double t = st.per_microbatch();
     t_sum += t;
-    if (t > t_max) {
+    const bool is_slowest = t > t_max;
+    if (is_slowest) {
       t_max = t;
       slowest = st;
       e.slowest_stage = s;
@@ -808,13 +818,15 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       }
       dp_time = dp_out;
     }
-    // Stage s ends its last backward about s backward passes before stage 0 (1F1B drain).
-    // The slowed compute and then the exposed transfers; the slack hides either.
-    const double slack = s * st.backward / p.virtual_stages;
-    const double tail = std::max(0.0, dp_time.interference + dp_time.time - slack);
-    const double tail_interference = std::min(tail, dp_time.interference);
+    // Stage s ends its last backward the drain's backward passes of stages s-1 .. 0 (each
+    // slowed by its own overlapped collectives, one chunk's share with virtual stages)
+    // before stage 0 does: the slack that hides its exposed reduction.
+    chain_interference += dp_time.interference;
+    if (is_slowest) slowest_interference = dp_time.interference;
+    const double slack = drain_before;
+    drain_before += (st.backward + dp_time.interference) / p.virtual_stages;
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
-    const Tail own{tail - tail_interference, tail_interference, optimizer_time_s(c, p, opt_params)};
+    const Tail own{std::max(0.0, dp_time.time - slack), optimizer_time_s(c, p, opt_params)};
     if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
       (s == 0 ? first_tail : last_tail) = own;
     } else {
@@ -822,13 +834,14 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     }
   }
   if (t_tied > 0) {
-    const double both = std::max(first_tail.dp + first_tail.interference, last_tail.dp + last_tail.interference);
-    for (const Tail& t : {first_tail, last_tail}) consider(t, both - t.dp - t.interference, t_tied);
+    const double both = std::max(first_tail.dp, last_tail.dp);
+    for (const Tail& t : {first_tail, last_tail}) consider(t, both - t.dp, t_tied);
   }
-  const double bubble = (t_sum - t_max) / p.virtual_stages;
-  e.breakdown.compute = mb * (slowest.forward + slowest.backward) + tail_int;
-  e.compute = {mb * slowest.parts.gemm,      mb * slowest.parts.attention, mb * slowest.parts.memory_bound,
-               mb * slowest.parts.recompute, mb * slowest.parts.output,    mb * slowest.parts.interference + tail_int};
+  const double bubble = (t_sum - t_max) / p.virtual_stages + (chain_interference - slowest_interference);
+  e.breakdown.compute = mb * (slowest.forward + slowest.backward) + slowest_interference;
+  e.compute = {mb * slowest.parts.gemm,         mb * slowest.parts.attention,
+               mb * slowest.parts.memory_bound, mb * slowest.parts.recompute,
+               mb * slowest.parts.output,       mb * slowest.parts.interference + slowest_interference};
   e.exposed.tp = mb * slowest.tp;
   e.exposed.cp = mb * slowest.cp;
   e.exposed.ep = mb * slowest.ep;

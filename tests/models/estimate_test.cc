@@ -13,8 +13,9 @@
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/layer_cost.h"
-#include "stepcast/models/program.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
+#include "stepcast/models/program.h"
 #include "stepcast/models/scenario.h"
 
 namespace stepcast {
@@ -268,6 +269,43 @@ TEST(Estimate, PipelineStepIsMMinus1SlowestStagesPlusOneOfEach) {
   const double m = static_cast<double>(e.microbatches);
   expect_rel(e.step_time_s - e.breakdown.optimizer - e.breakdown.input - e.exposed.dp,
              (m - 1) * t_max + t_sum, 1e-12);
+}
+
+// The overlapped gradient buckets slow each stage's last backward (model-reference 4.5a:
+// f x the reduce-scatters that overlap it, all buckets but the last), and the last
+// microbatch's backward runs from the last stage to the first, each stage waiting for the
+// next one's gradient: every stage's slowed compute lies on the drain, not only the slowest
+// stage's (the engine's interference ops sit between the layers' backward ops). On the
+// shipped 70B plan (TP8 PP4 DP2, 1F1B) with 1 GiB buckets, larger than any stage's first
+// layer and embedding, every bucket is 1 GiB and stage s slows by
+//   int_s = f (RS(4 P_s) - RS(1 GiB)),  P_s its parameters, fp32 gradients,
+// RS priced on the DP group (2 ranks at stride TP = 8: one on each of two nodes). The
+// slowest stage's (the last) is its compute; the other three's are its wait (bubble).
+TEST(Estimate, EveryStagesSlowedLastBackwardLiesOnTheDrain) {
+  Scenario s = shipped_scenario();
+  s.plan.ddp_bucket_MiB = 1024;
+  ASSERT_TRUE(s.plan.overlap_grad_reduce);
+  ASSERT_EQ(s.plan.zero, 1);
+  Scenario off = s;
+  off.cluster.gpu.overlap_slowdown = 0;
+  const Estimate e = estimate(s), e0 = estimate(off);
+  ASSERT_EQ(e.slowest_stage, 3);
+  const double f = overlap_interference(s.cluster.gpu);
+  ASSERT_GT(f, 0.1);
+  const GroupShape dp = group_shape(2, 8, 8);
+  const double gib = 1024.0 * 1024 * 1024;
+  const double rs_bucket = collective_cost(s.cluster, CollKind::kReduceScatter, dp, gib).time_s;
+  double others = 0, slowest = 0;
+  for (int st = 0; st < 4; ++st) {
+    const double bytes = 4.0 * rank_params(s.model, s.plan, st).dense;
+    ASSERT_GT(bytes, 4 * gib);  // every stage holds several buckets
+    const double slowed = f * (collective_cost(s.cluster, CollKind::kReduceScatter, dp, bytes).time_s - rs_bucket);
+    (st == 3 ? slowest : others) += slowed;
+  }
+  expect_rel(e.breakdown.compute - e0.breakdown.compute, slowest, 1e-9);
+  expect_rel(e.compute.interference - e0.compute.interference, slowest, 1e-9);
+  expect_rel(e.breakdown.bubble - e0.breakdown.bubble, others, 1e-9);
+  EXPECT_GT(others, 2 * slowest);  // three stages' worth on the drain
 }
 
 TEST(Estimate, MfuIsModelFlopsOverStepTimesWorldTimesPeak) {

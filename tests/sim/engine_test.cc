@@ -421,6 +421,42 @@ TEST(Engine, OverlappedBucketsSlowTheBackwardByTheirInterference) {
   EXPECT_NEAR(run(m, on, p, w).summary.step_time_s / estimate(m, on, p, w).step_time_s, 1.0, 0.05);
 }
 
+TEST(Engine, EveryStagesSlowedLastBackwardDelaysTheDrainAsTheClosedForm) {
+  // Llama-3-8B on 4 nodes: PP 4 across them, DP 8 inside each, 1F1B, 4 microbatches,
+  // overlapped gradient all-reduce, interference at s = 0.189 against none. No TP, so no
+  // stage has a communication wait inside its backward for the delay to fill. Each stage's
+  // buckets slow its own last backward, and the last microbatch's backward passes run from
+  // stage 3 to stage 0, each waiting for the next one's gradient: the step grows by every
+  // stage's slowed compute, not by the slowest stage's alone. The closed form carries the
+  // sum in its drain (Estimate.EveryStagesSlowedLastBackwardLiesOnTheDrain).
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  ClusterSpec off = builtin_presets().clusters.at("dgx-h100");
+  off.nodes = 4;
+  const ClusterSpec on = off;
+  off.gpu.overlap_slowdown = 0;
+  Plan p;
+  p.pp = 4;
+  p.dp = 8;
+  p.global_batch = 32;
+  p.overlap_grad_reduce = true;
+  const Workload w{8192, 0, 0};
+  const Simulated a = run(m, off, p, w), b = run(m, on, p, w);
+  double slowed_sum = 0, slowed_max = 0;
+  for (std::size_t s = 0; s < a.summary.ranks.size(); ++s) {
+    const double d = b.summary.ranks[s].compute - a.summary.ranks[s].compute;
+    EXPECT_GT(d, 0.0) << "stage " << s;
+    slowed_sum += d;
+    slowed_max = std::max(slowed_max, d);
+  }
+  ASSERT_EQ(a.summary.ranks.size(), 4u);  // one rank per stage (representative mode)
+  const double grown = b.summary.step_time_s - a.summary.step_time_s;
+  EXPECT_NEAR(grown, slowed_sum, 0.02 * slowed_sum);
+  EXPECT_GT(grown, 3 * slowed_max);
+  const Estimate ea = estimate(m, off, p, w), eb = estimate(m, on, p, w);
+  EXPECT_NEAR(eb.step_time_s - ea.step_time_s, grown, 0.05 * grown);
+  EXPECT_NEAR(b.summary.step_time_s / eb.step_time_s, 1.0, 0.01);
+}
+
 TEST(Engine, FsdpGathersAndReduceScattersSlowTheComputeByTheirInterference) {
   // Llama-3-8B, ZeRO-3 over one node, 2 microbatches, interference at s = 0.189. Every
   // layer's gather (forward and backward) and reduce-scatter overlaps compute, so per
