@@ -561,6 +561,13 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       st.backward += f * one * recv_fwd;
       st.forward += f * one * recv_bwd;
       st.parts.interference += f * one * (recv_fwd + recv_bwd);
+    } else if (p.schedule == Schedule::kOneFOneB) {
+      // Megatron's non-interleaved 1F1B batches each steady-state send with the receive it
+      // waits for (send_forward_recv_backward, send_backward_recv_forward) and waits for
+      // both: one exchange, one transfer each way at once, per neighbour and microbatch. A
+      // middle stage exchanges with both neighbours, the first and the last stage with one.
+      const bool end = stage == 0 || stage == p.pp - 1;
+      st.pp = (end ? 1.0 : 2.0) * one;
     } else {
       st.pp = 2.0 * v * one;
     }

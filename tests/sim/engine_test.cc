@@ -1057,6 +1057,40 @@ TEST(Engine, MegatronDeepspeedReducesAfterTheLastBackwardAsTheClosedForm) {
   }
 }
 
+// Megatron's non-interleaved 1F1B batches each steady-state send with the receive it then
+// waits for (send_forward_recv_backward after a forward, send_backward_recv_forward after a
+// backward): one exchange per neighbour and microbatch, both directions at once. A middle
+// stage exchanges with two neighbours, the first and the last with one, so per microbatch
+// the closed form charges them 2 and 1 transfers, `one` = the activation, T h 2 / t with SP =
+// 2048 x 4096 x 2 / 8 = 2,097,152 B between two nodes on 10 Gb/s NICs (one per GPU at the
+// network efficiency 0.9): 2,097,152 / 1.125e9 = 1.864 ms + the link latency. The slowest
+// stage is a middle one (16 microbatches x 2 exchanges, 38 % of the step); the engine (its
+// receives wait for the data, the sends do not block the compute) exposes the same transfers
+// on it and takes the same step, within 1 %.
+TEST(Engine, OneFOneBExchangesOncePerNeighbourAndMicrobatchAsTheClosedForm) {
+  const Scenario s = scenario(R"({"format": 1,
+      "model": {"name": "gpt", "family": "gpt", "num_layers": 8, "hidden_size": 4096, "num_attention_heads": 32,
+                "vocab_size": 51200, "max_seq_len": 2048},
+      "cluster": {"preset": "dgx-a100", "nodes": 4, "inter_node": {"nic_Gbps": 10, "nics_per_node": 8}},
+      "plan": {"tp": 8, "pp": 4, "dp": 1, "sequence_parallel": true, "schedule": "1f1b", "global_batch": 16},
+      "workload": {"seq_len": 2048}})");
+  const double bytes = 2048.0 * 4096 * 2 / 8;
+  const double one = collective_cost(s.cluster, CollKind::kSendRecv, group_shape(2, 8, 8), bytes).time_s;
+  EXPECT_NEAR(one, bytes / (10e9 / 8 * 0.9), 0.01 * one);
+  for (int st = 0; st < 4; ++st) {
+    const StageTimes t = stage_times(s.model, s.cluster, s.plan, s.workload, st);
+    EXPECT_DOUBLE_EQ(t.pp, (st == 0 || st == 3 ? 1.0 : 2.0) * one) << "stage " << st;
+  }
+  const Estimate e = estimate(s);
+  ASSERT_TRUE(e.slowest_stage == 1 || e.slowest_stage == 2) << e.slowest_stage;
+  EXPECT_NEAR(e.exposed.pp, 16 * 2 * one, 1e-9);
+  EXPECT_GT(e.exposed.pp, 0.3 * e.step_time_s);
+  const Simulated r = run(s);
+  const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
+  EXPECT_NEAR(crit.pp / e.exposed.pp, 1.0, 0.01);
+  EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01);
+}
+
 // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): stage 0 and
 // the last stage exchange the embedding's fp32 gradients, V h / t = 51,200 x 4,096 / 8 x 4 B
 // = 104,857,600 B each way, after their data-parallel reduction and before the optimizer;
