@@ -73,6 +73,7 @@ std::string presets_json(const PresetsReport& report) {
     o["grad_reduce"] = name_of(st.grad_reduce);
     o["grad_reduce_overlap"] = st.grad_reduce_overlap;
     o["master_weights_sharded"] = st.master_weights_sharded;
+    o["pipeline_p2p"] = name_of(st.pipeline_p2p);
     o["sources"] = st.sources;
     o["verification"] = st.verification;
   }
@@ -135,18 +136,19 @@ std::string presets_text(const PresetsReport& report) {
                              1.0 / job_failure_rate_per_h(f, ref));
   }
   out += "\nSoftware stacks (plan.stack: NAME; kernels per layer forward; sources: presets --json)\n";
-  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}{:>19}{:>8}  {}\n", "name",
+  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}{:>19}{:>8}{:>10}  {}\n", "name",
                      "us/kernel", "graphs", "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel",
-                     "zero3 fetch", "zero1/2 grads", "master", "framework");
+                     "zero3 fetch", "zero1/2 grads", "master", "pp p2p", "framework");
   for (const auto& [k, st] : cat.stacks) {
     const std::string grads =
         fmt::format("{} {}", st.grad_reduce == GradReduce::kAllReduce ? "all-reduce" : "r-scatter",
                     st.grad_reduce_overlap ? "overlap" : "at end");
-    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}{:>19}{:>8}  {}\n", k,
+    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}{:>19}{:>8}{:>10}  {}\n", k,
                        st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
                        st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
                        fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
-                       name_of(st.zero3_fetch), grads, st.master_weights_sharded ? "shard" : "whole", st.display_name);
+                       name_of(st.zero3_fetch), grads, st.master_weights_sharded ? "shard" : "whole",
+                       name_of(st.pipeline_p2p), st.display_name);
   }
   for (const auto& [arch, t] : cat.attention) {
     out += fmt::format(

@@ -566,8 +566,10 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
       // waits for (send_forward_recv_backward, send_backward_recv_forward) and waits for
       // both: one exchange, one transfer each way at once, per neighbour and microbatch. A
       // middle stage exchanges with both neighbours, the first and the last stage with one.
+      // A stack that sends and receives separately (DeepSpeed's pipeline engine) takes two
+      // transfers, one after the other, per exchange (stack.h pipeline_exchange_transfers).
       const bool end = stage == 0 || stage == p.pp - 1;
-      st.pp = (end ? 1.0 : 2.0) * one;
+      st.pp = (end ? 1.0 : 2.0) * pipeline_exchange_transfers(p) * one;
     } else {
       st.pp = 2.0 * v * one;
     }

@@ -244,6 +244,7 @@ class StageBuilder {
     op.peer_stage = peer_stage;
     op.tag = p2p_tag;
     op.bytes = p2p_bytes();
+    op.transfers = static_cast<std::uint8_t>(pipeline_exchange_transfers(p_));
     op.microbatch = mb;
     return op;
   }
@@ -1002,8 +1003,10 @@ class StageBuilder {
     };
     Op send = p2p(OpKind::kSend, peer, tied_tag(stage_), -1);
     send.bytes = bytes;
+    send.transfers = 1;  // an all-reduce of two ranks: each way at once
     Op recv = p2p(OpKind::kRecv, peer, tied_tag(peer), -1);
     recv.bytes = bytes;
+    recv.transfers = 1;
     recv.stream = Stream::kPpRecv;
     const std::uint32_t s = add(send, "pp.send tied embedding grads", {last_compute_});
     const std::uint32_t r = add(recv, "pp.recv tied embedding grads", {last_compute_});

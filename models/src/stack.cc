@@ -29,6 +29,12 @@ CollKind dp_grad_collective(const Plan& p) {
 
 bool dp_grad_overlapped(const Plan& p) { return p.overlap_grad_reduce && stack_profile(p.stack).grad_reduce_overlap; }
 
+int pipeline_exchange_transfers(const Plan& p) {
+  return p.pp > 1 && p.schedule == Schedule::kOneFOneB && stack_profile(p.stack).pipeline_p2p == PipelineP2p::kSeparate
+             ? 2
+             : 1;
+}
+
 LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const StackProfile& s) {
   // docs/model-reference.md section 4.3: GEMMs, attention, and the elementwise kernels.
   const bool gated = m.ffn_matrices == 3;

@@ -12,7 +12,7 @@ SimTime AnalyticBackend::collective_time(const Program& program, const Op& op) {
 SimTime AnalyticBackend::p2p_time(const Program& program, const Op& op, int from_stage,
                                   int to_stage) {
   const GroupShape g = program.placement.stage_pair(from_stage, to_stage);
-  return SimTime::from_s(collective_cost(cluster_, CollKind::kSendRecv, g, op.bytes).time_s);
+  return SimTime::from_s(op.transfers * collective_cost(cluster_, CollKind::kSendRecv, g, op.bytes).time_s);
 }
 
 }  // namespace stepcast::sim

@@ -55,7 +55,9 @@ class SimgridBackend final : public NetworkBackend, public FlowNetwork {
   void start(std::uint64_t handle, const Program&, const Op& op, std::span<const int> ranks, SimTime) override {
     const CollKind kind = op.kind == OpKind::kCollective ? op.coll : CollKind::kSendRecv;
     Transfer t;
-    t.plan = plan_flows(cluster_, kind, ranks, op.bytes);
+    // A p2p exchange of `transfers` transfers one after the other: as many times the bytes.
+    const double bytes = op.kind == OpKind::kCollective ? op.bytes : op.transfers * op.bytes;
+    t.plan = plan_flows(cluster_, kind, ranks, bytes);
     transfers_.emplace(handle, std::move(t));
     start_phase(handle);
   }

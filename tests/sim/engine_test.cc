@@ -1091,6 +1091,57 @@ TEST(Engine, OneFOneBExchangesOncePerNeighbourAndMicrobatchAsTheClosedForm) {
   EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01);
 }
 
+// DeepSpeed's pipeline engine sends and receives separately (stacks.json pipeline_p2p
+// "separate": RecvActivation and SendGrad before a forward, SendActivation and RecvGrad
+// before a backward, each a synchronous p2p.send or recv): an exchange with a neighbour is
+// two transfers one after the other. The plan above on stack megatron-deepspeed: each
+// stage's pp per microbatch doubles (4, 2 on the end stages, times `one`); the engine's
+// transfers take twice as long, its exposed transfers on the critical stage match within
+// 1 % and its step the closed form's within 1.5 % (the closed form's fill and drain count
+// each stage's steady-state exchanges, two transfers where the warm-up's first receive is
+// one).
+TEST(Engine, DeepSpeedPipelineEngineSendsAndReceivesSeparatelyAsTheClosedForm) {
+  auto with = [](const char* stack) {
+    return scenario(std::string(R"({"format": 1,
+      "model": {"name": "gpt", "family": "gpt", "num_layers": 8, "hidden_size": 4096, "num_attention_heads": 32,
+                "vocab_size": 51200, "max_seq_len": 2048},
+      "cluster": {"preset": "dgx-a100", "nodes": 4, "inter_node": {"nic_Gbps": 10, "nics_per_node": 8}},
+      "plan": {"tp": 8, "pp": 4, "dp": 1, "sequence_parallel": true, "schedule": "1f1b", "global_batch": 16,
+               "stack": ")") +
+                    stack + R"("},
+      "workload": {"seq_len": 2048}})");
+  };
+  const Scenario ds = with("megatron-deepspeed"), mc = with("megatron-core");
+  EXPECT_EQ(pipeline_exchange_transfers(ds.plan), 2);
+  EXPECT_EQ(pipeline_exchange_transfers(mc.plan), 1);
+  const double one =
+      collective_cost(ds.cluster, CollKind::kSendRecv, group_shape(2, 8, 8), 2048.0 * 4096 * 2 / 8).time_s;
+  for (int st = 0; st < 4; ++st) {
+    EXPECT_DOUBLE_EQ(stage_times(ds.model, ds.cluster, ds.plan, ds.workload, st).pp,
+                     (st == 0 || st == 3 ? 2.0 : 4.0) * one)
+        << "stage " << st;
+  }
+  const Estimate e = estimate(ds);
+  ASSERT_TRUE(e.slowest_stage == 1 || e.slowest_stage == 2) << e.slowest_stage;
+  EXPECT_NEAR(e.exposed.pp, 16 * 4 * one, 1e-9);
+  const Simulated r = run(ds), rm = run(mc);
+  // Every pipeline transfer of the stack takes two, in the engine's program and its timeline.
+  for (const Op& op : r.program.roles[1].ops) {
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      EXPECT_EQ(op.transfers, 2);
+    }
+  }
+  for (const Op& op : rm.program.roles[1].ops) {
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      EXPECT_EQ(op.transfers, 1);
+    }
+  }
+  const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
+  EXPECT_NEAR(crit.pp / e.exposed.pp, 1.0, 0.01);
+  EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.015);
+  EXPECT_GT(r.summary.step_time_s, rm.summary.step_time_s + 16 * 2 * one * 0.99);
+}
+
 // Tied embeddings across the pipeline (layer_cost.h tied_embedding_grad_bytes): stage 0 and
 // the last stage exchange the embedding's fp32 gradients, V h / t = 51,200 x 4,096 / 8 x 4 B
 // = 104,857,600 B each way, after their data-parallel reduction and before the optimizer;

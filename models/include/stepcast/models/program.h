@@ -67,6 +67,10 @@ struct Op {
   std::int32_t microbatch = -1;
   std::uint32_t name = 0;                 // index into Program::names
   std::uint32_t tag = 0;                  // kSend/kRecv: matches a send with its recv
+  // kSend/kRecv: transfers of `bytes`, one after the other, that the exchange takes (2 where
+  // the stack sends and receives separately: stack.h pipeline_exchange_transfers); the
+  // simulator's transfer lasts that many. The executor moves `bytes` once.
+  std::uint8_t transfers = 1;
   double flops = 0;                       // kCompute (executed FLOPs)
   double bytes = 0;                       // compute: bytes of its memory-bound part (included in
                                           // duration); comm: nccl-tests size; alloc/free

@@ -44,6 +44,18 @@ struct Names<GradReduce> {
       {{GradReduce::kReduceScatter, "reduce_scatter"}, {GradReduce::kAllReduce, "all_reduce"}}};
 };
 
+// The pipeline's steady-state transfers between neighbouring stages: batched, a send posted
+// with the receive it waits for and both waited on together (Megatron's
+// send_forward_recv_backward, one exchange), or separate, each send and each receive its
+// own blocking transfer one after the other (DeepSpeed's pipeline engine: SendGrad,
+// RecvActivation, SendActivation, RecvGrad instructions over synchronous p2p.send/recv).
+enum class PipelineP2p { kBatched, kSeparate };
+template <>
+struct Names<PipelineP2p> {
+  static constexpr std::array<NameEntry<PipelineP2p>, 2> kTable{
+      {{PipelineP2p::kBatched, "batched"}, {PipelineP2p::kSeparate, "separate"}}};
+};
+
 struct StackProfile {
   std::string name;                     // the key, e.g. "fsdp2-eager"
   std::string display_name;
@@ -89,6 +101,9 @@ struct StackProfile {
   GradReduce grad_reduce = GradReduce::kReduceScatter;
   bool grad_reduce_overlap = true;
   bool master_weights_sharded = true;
+  // Pipeline parallelism: how a 1F1B stage exchanges activations and gradients with a
+  // neighbour (PipelineP2p above).
+  PipelineP2p pipeline_p2p = PipelineP2p::kBatched;
   // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
   // "fa3"): its published figures (models/data/attention.json) price the core attention.
   std::string attention_kernel = "fa2";
@@ -104,6 +119,11 @@ const StackProfile& stack_profile(Stack stack);
 // the backward when the plan asks for it and the stack can.
 CollKind dp_grad_collective(const Plan& plan);
 bool dp_grad_overlapped(const Plan& plan);
+
+// Transfers, one after the other, that one exchange between neighbouring pipeline stages
+// takes in the plan's non-interleaved 1F1B steady state: 1 batched (the activation and the
+// gradient cross at once), 2 separate (StackProfile::pipeline_p2p); 1 for other schedules.
+int pipeline_exchange_transfers(const Plan& plan);
 
 // Kernels of one layer (one microbatch, one rank) and their host dispatch time.
 struct LayerKernels {
