@@ -87,6 +87,7 @@ class StageBuilder {
       mtp_act_ = mtp_activation_bytes(m, p, w.seq_len);
     }
     chunks_ = p.pp * p.virtual_stages;
+    p2p_transfers_ = static_cast<std::uint8_t>(pipeline_exchange_transfers(p));
     tokens_ = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
     act_dense_ = layer_activation_bytes(m, p, w.seq_len, false);
     act_moe_ = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
@@ -244,7 +245,7 @@ class StageBuilder {
     op.peer_stage = peer_stage;
     op.tag = p2p_tag;
     op.bytes = p2p_bytes();
-    op.transfers = static_cast<std::uint8_t>(pipeline_exchange_transfers(p_));
+    op.transfers = p2p_transfers_;
     op.microbatch = mb;
     return op;
   }
@@ -1114,6 +1115,7 @@ class StageBuilder {
   double mtp_act_ = 0;  // one MTP module's activations per microbatch (estimate.h)
   LayerRankParams layer_dense_, layer_moe_;
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
+  std::uint8_t p2p_transfers_ = 1;  // per pipeline send/recv (stack.h pipeline_exchange_transfers)
   // full_*: the bytes a layer's recomputation holds during its backward (full: the whole
   // layer's activations; selective: its recomputed modules').
   double tokens_ = 0, act_dense_ = 0, act_moe_ = 0, full_dense_ = 0, full_moe_ = 0;
