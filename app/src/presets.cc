@@ -21,8 +21,13 @@ std::string presets_json(const PresetsReport& report) {
                       {"source", m.source}};
   }
   for (const auto& [k, g] : cat.gpus) {
-    j["gpus"][k] = {{"bf16_dense_tflops", g.bf16_dense_tflops}, {"hbm_GiB", g.hbm_GiB},
-                    {"hbm_bandwidth_GBps", g.hbm_bandwidth_GBps}, {"source", g.source}};
+    j["gpus"][k] = {{"bf16_dense_tflops", g.bf16_dense_tflops},
+                    {"hbm_GiB", g.hbm_GiB},
+                    {"hbm_bandwidth_GBps", g.hbm_bandwidth_GBps},
+                    {"mamf_bf16_tflops", g.mamf_bf16_tflops},
+                    {"mamf_fp8_tflops", g.mamf_fp8_tflops},
+                    {"tdp_W", g.tdp_W},
+                    {"source", g.source}};
   }
   for (const auto& [k, c] : cat.clusters) {
     j["clusters"][k] = {{"gpu", c.gpu.name}, {"gpus_per_node", c.gpus_per_node},
@@ -105,14 +110,17 @@ std::string presets_text(const PresetsReport& report) {
                              m.hidden_size, m.num_attention_heads, m.num_kv_heads, c.total, c.active);
   }
   out += "\nGPUs (cluster.gpu: NAME)\n";
-  out += fmt::format("  {:<15}{:>12}{:>12}{:>9}{:>11}{:>14}\n", "name", "bf16 TFLOP/s",
-                           "fp8 TFLOP/s", "HBM GiB", "HBM GB/s", "scale-up GB/s");
+  out += fmt::format("  {:<15}{:>12}{:>12}{:>11}{:>9}{:>11}{:>14}{:>7}\n", "name", "bf16 TFLOP/s", "fp8 TFLOP/s",
+                     "bf16 MAMF", "HBM GiB", "HBM GB/s", "scale-up GB/s", "TDP W");
+  auto or_dash = [](double v, const char* spec) { return v > 0 ? fmt::format(fmt::runtime(spec), v) : "-"; };
   for (const auto& [k, g] : cat.gpus) {
-    out += fmt::format("  {:<15}{:>12.1f}{:>12}{:>9.0f}{:>11.0f}{:>14.0f}\n", k,
-                             g.bf16_dense_tflops,
-                             g.fp8_dense_tflops > 0 ? fmt::format("{:.1f}", g.fp8_dense_tflops) : "-",
-                             g.hbm_GiB, g.hbm_bandwidth_GBps, g.scaleup_bandwidth_per_direction_GBps);
+    out += fmt::format("  {:<15}{:>12.1f}{:>12}{:>11}{:>9.0f}{:>11.0f}{:>14.0f}{:>7}\n", k, g.bf16_dense_tflops,
+                       or_dash(g.fp8_dense_tflops, "{:.1f}"), or_dash(g.mamf_bf16_tflops, "{:.1f}"), g.hbm_GiB,
+                       g.hbm_bandwidth_GBps, g.scaleup_bandwidth_per_direction_GBps, or_dash(g.tdp_W, "{:.0f}"));
   }
+  out +=
+      "  (bf16 MAMF: the best matmul rate measured, the GEMM model's ceiling, docs/model-reference.md 4.1;\n"
+      "   TDP W: the power limit the figures hold at)\n";
   out += "\nClusters (cluster: NAME or {\"preset\": NAME, \"nodes\": N})\n";
   out += fmt::format("  {:<11}{:<15}{:>10}{:>16}{:>14}\n", "name", "gpu", "GPUs/node",
                            "NVLink GB/s/dir", "NICs x Gb/s");

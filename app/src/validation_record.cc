@@ -594,18 +594,39 @@ ScenarioBuild build_scenario(Record& r) {
     out.reason = fmt::format("{} GPUs are not whole nodes of {}", r.gpus, r.gpus_per_node);
     return out;
   }
-  // Capacity ("96GB") and bandwidth ("2.4 TB/s") stated in the GPU description replace the
-  // preset's figures; everything else about the GPU is the preset's.
-  const GpuSpec& base = builtin_presets().gpus.at(preset.gpu);
-  ordered_json gpu = {{"preset", preset.gpu}};
+  // A power limit stated in the GPU description ("500 W cap") selects the preset measured at
+  // that limit where there is one (h100-sxm-500w: its GEMM ceilings were measured at 500 W);
+  // another limit keeps the preset's ceilings, measured at its own TDP, and says so.
+  std::string gpu_preset = preset.gpu;
   std::smatch m;
   const std::string desc = r.gpu;
+  if (std::regex_search(desc, m, std::regex(R"((\d+)\s*W\b)"))) {
+    const int watts = std::stoi(m[1].str());
+    const GpuSpec& rated = builtin_presets().gpus.at(preset.gpu);
+    const std::string capped = fmt::format("{}-{}w", preset.gpu, watts);
+    if (builtin_presets().gpus.count(capped) != 0) {
+      gpu_preset = capped;
+      r.assumptions.push_back(
+          fmt::format("gpu {}: a {} W power limit: preset {} (its GEMM ceilings measured at {} W; "
+                      "{} is rated {} W)",
+                      quote(r.gpu), watts, capped, watts, preset.gpu, rated.tdp_W));
+    } else if (rated.tdp_W > 0 && watts < rated.tdp_W) {
+      r.assumptions.push_back(
+          fmt::format("gpu {}: a {} W power limit, no preset measured at it: {}'s ceilings, "
+                      "measured at its {} W (optimistic)",
+                      quote(r.gpu), watts, preset.gpu, rated.tdp_W));
+    }
+  }
+  // Capacity ("96GB") and bandwidth ("2.4 TB/s") stated in the GPU description replace the
+  // preset's figures; everything else about the GPU is the preset's.
+  const GpuSpec& base = builtin_presets().gpus.at(gpu_preset);
+  ordered_json gpu = {{"preset", gpu_preset}};
   if (std::regex_search(desc, m, std::regex(R"((\d+)\s*GB(?![/a-z]))", std::regex::icase))) {
     const double gib = std::stod(m[1].str());
     if (gib != base.hbm_GiB) {
       gpu["hbm_GiB"] = gib;
-      r.assumptions.push_back(fmt::format("gpu {}: {} GiB HBM (preset {}: {} GiB)", quote(r.gpu), gib, preset.gpu,
-                                          base.hbm_GiB));
+      r.assumptions.push_back(
+          fmt::format("gpu {}: {} GiB HBM (preset {}: {} GiB)", quote(r.gpu), gib, gpu_preset, base.hbm_GiB));
     }
   } else if (std::string(preset.gpu) == "a100-sxm-80gb") {
     r.assumptions.push_back(fmt::format("gpu {} without a capacity: A100-SXM4-80GB", quote(r.gpu)));
@@ -614,8 +635,8 @@ ScenarioBuild build_scenario(Record& r) {
     const double gbps = std::stod(m[1].str()) * 1000;
     if (gbps != base.hbm_bandwidth_GBps) {
       gpu["hbm_bandwidth_GBps"] = gbps;
-      r.assumptions.push_back(fmt::format("gpu {}: HBM {} GB/s (preset {}: {} GB/s)", quote(r.gpu), gbps,
-                                          preset.gpu, base.hbm_bandwidth_GBps));
+      r.assumptions.push_back(fmt::format("gpu {}: HBM {} GB/s (preset {}: {} GB/s)", quote(r.gpu), gbps, gpu_preset,
+                                          base.hbm_bandwidth_GBps));
     }
   }
 
@@ -652,7 +673,7 @@ ScenarioBuild build_scenario(Record& r) {
   sc["name"] = r.id;
   sc["model"] = std::move(model);
   sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
-  if (gpu.size() > 1) sc["cluster"]["gpu"] = std::move(gpu);
+  if (gpu.size() > 1 || gpu_preset != preset.gpu) sc["cluster"]["gpu"] = std::move(gpu);
   // NICs per node and their speed, where the interconnect description states them.
   if (const auto nics = nics_of(r.interconnect, r.gpus_per_node); nics && nics->per_node >= 1 && nics->per_node <= 1024 && nics->gbps >= 0.1) {
     const ClusterSpec& pc = builtin_presets().clusters.at(preset.cluster);
@@ -716,7 +737,9 @@ std::vector<std::string> common_assumptions() {
       "otherwise), linear biases, tied input/output embedding, dropout on; a model named Llama, Qwen or "
       "Mistral: Llama architecture",
       "cluster: DGX-class preset of the record's GPU (A100 -> dgx-a100: 8 x A100-SXM4-80GB, NVLink 3 at 300 GB/s "
-      "per direction, 8 x 200 Gb/s NICs per node; H100 -> dgx-h100), nodes = GPUs / 8; HBM capacity and "
+      "per direction, 8 x 200 Gb/s NICs per node; H100 -> dgx-h100), nodes = GPUs / 8; a power limit stated in the "
+      "GPU description (\"500 W cap\") selects the GPU preset measured at it where there is one (H100 at 500 W: "
+      "h100-sxm-500w, its GEMM ceilings measured at 500 W); HBM capacity and "
       "bandwidth stated in the GPU description replace the preset's; so do the NICs per node and their speed where the "
       "interconnect description states them (\"8x 200 Gb/s\", \"4x Omni-Path 100 Gb/s\", \"eight 200G NICs\", \"400 "
       "Gb/s "

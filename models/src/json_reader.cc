@@ -63,18 +63,18 @@ std::string Diagnostics::joined() const {
 
 std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
   // A unique completion beats edit distance: "h100" is 2 edits from "b200" but the
-  // start of "h100-sxm".
+  // start of "h100-sxm". Completions that all extend the shortest one count as that one
+  // ("h100-sxm" and its variant "h100-sxm-500w").
   if (word.size() >= 3) {
-    const std::string* completion = nullptr;
-    int completions = 0;
+    auto starts = [](std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; };
+    const std::string* shortest = nullptr;
     for (const auto& c : candidates) {
-      if (c.size() > word.size() && std::string_view(c).substr(0, word.size()) == word &&
-          (!completion || c != *completion)) {
-        completion = &c;
-        ++completions;
-      }
+      if (c.size() > word.size() && starts(c, word) && (!shortest || c.size() < shortest->size())) shortest = &c;
     }
-    if (completions == 1) return *completion;
+    const bool one = shortest && std::all_of(candidates.begin(), candidates.end(), [&](const std::string& c) {
+                       return !(c.size() > word.size() && starts(c, word)) || starts(c, *shortest);
+                     });
+    if (one) return *shortest;
   }
   std::string best;
   int best_d = 0;

@@ -249,6 +249,7 @@ GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.scaleup_bandwidth_per_direction_GBps, physical(r, "scaleup_bandwidth_per_direction_GBps", kLinkGBpsRange));
   set(g.scaleup_domain_gpus, r.integer("scaleup_domain_gpus", 1, 1'000'000));
   set(g.nic_Gbps_per_gpu, physical(r, "nic_Gbps_per_gpu", kNicGbpsRange));
+  set(g.tdp_W, physical(r, "tdp_W", kPowerWRange));
   set(g.gemm_efficiency, physical(r, "gemm_efficiency", kEfficiencyRange));
   set(g.attention_efficiency, physical(r, "attention_efficiency", kEfficiencyRange));
   set(g.hbm_efficiency, physical(r, "hbm_efficiency", kEfficiencyRange));
@@ -256,10 +257,9 @@ GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   set(g.gemm_tile_m, r.integer("gemm_tile_m", 1, 4096));
   set(g.gemm_tile_n, r.integer("gemm_tile_n", 1, 4096));
   set(g.source, r.string("source"));
-  r.ignore({"vendor", "tf32_dense_tflops", "fp4_dense_tflops", "int8_dense_tops",
-            "hbm_type", "scaleup_fabric", "scaleup_generation", "scaleup_links",
-            "scaleup_bandwidth_bidir_GBps", "scaleup_per_peer_per_direction_GBps",
-            "compute_units", "tdp_W", "verification", "notes", "preset"});
+  r.ignore({"vendor", "tf32_dense_tflops", "fp4_dense_tflops", "int8_dense_tops", "hbm_type", "scaleup_fabric",
+            "scaleup_generation", "scaleup_links", "scaleup_bandwidth_bidir_GBps",
+            "scaleup_per_peer_per_direction_GBps", "compute_units", "verification", "notes", "preset"});
   if (!from_preset) {
     for (const char* k : {"bf16_dense_tflops", "hbm_GiB", "hbm_bandwidth_GBps"}) {
       if (!r.has(k)) r.diag().add(r.path_of(k), "required (or give \"preset\")");

@@ -21,6 +21,7 @@ inline constexpr PhysicalRange kHbmGiBRange{0.1, 1e5, "GiB"};              // de
 inline constexpr PhysicalRange kHbmGBpsRange{0.1, 1e6, "GB/s"};            // device memory bandwidth
 inline constexpr PhysicalRange kLinkGBpsRange{0.01, 1e6, "GB/s"};          // scale-up, intra-node links
 inline constexpr PhysicalRange kNicGbpsRange{0.1, 1e7, "Gb/s"};            // NICs
+inline constexpr PhysicalRange kPowerWRange{1, 1e5, "W"};                  // a device's power limit
 inline constexpr PhysicalRange kStorageGBpsRange{1e-3, 1e6, "GB/s"};       // storage, device-to-host
 inline constexpr PhysicalRange kHostGiBRange{0.1, 1e7, "GiB"};             // host memory per node
 inline constexpr PhysicalRange kEfficiencyRange{0.01, 1, "of the peak"};   // achieved / peak

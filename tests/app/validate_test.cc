@@ -139,8 +139,13 @@ TEST_F(ValidateTest, DescriptionsMapByDocumentedRules) {
   ASSERT_TRUE(rep.ok()) << rep.error().message;
   const ValidationRow& row = rep->rows[0];
   const json sc = json::parse(row.scenario_json);
+  // "500 W cap": the H100 preset measured at that power limit (h100-sxm-500w), with the
+  // stated capacity and bandwidth.
   EXPECT_EQ(sc["cluster"], json::parse(R"j({"preset": "dgx-h100", "nodes": 1,
-      "gpu": {"preset": "h100-sxm", "hbm_GiB": 96.0, "hbm_bandwidth_GBps": 2400.0}})j"));
+      "gpu": {"preset": "h100-sxm-500w", "hbm_GiB": 96.0, "hbm_bandwidth_GBps": 2400.0}})j"));
+  EXPECT_TRUE(std::any_of(row.assumptions.begin(), row.assumptions.end(), [](const std::string& a) {
+    return a.find("a 500 W power limit: preset h100-sxm-500w") != std::string::npos;
+  }));
   EXPECT_EQ(sc["model"]["family"], "llama");
   EXPECT_EQ(sc["model"]["ffn_matrices"], 3);
   EXPECT_EQ(sc["plan"]["zero"], 3);
@@ -155,6 +160,33 @@ TEST_F(ValidateTest, DescriptionsMapByDocumentedRules) {
   ASSERT_TRUE(row.has_memory_error());
   EXPECT_DOUBLE_EQ(row.memory_error(), (row.memory_total_bytes / (1024.0 * 1024 * 1024) - 50) / 50);
   EXPECT_EQ(rep->memory_compared, 1);
+}
+
+// A stated power limit picks the GPU preset measured at it; a limit without such a preset
+// keeps the rated preset's ceilings and says they are optimistic; no limit, no change.
+TEST_F(ValidateTest, AStatedPowerLimitPicksThePresetMeasuredAtIt) {
+  auto gpu_of = [&](const std::string& description, std::vector<std::string>* assumptions) {
+    const json patch = {{"hardware", {{"gpu", description}, {"gpus_total", 8}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return json();
+    *assumptions = rep->rows[0].assumptions;
+    return json::parse(rep->rows[0].scenario_json)["cluster"].value("gpu", json());
+  };
+  auto says = [](const std::vector<std::string>& as, const std::string& text) {
+    return std::any_of(as.begin(), as.end(), [&](const std::string& a) { return a.find(text) != std::string::npos; });
+  };
+  std::vector<std::string> as;
+  EXPECT_EQ(gpu_of("H100 SXM5 80GB, 500W", &as), json::parse(R"j({"preset": "h100-sxm-500w"})j"));
+  EXPECT_TRUE(says(as,
+                   "a 500 W power limit: preset h100-sxm-500w (its GEMM ceilings measured at 500 W; h100-sxm "
+                   "is rated 700 W)"));
+  EXPECT_EQ(gpu_of("H100 SXM5 80GB, 400 W cap", &as), json());  // the dgx-h100 cluster's own h100-sxm
+  EXPECT_TRUE(says(as,
+                   "a 400 W power limit, no preset measured at it: h100-sxm's ceilings, measured at its 700 W "
+                   "(optimistic)"));
+  EXPECT_EQ(gpu_of("H100 SXM5 80GB", &as), json());
+  EXPECT_FALSE(says(as, "power limit"));
 }
 
 // DeepSpeed ZeRO-3 records (docs/validation.md "Software stack"): the DeepSpeed of the

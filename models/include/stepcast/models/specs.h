@@ -85,6 +85,7 @@ struct GpuSpec {
   double scaleup_bandwidth_per_direction_GBps = 0;
   int scaleup_domain_gpus = 0;
   double nic_Gbps_per_gpu = 0;
+  double tdp_W = 0;  // the power limit its figures hold at; 0 = unknown
   // Achieved-efficiency model (docs/cost-model-sources.md section 6); see compute.h.
   double gemm_efficiency = 0;          // 0 = derive from mamf/peak
   // FlashAttention-class kernels, fwd and bwd, when stated (scenario, preset, calibration);
