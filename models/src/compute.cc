@@ -59,7 +59,6 @@ double gemm_efficiency_max(const GpuSpec& gpu, Precision p) {
 }
 
 double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, double k) {
-  (void)k;
   const double kTm = std::max(1, gpu.gemm_tile_m), kTn = std::max(1, gpu.gemm_tile_n);
   const double tiles_m = std::ceil(m / kTm), tiles_n = std::ceil(n / kTn);
   const double q_tile = (m * n) / (tiles_m * kTm * tiles_n * kTn);
@@ -68,7 +67,10 @@ double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, doub
     const double tiles = tiles_m * tiles_n;
     q_wave = tiles / (std::ceil(tiles / gpu.sms) * gpu.sms);
   }
-  return gemm_efficiency_max(gpu, p) * q_tile * q_wave;
+  // FP8: each output tile's fixed cost (prologue, epilogue) against a main loop over K that
+  // runs twice as fast as 16-bit; K = gemm_fp8_k_half halves the rate.
+  const double q_k = p == Precision::kFp8 && gpu.gemm_fp8_k_half > 0 ? k / (k + gpu.gemm_fp8_k_half) : 1.0;
+  return gemm_efficiency_max(gpu, p) * q_tile * q_wave * q_k;
 }
 
 double memory_time_s(const GpuSpec& gpu, double bytes) {

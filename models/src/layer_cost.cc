@@ -118,27 +118,52 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const HeadDims d = head_dims(m);
   const bool sp = p.sequence_parallel && p.tp > 1;
   LayerCost lc;
-  // A GEMM (M x K).(K x N): roofline time and 2MNK FLOPs.
-  auto gemm = [&](double& time, double& flops, double mm, double nn, double kk) {
-    if (mm <= 0 || nn <= 0 || kk <= 0) return;
-    time += pace * gemm_time_s(gpu, prec, mm, nn, kk);
-    flops += 2 * mm * nn * kk;
+  // A GEMM (M x K).(K x N): roofline time and 2MNK FLOPs. Its backward: the data gradient
+  // (M x N).(N x K) and the weight gradient (K x M).(M x N), each timed on its own shape.
+  struct Passes {
+    double fwd = 0, dgrad = 0, wgrad = 0;
+    double bwd() const { return dgrad + wgrad; }
   };
+  auto passes = [&](double mm, double nn, double kk) {
+    Passes g;
+    if (mm <= 0 || nn <= 0 || kk <= 0) return g;
+    g.fwd = pace * gemm_time_s(gpu, prec, mm, nn, kk);
+    g.dgrad = pace * gemm_time_s(gpu, prec, mm, kk, nn);
+    g.wgrad = pace * gemm_time_s(gpu, prec, kk, nn, mm);
+    return g;
+  };
+  // Accumulates a GEMM's forward and backward seconds and its forward FLOPs.
+  auto gemm = [&](double& time, double& bwd, double& flops, double mm, double nn, double kk) {
+    if (mm <= 0 || nn <= 0 || kk <= 0) return Passes{};
+    const Passes g = passes(mm, nn, kk);
+    time += g.fwd;
+    bwd += g.bwd();
+    flops += 2 * mm * nn * kk;
+    return g;
+  };
+  double attn_bwd = 0, mlp_bwd = 0;  // the blocks' backward GEMM seconds
   if (m.mla) {
     const double attn_w = static_cast<double>(count_params(m).attention_per_layer) / t;
-    gemm(lc.attn_gemm_s, lc.attn_gemm_flops, T, attn_w / h, h);  // MLA projections as one GEMM
+    gemm(lc.attn_gemm_s, attn_bwd, lc.attn_gemm_flops, T, attn_w / h, h);  // MLA projections as one GEMM
   } else {
     const double n_qkv = a_r * d.qk + g_r * (d.qk + d.v), k_proj = a_r * d.v;
-    gemm(lc.qkv_gemm_s, lc.qkv_flops, T, n_qkv, h);
-    gemm(lc.proj_gemm_s, lc.proj_flops, T, h, k_proj);
+    const Passes q = gemm(lc.qkv_gemm_s, attn_bwd, lc.qkv_flops, T, n_qkv, h);
+    const Passes o = gemm(lc.proj_gemm_s, attn_bwd, lc.proj_flops, T, h, k_proj);
+    lc.qkv_dgrad_s = q.dgrad;
+    lc.qkv_wgrad_s = q.wgrad;
+    lc.proj_dgrad_s = o.dgrad;
+    lc.proj_wgrad_s = o.wgrad;
     lc.attn_gemm_s = lc.qkv_gemm_s + lc.proj_gemm_s;
     lc.attn_gemm_flops = lc.qkv_flops + lc.proj_flops;
     if (!moe && sp && p.tp_comm_overlap) {
       lc.tp_overlap = true;
       lc.tp_chunks = p.tp;
-      double unused = 0;
-      gemm(lc.qkv_chunk_s, unused, T / t, n_qkv, h);
-      gemm(lc.proj_chunk_s, unused, T / t, h, k_proj);
+      // A dgrad chunk is 1/tp of the unsplit data gradient: on its own (M/tp) x K output
+      // the fixed 128 x 256 tiles, with no split-K, would leave most SMs idle (e.g. 32
+      // tiles for the 70B proj at TP8) where the library splits K.
+      lc.qkv_chunk_s = passes(T / t, n_qkv, h).fwd;
+      lc.proj_chunk_s = passes(T / t, h, k_proj).fwd;
+      lc.proj_dgrad_chunk_s = o.dgrad / t;
     }
   }
   double ffn_inner = 0;  // per-token FFN inner width on this rank (elementwise traffic)
@@ -148,20 +173,24 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double G = m.ffn_matrices;
   if (!moe) {
     const double F = static_cast<double>(m.ffn_hidden_size) / t;
-    gemm(lc.fc1_gemm_s, lc.fc1_flops, T, (G - 1) * F, h);
-    gemm(lc.fc2_gemm_s, lc.fc2_flops, T, h, F);
+    const Passes f1 = gemm(lc.fc1_gemm_s, mlp_bwd, lc.fc1_flops, T, (G - 1) * F, h);
+    const Passes f2 = gemm(lc.fc2_gemm_s, mlp_bwd, lc.fc2_flops, T, h, F);
+    lc.fc1_dgrad_s = f1.dgrad;
+    lc.fc1_wgrad_s = f1.wgrad;
+    lc.fc2_dgrad_s = f2.dgrad;
+    lc.fc2_wgrad_s = f2.wgrad;
     lc.mlp_gemm_s = lc.fc1_gemm_s + lc.fc2_gemm_s;
     lc.mlp_flops = lc.fc1_flops + lc.fc2_flops;
     if (lc.tp_overlap) {
-      double unused = 0;
-      gemm(lc.fc1_chunk_s, unused, T / t, (G - 1) * F, h);
-      gemm(lc.fc2_chunk_s, unused, T / t, h, F);
+      lc.fc1_chunk_s = passes(T / t, (G - 1) * F, h).fwd;
+      lc.fc2_chunk_s = passes(T / t, h, F).fwd;
+      lc.fc2_dgrad_chunk_s = f2.dgrad / t;  // as proj's above
     }
     ffn_inner = F;
   } else {
     const MoeSpec& e = *m.moe;
     const double T_in = sp ? T / t : T;  // tokens entering the layer on this rank
-    gemm(lc.mlp_gemm_s, lc.mlp_flops, T_in, e.num_experts, h);  // router
+    gemm(lc.mlp_gemm_s, mlp_bwd, lc.mlp_flops, T_in, e.num_experts, h);  // router
     // Routed experts: the ep ranks' tokens spread evenly over the E experts, so each of
     // this rank's E/ep experts sees T_e*k*ep/E rows, T_e the tokens of its expert
     // tensor-parallel group: T/tp per rank with sequence parallelism, gathered over etp
@@ -173,16 +202,18 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const double T_e = expert_tokens(p, T) * e.load_imbalance;
     const double rows = T_e * e.top_k * p.ep / e.num_experts;
     const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp();
-    double one_t = 0, one_f = 0;
-    gemm(one_t, one_f, rows, (G - 1) * Fe, h);
-    gemm(one_t, one_f, rows, h, Fe);
+    double one_t = 0, one_b = 0, one_f = 0;
+    gemm(one_t, one_b, one_f, rows, (G - 1) * Fe, h);
+    gemm(one_t, one_b, one_f, rows, h, Fe);
     lc.mlp_gemm_s += one_t * local;
+    mlp_bwd += one_b * local;
     lc.mlp_flops += one_f * local;
     if (e.num_shared_experts > 0) {
       const double Fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
-      gemm(lc.shared_gemm_s, shared_flops, T, (G - 1) * Fs, h);
-      gemm(lc.shared_gemm_s, shared_flops, T, h, Fs);
+      gemm(lc.shared_gemm_s, lc.shared_gemm_bwd_s, shared_flops, T, (G - 1) * Fs, h);
+      gemm(lc.shared_gemm_s, lc.shared_gemm_bwd_s, shared_flops, T, h, Fs);
       lc.mlp_gemm_s += lc.shared_gemm_s;
+      mlp_bwd += lc.shared_gemm_bwd_s;
       lc.mlp_flops += shared_flops;
       shared_elem = Fs * T;  // x the activation's elements moved per inner element (below)
       ffn_inner += Fs;
@@ -252,14 +283,14 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.attn_elem_s += pace * memory_time_s(gpu, kFp8QuantBytesPerElement * (q.fwd_attn + q.bwd_attn) / 3);
     lc.mlp_elem_s += pace * memory_time_s(gpu, kFp8QuantBytesPerElement * (q.fwd_mlp + q.bwd_mlp) / 3);
   }
-  lc.attn_gemm_bwd_s = 2 * lc.attn_gemm_s;
-  lc.mlp_gemm_bwd_s = 2 * lc.mlp_gemm_s;
+  lc.attn_gemm_bwd_s = attn_bwd;
+  lc.mlp_gemm_bwd_s = mlp_bwd;
   if (lc.tp_overlap) {
     // Split GEMMs (layer_cost.h): tp chunks each, FLOPs unchanged.
     lc.attn_gemm_s = t * lc.qkv_chunk_s + t * lc.proj_chunk_s;
     lc.mlp_gemm_s = t * lc.fc1_chunk_s + t * lc.fc2_chunk_s;
-    lc.attn_gemm_bwd_s = t * lc.proj_chunk_s + lc.proj_gemm_s + 2 * lc.qkv_gemm_s;
-    lc.mlp_gemm_bwd_s = t * lc.fc2_chunk_s + lc.fc2_gemm_s + 2 * lc.fc1_gemm_s;
+    lc.attn_gemm_bwd_s = t * lc.proj_dgrad_chunk_s + lc.proj_wgrad_s + lc.qkv_dgrad_s + lc.qkv_wgrad_s;
+    lc.mlp_gemm_bwd_s = t * lc.fc2_dgrad_chunk_s + lc.fc2_wgrad_s + lc.fc1_dgrad_s + lc.fc1_wgrad_s;
   }
   if (p.recompute == Recompute::kFull) {
     lc.recompute_s = lc.fwd_s();
@@ -269,8 +300,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // of each on average when the saved set alternates) and every elementwise op of the
     // forward again; the attention's output is saved, so the core is not re-run.
     for (const OpSacMm& mm : op_sac_split(m, p).mms) {
-      double s = 0, flops = 0;
-      gemm(s, flops, T, mm.n, mm.k);
+      double s = 0, unused = 0, flops = 0;
+      gemm(s, unused, flops, T, mm.n, mm.k);
       lc.recompute_s += mm.recompute_weight * s;
       lc.recompute_flops += mm.recompute_weight * flops;
     }
@@ -293,9 +324,9 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     if (m.mla && p.recomputes(RecomputeModule::kMlaUpProj)) {
       // Output-discarding: the q and kv up-projections and RoPE on q and k.
       const MlaSpec& a = *m.mla;
-      double up_s = 0, up_flops = 0;
-      if (a.q_lora_rank > 0) gemm(up_s, up_flops, T, a_r * d.qk, static_cast<double>(a.q_lora_rank));
-      gemm(up_s, up_flops, T, a_r * (a.qk_nope_head_dim + a.v_head_dim), static_cast<double>(a.kv_lora_rank));
+      double up_s = 0, unused = 0, up_flops = 0;
+      if (a.q_lora_rank > 0) gemm(up_s, unused, up_flops, T, a_r * d.qk, static_cast<double>(a.q_lora_rank));
+      gemm(up_s, unused, up_flops, T, a_r * (a.qk_nope_head_dim + a.v_head_dim), static_cast<double>(a.kv_lora_rank));
       const double rope = 2 * kActBytes * T * (a_r + 1) * static_cast<double>(a.qk_rope_head_dim);
       again(up_s + pace * memory_time_s(gpu, rope), up_flops);
     }
@@ -384,10 +415,9 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                              ring_overlap_exposed_s(rs, n, lc.proj_chunk_s, f) +
                              ring_overlap_exposed_s(ag, n, lc.fc1_chunk_s, f) +
                              ring_overlap_exposed_s(rs, n, lc.fc2_chunk_s, f);
-      out.tp_overlap_bwd_s = ring_overlap_exposed_s(ag, n, lc.fc2_chunk_s, f) +
-                             std::max(0.0, (1 - f) * rs - lc.fc1_gemm_s) +
-                             ring_overlap_exposed_s(ag, n, lc.proj_chunk_s, f) +
-                             std::max(0.0, (1 - f) * rs - lc.qkv_gemm_s);
+      out.tp_overlap_bwd_s =
+          ring_overlap_exposed_s(ag, n, lc.fc2_dgrad_chunk_s, f) + std::max(0.0, (1 - f) * rs - lc.fc1_wgrad_s) +
+          ring_overlap_exposed_s(ag, n, lc.proj_dgrad_chunk_s, f) + std::max(0.0, (1 - f) * rs - lc.qkv_wgrad_s);
       out.tp_exposed_s = out.tp_overlap_fwd_s * (recompute_factor - 1) + out.tp_overlap_bwd_s +
                          (lc.recompute_block ? mlp_pair : 0.0);  // the MLP block re-run unsplit
       tp_fwd = out.tp_overlap_fwd_s;
@@ -425,7 +455,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       // combine's gradient backward), hiding it up to their GEMM time (backward: twice).
       const double a = out.ep_a2a_s;
       const double fwd = a + std::max(0.0, (1 - f) * a - lc.shared_gemm_s);
-      const double bwd = a + std::max(0.0, (1 - f) * a - 2 * lc.shared_gemm_s);
+      const double bwd = a + std::max(0.0, (1 - f) * a - lc.shared_gemm_bwd_s);
       out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd + (lc.recompute_block ? fwd : 0.0);
       ep_fwd = fwd;
       slowed(a, a, lc.recompute_block ? a : 0.0);
@@ -450,11 +480,13 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   // Engine's FP8 autocast: an FP8 plan still runs it in 16 bits.
   const Precision prec = p.precision == Precision::kFp8 ? Precision::kBf16 : p.precision;
   const double g = pace * gemm_time_s(c.gpu, prec, T, Vr, h);
+  // Its backward: the data gradient (T x Vr).(Vr x h) and the weight gradient (h x T).(T x Vr).
+  const double g_bwd = pace * (gemm_time_s(c.gpu, prec, T, h, Vr) + gemm_time_s(c.gpu, prec, h, Vr, T));
   // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
   const double ce = pace * memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
   out.ce_s = ce;
   out.fwd_s = g + ce / 2;
-  out.bwd_s = 2 * g + ce / 2;
+  out.bwd_s = g_bwd + ce / 2;
   out.flops = 3 * 2.0 * T * Vr * h;
   return out;
 }

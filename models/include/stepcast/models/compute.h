@@ -34,7 +34,8 @@ double peak_flops(const GpuSpec& gpu, Precision precision);
 double gemm_efficiency_max(const GpuSpec& gpu, Precision precision);
 
 // Achieved fraction of peak for an (m x k) . (k x n) GEMM: the ceiling times tile
-// quantization (128 x 256 tiles) and wave quantization over the SMs.
+// quantization (128 x 256 tiles) and wave quantization over the SMs, and for FP8 on a GPU
+// with gemm_fp8_k_half > 0 the short-K factor k / (k + gemm_fp8_k_half).
 double gemm_efficiency(const GpuSpec& gpu, Precision precision, double m, double n, double k);
 
 // Roofline time of a GEMM: max(FLOPs / (eta * peak), bytes / (hbm_eff * BW)), 2-byte

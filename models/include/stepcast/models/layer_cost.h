@@ -59,9 +59,16 @@ struct LayerCost {
   AttentionEfficiency attn_eff; // the core's forward and backward efficiency (attention.h)
   // Executed FLOPs of the forward pieces.
   double attn_gemm_flops = 0, attn_core_flops = 0, mlp_flops = 0;
-  // Backward GEMM seconds (data and weight gradients). Without TP communication overlap
-  // exactly 2 x the forward GEMMs; with it see `tp_overlap`.
+  // Backward GEMM seconds (data and weight gradients), each GEMM on its own shape: for a
+  // forward (M x K).(K x N), the data gradient (M x N).(N x K) and the weight gradient
+  // (K x M).(M x N) (twice the forward's FLOPs). With TP communication overlap see
+  // `tp_overlap`.
   double attn_gemm_bwd_s = 0, mlp_gemm_bwd_s = 0;
+  // The four dense GEMMs' backward halves (0 for MoE and MLA layers) and the shared
+  // experts' backward (MoE layers, in mlp_gemm_bwd_s).
+  double qkv_dgrad_s = 0, qkv_wgrad_s = 0, proj_dgrad_s = 0, proj_wgrad_s = 0;
+  double fc1_dgrad_s = 0, fc1_wgrad_s = 0, fc2_dgrad_s = 0, fc2_wgrad_s = 0;
+  double shared_gemm_bwd_s = 0;
 
   // The four GEMMs of a dense layer with standard attention (0 for MoE and MLA layers),
   // forward seconds and FLOPs, unsplit: qkv + proj = attn_gemm_s, fc1 + fc2 = mlp_gemm_s
@@ -73,13 +80,15 @@ struct LayerCost {
   // M/tp rows (`*_chunk_s`: one chunk, gemm_time_s on that shape), so
   //   forward:  attn_gemm_s = tp*qkv_chunk + tp*proj_chunk, mlp_gemm_s = tp*fc1_chunk + tp*fc2_chunk
   //   backward: the dgrad of proj / fc2 is split (paired with the all-gather of the output
-  //             gradient), the rest is not: attn_gemm_bwd_s = tp*proj_chunk + proj + 2*qkv,
-  //             mlp_gemm_bwd_s = tp*fc2_chunk + fc2 + 2*fc1.
-  // The chunked dgrad is priced on the forward chunk shape, as the unsplit backward is (2x
-  // the forward). docs/model-reference.md "TP communication overlap".
+  //             gradient), the rest is not: attn_gemm_bwd_s = tp*proj_dgrad_chunk +
+  //             proj_wgrad + qkv_dgrad + qkv_wgrad, mlp_gemm_bwd_s = tp*fc2_dgrad_chunk +
+  //             fc2_wgrad + fc1_dgrad + fc1_wgrad.
+  // A dgrad chunk is 1/tp of the unsplit data gradient. docs/model-reference.md "TP
+  // communication overlap".
   bool tp_overlap = false;
   int tp_chunks = 1;
   double qkv_chunk_s = 0, proj_chunk_s = 0, fc1_chunk_s = 0, fc2_chunk_s = 0;
+  double proj_dgrad_chunk_s = 0, fc2_dgrad_chunk_s = 0;
 
   double attn_fwd_s() const { return attn_gemm_s + attn_core_s + attn_elem_s; }
   double mlp_fwd_s() const { return mlp_gemm_s + mlp_elem_s; }

@@ -82,6 +82,9 @@ struct GpuSpec {
   int sms = 0;                         // streaming multiprocessors (wave quantization); 0 = unknown
   double mamf_bf16_tflops = 0;         // measured maximum achievable matmul, 0 = unknown
   double mamf_fp8_tflops = 0;
+  // FP8 GEMMs with a short inner dimension K run at K / (K + gemm_fp8_k_half) of the large-K
+  // ceiling (a fixed cost per output tile; compute.h); 0 = no such term.
+  double gemm_fp8_k_half = 0;
   double scaleup_bandwidth_per_direction_GBps = 0;
   int scaleup_domain_gpus = 0;
   double nic_Gbps_per_gpu = 0;
