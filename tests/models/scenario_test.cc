@@ -913,6 +913,27 @@ TEST(ScenarioErrors, OverlapSlowdownIsAFractionFromZero) {
             "cluster.gpu.overlap_slowdown: -0.1 is out of range (0 to 4)");
 }
 
+TEST(ScenarioErrors, GpuPowerLimitAndFp8ShortKAreCheckedAndRead) {
+  // cluster.gpu.tdp_W (the power limit a GPU's figures hold at) and gemm_fp8_k_half (FP8's
+  // short-K factor, docs/model-reference.md 4.1): a GPU object may set them; 0 turns the
+  // short-K factor off, a negative one or a zero power limit is refused, naming the field.
+  const auto with = [](const char* fields) {
+    return scenario(kLlama70b,
+                    std::string(R"({"preset": "dgx-h100", "nodes": 8, "gpu": {"preset": "h100-sxm", )") + fields + "}}",
+                    kPlan);
+  };
+  auto s = parse_scenario(with(R"("gemm_fp8_k_half": 0, "tdp_W": 500)"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->cluster.gpu.gemm_fp8_k_half, 0.0);
+  EXPECT_EQ(s->cluster.gpu.tdp_W, 500.0);
+  auto preset = parse_scenario(with(R"("hbm_GiB": 80)"));
+  ASSERT_TRUE(preset.ok()) << preset.error().message;
+  EXPECT_EQ(preset->cluster.gpu.gemm_fp8_k_half, 718.0);  // the h100-sxm preset's
+  EXPECT_EQ(load_error(with(R"("gemm_fp8_k_half": -5)")),
+            "cluster.gpu.gemm_fp8_k_half: -5 is out of range (0 to 1000000)");
+  EXPECT_EQ(load_error(with(R"("tdp_W": 0)")), "cluster.gpu.tdp_W: expected a positive number, got 0");
+}
+
 TEST(ScenarioErrors, FsdpNoSyncNeedsZero3) {
   // plan.fsdp_no_sync (specs.h) defers ZeRO-3's reduce-scatters to the last microbatch; with
   // ZeRO 0-2 there is nothing to defer.
