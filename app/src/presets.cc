@@ -26,6 +26,7 @@ std::string presets_json(const PresetsReport& report) {
                     {"hbm_bandwidth_GBps", g.hbm_bandwidth_GBps},
                     {"mamf_bf16_tflops", g.mamf_bf16_tflops},
                     {"mamf_fp8_tflops", g.mamf_fp8_tflops},
+                    {"gemm_fp8_k_half", g.gemm_fp8_k_half},
                     {"tdp_W", g.tdp_W},
                     {"source", g.source}};
   }
