@@ -126,8 +126,15 @@ double inverse_normal_cdf(double p) {
 
 double expected_max_standard_normal(std::int64_t n) {
   if (n <= 1) return 0.0;
+  // The last value per thread: an estimate asks for its job's n many times (every GPU time
+  // is paced), a planner's search for the same n over thousands of layouts.
+  thread_local std::int64_t last_n = 0;
+  thread_local double last = 0.0;
+  if (n == last_n) return last;
   const double nd = static_cast<double>(n);
-  return inverse_normal_cdf((nd - 0.375) / (nd + 0.25));
+  last = inverse_normal_cdf((nd - 0.375) / (nd + 0.25));
+  last_n = n;
+  return last;
 }
 
 double job_pace(const ClusterSpec& c) {

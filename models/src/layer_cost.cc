@@ -124,6 +124,9 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     double fwd = 0, dgrad = 0, wgrad = 0;
     double bwd() const { return dgrad + wgrad; }
   };
+  auto fwd_time = [&](double mm, double nn, double kk) {
+    return mm > 0 && nn > 0 && kk > 0 ? pace * gemm_time_s(gpu, prec, mm, nn, kk) : 0.0;
+  };
   auto passes = [&](double mm, double nn, double kk) {
     Passes g;
     if (mm <= 0 || nn <= 0 || kk <= 0) return g;
@@ -161,8 +164,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       // A dgrad chunk is 1/tp of the unsplit data gradient: on its own (M/tp) x K output
       // the fixed 128 x 256 tiles, with no split-K, would leave most SMs idle (e.g. 32
       // tiles for the 70B proj at TP8) where the library splits K.
-      lc.qkv_chunk_s = passes(T / t, n_qkv, h).fwd;
-      lc.proj_chunk_s = passes(T / t, h, k_proj).fwd;
+      lc.qkv_chunk_s = fwd_time(T / t, n_qkv, h);
+      lc.proj_chunk_s = fwd_time(T / t, h, k_proj);
       lc.proj_dgrad_chunk_s = o.dgrad / t;
     }
   }
@@ -182,8 +185,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     lc.mlp_gemm_s = lc.fc1_gemm_s + lc.fc2_gemm_s;
     lc.mlp_flops = lc.fc1_flops + lc.fc2_flops;
     if (lc.tp_overlap) {
-      lc.fc1_chunk_s = passes(T / t, (G - 1) * F, h).fwd;
-      lc.fc2_chunk_s = passes(T / t, h, F).fwd;
+      lc.fc1_chunk_s = fwd_time(T / t, (G - 1) * F, h);
+      lc.fc2_chunk_s = fwd_time(T / t, h, F);
       lc.fc2_dgrad_chunk_s = f2.dgrad / t;  // as proj's above
     }
     ffn_inner = F;
@@ -300,8 +303,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // of each on average when the saved set alternates) and every elementwise op of the
     // forward again; the attention's output is saved, so the core is not re-run.
     for (const OpSacMm& mm : op_sac_split(m, p).mms) {
-      double s = 0, unused = 0, flops = 0;
-      gemm(s, unused, flops, T, mm.n, mm.k);
+      const double s = fwd_time(T, mm.n, mm.k), flops = 2 * T * mm.n * mm.k;
       lc.recompute_s += mm.recompute_weight * s;
       lc.recompute_flops += mm.recompute_weight * flops;
     }
@@ -324,9 +326,13 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     if (m.mla && p.recomputes(RecomputeModule::kMlaUpProj)) {
       // Output-discarding: the q and kv up-projections and RoPE on q and k.
       const MlaSpec& a = *m.mla;
-      double up_s = 0, unused = 0, up_flops = 0;
-      if (a.q_lora_rank > 0) gemm(up_s, unused, up_flops, T, a_r * d.qk, static_cast<double>(a.q_lora_rank));
-      gemm(up_s, unused, up_flops, T, a_r * (a.qk_nope_head_dim + a.v_head_dim), static_cast<double>(a.kv_lora_rank));
+      double up_s = 0, up_flops = 0;
+      auto up = [&](double nn, double kk) {
+        up_s += fwd_time(T, nn, kk);
+        up_flops += 2 * T * nn * kk;
+      };
+      if (a.q_lora_rank > 0) up(a_r * d.qk, static_cast<double>(a.q_lora_rank));
+      up(a_r * (a.qk_nope_head_dim + a.v_head_dim), static_cast<double>(a.kv_lora_rank));
       const double rope = 2 * kActBytes * T * (a_r + 1) * static_cast<double>(a.qk_rope_head_dim);
       again(up_s + pace * memory_time_s(gpu, rope), up_flops);
     }
