@@ -595,7 +595,8 @@ ScenarioBuild build_scenario(Record& r) {
     return out;
   }
   // A power limit stated in the GPU description ("500 W cap") selects the preset measured at
-  // that limit where there is one (h100-sxm-500w: its GEMM ceilings were measured at 500 W);
+  // that limit where there is one, named "<preset>-<watts>w" (h100-sxm-500w: its GEMM ceilings
+  // were measured at 500 W);
   // another limit keeps the preset's ceilings, measured at its own TDP, and says so.
   std::string gpu_preset = preset.gpu;
   std::smatch m;

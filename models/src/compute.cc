@@ -91,6 +91,10 @@ double gemm_time_s(const GpuSpec& gpu, Precision p, double m, double n, double k
   return std::max(t_compute, memory_time_s(gpu, bytes)) + bytes * gpu.gemm_s_per_byte;
 }
 
+double gemm_backward_s(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  return gemm_time_s(gpu, p, m, k, n) + gemm_time_s(gpu, p, k, n, m);
+}
+
 namespace {
 
 // Inverse of the standard normal CDF: Acklam's rational approximation (relative error

@@ -358,7 +358,7 @@ struct Layers {
   LayerOffload dense_off, moe_off;
   double dense_stall = 0, moe_stall = 0;  // host-bound wait per layer and microbatch
   double logits_fwd = 0, logits_bwd = 0, logits_flops = 0;
-  double mtp_proj_fwd = 0, mtp_proj_flops = 0;  // one MTP module's 2h -> h projection, forward
+  double mtp_proj_fwd = 0, mtp_proj_bwd = 0, mtp_proj_flops = 0;  // one MTP module's 2h -> h projection
 };
 
 }  // namespace
@@ -433,6 +433,7 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   if (m.mtp_layers > 0) {
     const MtpProjection mp = mtp_projection_cost(m, c, p, w.seq_len);
     L.mtp_proj_fwd = mp.fwd_s;
+    L.mtp_proj_bwd = mp.bwd_s;
     L.mtp_proj_flops = mp.flops;
   }
   const LogitsCost lg = logits_cost(m, c, p, w.seq_len);
@@ -464,7 +465,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   const int mtp_dense = mtp_moe ? 0 : mtp, mtp_moe_n = mtp_moe ? mtp : 0;
   if (mtp > 0) {
     st.forward += mtp * (L.mtp_proj_fwd + L.logits_fwd);
-    st.backward += mtp * (2 * L.mtp_proj_fwd + L.logits_bwd);
+    st.backward += mtp * (L.mtp_proj_bwd + L.logits_bwd);
     fl += mtp * (3 * L.mtp_proj_flops + L.logits_flops);
   }
   st.forward += mtp_dense * L.dense.fwd_s() + mtp_moe_n * L.moe.fwd_s();
@@ -477,7 +478,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     st.parts.attention = nd * L.dense.attention_s() + nm * L.moe.attention_s();
     st.parts.memory_bound = nd * L.dense.memory_bound_s() + nm * L.moe.memory_bound_s();
     st.parts.recompute = nd * L.dense.recompute_s + nm * L.moe.recompute_s;
-    if (stage == p.pp - 1) st.parts.output = (1 + mtp) * (L.logits_fwd + L.logits_bwd) + mtp * 3 * L.mtp_proj_fwd;
+    if (stage == p.pp - 1)
+      st.parts.output = (1 + mtp) * (L.logits_fwd + L.logits_bwd) + mtp * (L.mtp_proj_fwd + L.mtp_proj_bwd);
   }
   {
     // The compute the layers' overlapped TP, CP and EP collectives slow (layer_cost.h

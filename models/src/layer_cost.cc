@@ -127,18 +127,11 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   auto fwd_time = [&](double mm, double nn, double kk) {
     return mm > 0 && nn > 0 && kk > 0 ? pace * gemm_time_s(gpu, prec, mm, nn, kk) : 0.0;
   };
-  auto passes = [&](double mm, double nn, double kk) {
-    Passes g;
-    if (mm <= 0 || nn <= 0 || kk <= 0) return g;
-    g.fwd = pace * gemm_time_s(gpu, prec, mm, nn, kk);
-    g.dgrad = pace * gemm_time_s(gpu, prec, mm, kk, nn);
-    g.wgrad = pace * gemm_time_s(gpu, prec, kk, nn, mm);
-    return g;
-  };
-  // Accumulates a GEMM's forward and backward seconds and its forward FLOPs.
+  // Accumulates a GEMM's forward and backward seconds (gemm_backward_s's two shapes) and its
+  // forward FLOPs.
   auto gemm = [&](double& time, double& bwd, double& flops, double mm, double nn, double kk) {
     if (mm <= 0 || nn <= 0 || kk <= 0) return Passes{};
-    const Passes g = passes(mm, nn, kk);
+    const Passes g{fwd_time(mm, nn, kk), fwd_time(mm, kk, nn), fwd_time(kk, nn, mm)};
     time += g.fwd;
     bwd += g.bwd();
     flops += 2 * mm * nn * kk;
@@ -487,7 +480,7 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   const Precision prec = p.precision == Precision::kFp8 ? Precision::kBf16 : p.precision;
   const double g = pace * gemm_time_s(c.gpu, prec, T, Vr, h);
   // Its backward: the data gradient (T x Vr).(Vr x h) and the weight gradient (h x T).(T x Vr).
-  const double g_bwd = pace * (gemm_time_s(c.gpu, prec, T, h, Vr) + gemm_time_s(c.gpu, prec, h, Vr, T));
+  const double g_bwd = pace * gemm_backward_s(c.gpu, prec, T, Vr, h);
   // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
   const double ce = pace * memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
   out.ce_s = ce;
@@ -502,6 +495,7 @@ MtpProjection mtp_projection_cost(const ModelSpec& m, const ClusterSpec& c, cons
   const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
   const double h = static_cast<double>(m.hidden_size);
   out.fwd_s = job_pace(c) * gemm_time_s(c.gpu, p.precision, T, h / p.tp, 2 * h);
+  out.bwd_s = job_pace(c) * gemm_backward_s(c.gpu, p.precision, T, h / p.tp, 2 * h);
   out.flops = 2 * T * (h / p.tp) * 2 * h;
   return out;
 }

@@ -721,7 +721,7 @@ class StageBuilder {
                      logits_.ce_s / 2, 0);
         x = memory(false, logits_bytes(), fmt::format("free mtp logits mb{} M{}", mb, i), x);
         x = layer_backward_plain(x, layer, mb);
-        x = add(compute(ComputeClass::kGemm, SimTime::from_s(2 * mtp_.fwd_s), 2 * mtp_.flops, layer, mb),
+        x = add(compute(ComputeClass::kGemm, SimTime::from_s(mtp_.bwd_s), 2 * mtp_.flops, layer, mb),
                 fmt::format("B mb{} M{} proj", mb, i), {x});
         x = memory(false, mtp_act_, fmt::format("free mtp act mb{} M{}", mb, i), x);
       }

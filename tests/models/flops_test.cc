@@ -217,6 +217,23 @@ TEST(Flops, Fp8GemmEfficiencyFallsWithAShortInnerDimensionAsDeepGemmMeasured) {
       1.0, 1e-12);
 }
 
+// A GEMM's backward on its own shapes, against the hand calculation of docs/model-reference.md
+// section 7 (Llama-3-70B, TP8, T = 8192, H100 bf16, eta_max = 794.5/989.4): the QKV GEMM
+// 8192 x 1280 x 8192 takes 0.268 ms forward (320 tiles in 3 waves); its data gradient
+// 8192 x 8192 x 1280 fills 16 whole waves of 2048 tiles (0.223 ms) and its weight gradient
+// has the forward's shape (0.268 ms): 0.491 ms, not twice the forward's 0.536.
+TEST(Flops, GemmBackwardIsItsDataAndWeightGradientsOnTheirOwnShapes) {
+  const GpuSpec& g = builtin_presets().gpus.at("h100-sxm");
+  expect_rel(gemm_time_s(g, Precision::kBf16, 8192, 1280, 8192) * 1e3, 0.268, 2e-3);
+  expect_rel(gemm_backward_s(g, Precision::kBf16, 8192, 1280, 8192) * 1e3, 0.491, 2e-3);
+  // By the formula: 2 x 8192 x 8192 x 1280 FLOPs at 0.803 x 2048/2112 (dgrad) plus the
+  // forward's time again (wgrad: K x N output = 8192 x 1280, inner M = 8192).
+  const double eta = 794.5 / 989.4;
+  const double dgrad = 2.0 * 8192 * 8192 * 1280 / (eta * 2048.0 / 2112 * 989.4e12);
+  EXPECT_NEAR(gemm_backward_s(g, Precision::kBf16, 8192, 1280, 8192),
+              dgrad + gemm_time_s(g, Precision::kBf16, 8192, 1280, 8192), 1e-12);
+}
+
 TEST(Flops, MemoryTimeIsBytesOverEfficiencyTimesBandwidth) {
   // 2.4e9 bytes at 0.8 * 3000 GB/s = 1 ms.
   EXPECT_DOUBLE_EQ(memory_time_s(test_gpu(), 2.4e9), 1e-3);

@@ -1216,7 +1216,11 @@ TEST(Engine, MtpStepAndPeakMemoryMatchTheClosedForm) {
   // The projection: 2 T (h/t) 2h = 2 x 4096 x 3584 x 14336 FLOPs forward.
   EXPECT_DOUBLE_EQ(proj.flops, 2.0 * 4096 * 3584 * 14336);
   EXPECT_NEAR(a.forward - b.forward, proj.fwd_s + moe.fwd_s() + lg.fwd_s, 1e-12);
-  EXPECT_NEAR(a.backward - b.backward, 2 * proj.fwd_s + moe.bwd_s() + lg.bwd_s, 1e-12);
+  // Its backward: the data gradient T x 2h (inner h/t) and the weight gradient 2h x h/t
+  // (inner T), each on its own shape.
+  EXPECT_DOUBLE_EQ(proj.bwd_s, job_pace(s.cluster) * (gemm_time_s(s.cluster.gpu, s.plan.precision, 4096, 14336, 3584) +
+                                                      gemm_time_s(s.cluster.gpu, s.plan.precision, 14336, 3584, 4096)));
+  EXPECT_NEAR(a.backward - b.backward, proj.bwd_s + moe.bwd_s() + lg.bwd_s, 1e-12);
   EXPECT_GT(e.step_time_s, estimate(without, s.cluster, s.plan, s.workload).step_time_s);
 }
 

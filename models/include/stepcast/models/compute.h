@@ -42,6 +42,10 @@ double gemm_efficiency(const GpuSpec& gpu, Precision precision, double m, double
 // operands (1-byte for fp8 inputs).
 double gemm_time_s(const GpuSpec& gpu, Precision precision, double m, double n, double k);
 
+// The backward of that GEMM: its data gradient (m x n).(n x k) and weight gradient
+// (k x m).(m x n), each timed by gemm_time_s on its own shape (docs/model-reference.md 4.2).
+double gemm_backward_s(const GpuSpec& gpu, Precision precision, double m, double n, double k);
+
 // Time to stream `bytes` through HBM (memory-bound kernels).
 double memory_time_s(const GpuSpec& gpu, double bytes);
 

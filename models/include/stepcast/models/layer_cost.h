@@ -213,6 +213,7 @@ LogitsCost logits_cost(const ModelSpec& model, const ClusterSpec& cluster, const
 // state and shifted-token embedding (2h -> h, column-parallel over TP), forward.
 struct MtpProjection {
   double fwd_s = 0;
+  double bwd_s = 0;  // data and weight gradients on their own shapes (gemm_backward_s)
   double flops = 0;  // forward
 };
 MtpProjection mtp_projection_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
