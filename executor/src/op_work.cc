@@ -44,6 +44,12 @@ OpWork op_work(const ExecContext& ctx, const Op& op) {
     w.to_host = op.stream == Stream::kHostOut;
     return w;
   }
+  if (op.stream == Stream::kDp) {
+    // DeepSpeed 2021's memsets and per-rank copies beside its ZeRO-3 collectives (lower.cc
+    // zdp_work): the executor's collectives gather and reduce flat buffers, nothing to copy.
+    w.kind = OpWork::Kind::kNone;
+    return w;
+  }
   if (op.stream != Stream::kCompute) {
     // A fixed-duration transfer standing for a sequence of exchanges (the CP ring).
     w.kind = OpWork::Kind::kRing;

@@ -600,15 +600,19 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     }
     const double f = overlap_interference(c.gpu);
     const double launch = stack.host_us_per_kernel * 1e-6;
-    const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, launch);
+    const bool list = stack.zero3_gather == Zero3Gather::kSyncedList;
+    const Zero3GatherWork work =
+        list ? zero3_gather_work(t, c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel) : Zero3GatherWork{};
+    const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, launch, list ? &work : nullptr);
     // The interference of the gathers prefetched in the forward slows the forward.
     st.forward += z.interference_fwd_s;
     st.backward += z.interference_s - z.interference_fwd_s;
     st.parts.interference += z.interference_s;
-    // The launch after each synchronisation is the GPU waiting for the host (as the engine's
-    // zero3.launch ops); the rest of the exposure waits for the data-parallel stream.
-    st.host += z.syncs * launch;
-    st.fsdp = z.exposed_s() - z.syncs * launch;
+    // The launch after each synchronisation and (kSyncedList) each gather's issue are the GPU
+    // waiting for the host (as the engine's zero3.launch and zero3.issue ops); the rest of
+    // the exposure waits for the data-parallel stream.
+    st.host += z.host_s;
+    st.fsdp = z.exposed_s() - z.host_s;
   } else if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;

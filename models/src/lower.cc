@@ -80,7 +80,10 @@ class StageBuilder {
       zmod_ = true;
       ztrace_ = zero3_trace(m, p, dense_, logits_.fwd_s, logits_.bwd_s);
       zhooks_ = zero3_coordinate(ztrace_, zero3_policy(stack_profile(p.stack)));
-      zlaunch_s_ = stack_profile(p.stack).host_us_per_kernel * 1e-6;
+      const StackProfile& stack = stack_profile(p.stack);
+      zlaunch_s_ = stack.host_us_per_kernel * 1e-6;
+      zlist_ = stack.zero3_gather == Zero3Gather::kSyncedList;
+      if (zlist_) zwork_ = zero3_gather_work(ztrace_, c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel);
     }
     if (m.mtp_layers > 0) {
       mtp_ = mtp_projection_cost(m, c, p, w.seq_len);
@@ -505,7 +508,8 @@ class StageBuilder {
   // since the last one, then one launch on the host; the prefetched gathers (each slowing
   // the compute after it); the use's compute (the trace's seconds, none when 0; `flops`,
   // `mem_s` and `core_flops` describe it); its gradient's reduce-scatter. Every gather and
-  // reduce-scatter is on the data-parallel stream.
+  // reduce-scatter is on the data-parallel stream. A kSyncedList stack gathers each weight
+  // with zgather_list().
   std::uint32_t zuse(std::uint32_t x, int layer, int mb, ComputeClass cls, double flops, double mem_s,
                      double core_flops, const std::string& name) {
     const Zero3Use& u = ztrace_.uses[zcur_];
@@ -514,23 +518,64 @@ class StageBuilder {
       return collective(k, GroupKind::kDp, ztrace_.numel[static_cast<std::size_t>(q)] * bytes_per, layer, mb);
     };
     if (zhooks_.sync(zcur_)) {
-      for (int q : zhooks_.fetch(zcur_))
-        zout_.push_back(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag fetch " + name, {}));
+      for (int q : zhooks_.fetch(zcur_)) {
+        if (zlist_) {
+          x = zgather_list(x, q, false, layer, mb, "fetch " + name);
+        } else {
+          zout_.push_back(add(weight(q, CollKind::kAllGather, kZero3WeightBytes), "zero3.ag fetch " + name, {}));
+        }
+      }
       const std::uint32_t sync = join_all(x, zout_, layer, mb, "zero3.sync " + name);
       zout_.clear();
       x = add(compute(ComputeClass::kHost, SimTime::from_s(zlaunch_s_), 0, layer, mb), "zero3.launch " + name, {sync});
+      zhost_ = x;
     }
     for (int q : zhooks_.prefetch(zcur_)) {
-      zout_.push_back(contend(add(weight(q, CollKind::kAllGather, 2.0), "zero3.ag prefetch " + name, {x})));
+      if (zlist_) {
+        x = zgather_list(x, q, true, layer, mb, "prefetch " + name);
+      } else {
+        zout_.push_back(
+            contend(add(weight(q, CollKind::kAllGather, kZero3WeightBytes), "zero3.ag prefetch " + name, {x})));
+      }
     }
     if (s > 0) x = annotate(add(compute(cls, SimTime::from_s(s), flops, layer, mb), name, {x}), mem_s, core_flops);
     if (u.reduce) {
+      // kSyncedList: the gradient divided and its views copied flat first, on the stream.
+      if (zlist_)
+        zdp_work(zwork_.reduce_copy_s[static_cast<std::size_t>(u.param)], {x}, layer, mb, "zero3.rs copies " + name);
       const std::uint32_t rs = add(weight(u.param, CollKind::kReduceScatter, p_.grad_bytes), "zero3.rs " + name, {x});
       zout_.push_back(rs);
       dp_ops_.push_back(rs);
     }
     zcur_ = (zcur_ + 1) % ztrace_.uses.size();
     return x;
+  }
+  // A fixed-duration op on the data-parallel stream: DeepSpeed 2021's memsets and the process
+  // group's per-rank copies (device memory traffic beside the collectives; the executor's
+  // collectives use flat buffers and run none).
+  std::uint32_t zdp_work(double seconds, std::initializer_list<std::uint32_t> deps, int layer, int mb,
+                         std::string name) {
+    Op op = compute(ComputeClass::kElementwise, SimTime::from_s(seconds), 0, layer, mb);
+    op.stream = Stream::kDp;
+    return add(op, std::move(name), deps);
+  }
+  // One weight gathered as DeepSpeed 2021's _allgather_param (zero3_fetch.h Zero3GatherWork):
+  // its memset on the stream once the host has issued the last gather, a drain of the device
+  // (the compute after `x` and everything on the stream), then the host's issue on the
+  // compute stream beside the gather, and the copy-backs after both. Returns the issue.
+  std::uint32_t zgather_list(std::uint32_t x, int q, bool prefetched, int layer, int mb, const std::string& name) {
+    const auto qi = static_cast<std::size_t>(q);
+    zout_.push_back(zdp_work(zwork_.memset_s[qi], {zhost_}, layer, mb, "zero3.memset " + name));
+    const std::uint32_t drain = join_all(x, zout_, layer, mb, "zero3.drain " + name);
+    zout_.clear();
+    const std::uint32_t ag =
+        add(collective(CollKind::kAllGather, GroupKind::kDp, ztrace_.numel[qi] * kZero3WeightBytes, layer, mb),
+            "zero3.ag " + name, {drain});
+    zhost_ = add(compute(ComputeClass::kHost, SimTime::from_s(zwork_.issue_s), 0, layer, mb), "zero3.issue " + name,
+                 {drain});
+    zout_.push_back(zdp_work(zwork_.copy_s[qi], {zhost_}, layer, mb, "zero3.copies " + name));
+    if (prefetched) contend(ag);  // after the issue: the compute it slows follows the host
+    return zhost_;
   }
   // A layer's forward (or full recomputation, pass 'R') and backward as the trace's uses.
   std::uint32_t zlayer_forward(std::uint32_t x, int layer, int mb, char pass) {
@@ -1127,6 +1172,9 @@ class StageBuilder {
   bool zmod_ = false;
   Zero3Trace ztrace_;
   Zero3Hooks zhooks_;
+  bool zlist_ = false;  // the stack gathers as kSyncedList
+  Zero3GatherWork zwork_;
+  std::uint32_t zhost_ = kNone;  // kSyncedList: the last gather's issue (or launch)
   std::size_t zcur_ = 0;
   std::vector<std::uint32_t> zout_;
   double zlaunch_s_ = 0;

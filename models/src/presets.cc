@@ -89,6 +89,8 @@ StackProfile read_stack(ObjectReader& r) {
       params.emplace_back(key);
     };
     if (s.zero3_fetch == Zero3Fetch::kModuleSync) {
+      if (auto x = r.choice("zero3_gather", names_of<Zero3Gather>())) s.zero3_gather = *parse_name<Zero3Gather>(*x);
+      params.emplace_back("zero3_gather");
       elements("zero3_prefetch_numel", s.zero3_prefetch_numel);
       elements("zero3_max_live_numel", s.zero3_max_live_numel);
       elements("zero3_reuse_distance_numel", s.zero3_reuse_distance_numel);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "stepcast/models/compute.h"
 #include "stepcast/models/stack.h"
 
 namespace stepcast {
@@ -120,32 +121,81 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
   return slot.hooks;
 }
 
+Zero3GatherWork zero3_gather_work(const Zero3Trace& t, const GpuSpec& gpu, double grad_bytes, int ranks,
+                                  double host_us) {
+  Zero3GatherWork w;
+  w.issue_s = (ranks + 2) * host_us * 1e-6;
+  for (double n : t.numel) {
+    w.memset_s.push_back(memory_time_s(gpu, n * kZero3WeightBytes));
+    w.copy_s.push_back(memory_time_s(gpu, 2 * n * kZero3WeightBytes));
+    w.reduce_copy_s.push_back(memory_time_s(gpu, 4 * n * grad_bytes));
+  }
+  return w;
+}
+
 Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
-                       const std::vector<double>& reduce_s, double f, double launch_s) {
+                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list) {
   Zero3Timing r;
-  // The open segment, from its synchronisation: the compute stream's clock and the data-
-  // parallel stream's (each collective starts when the stream is free and it is issued).
-  double cc = 0, sc = 0;
+  // The open segment, from its synchronisation: the compute stream's clock, the data-
+  // parallel stream's (each collective starts when the stream is free and it is issued) and
+  // the host's (kSyncedList: when it has issued the last gather).
+  double cc = 0, sc = 0, hc = 0;
+  // The compute stream's next op waits for the host.
+  auto host_gate = [&] {
+    if (hc > cc) {
+      r.host_s += hc - cc;
+      cc = hc;
+    }
+  };
+  // kSyncedList: the memset queues once the stream is free and the host there, the device
+  // drains, the host issues the gather; the stream ends with the copy-backs.
+  auto drain_and_issue = [&](int p) {
+    const auto q = static_cast<std::size_t>(p);
+    r.total_s += std::max(cc, std::max(sc, hc) + list->memset_s[q]);
+    ++r.drains;
+    sc = std::max(gather_s[q], list->issue_s) + list->copy_s[q];
+    hc = list->issue_s;
+    cc = 0;
+  };
   for (std::size_t i = 0; i < t.uses.size(); ++i) {
     if (hooks.sync(i)) {
-      // The on-demand gathers queue behind the stream's work; the device then drains.
-      for (int p : hooks.fetch(i)) sc += gather_s[static_cast<std::size_t>(p)];
+      // The on-demand gathers queue behind the stream's work (kSyncedList: each after a
+      // drain); the device then drains.
+      for (int p : hooks.fetch(i)) {
+        if (list != nullptr) {
+          drain_and_issue(p);
+        } else {
+          sc += gather_s[static_cast<std::size_t>(p)];
+        }
+      }
+      host_gate();  // kSyncedList: the last on-demand gather's issue, on the compute stream
       r.total_s += std::max(cc, sc) + launch_s;
-      cc = sc = 0;
+      r.host_s += launch_s;
+      cc = sc = hc = 0;
       ++r.syncs;
     }
     for (int p : hooks.prefetch(i)) {
       const double g = gather_s[static_cast<std::size_t>(p)];
-      sc = std::max(sc, cc) + g;
+      if (list != nullptr) {
+        drain_and_issue(p);
+        host_gate();
+      } else {
+        sc = std::max(sc, cc) + g;
+      }
       cc += f * g;
       r.interference_s += f * g;
       if (i < t.forward_uses) r.interference_fwd_s += f * g;
     }
     const Zero3Use& u = t.uses[i];
+    host_gate();
     cc += u.compute_s;
     r.compute_s += u.compute_s;
-    if (u.reduce) sc = std::max(sc, cc) + reduce_s[static_cast<std::size_t>(u.param)];
+    if (u.reduce) {
+      const auto q = static_cast<std::size_t>(u.param);
+      sc = std::max(sc, cc) + reduce_s[q] + (list != nullptr ? list->reduce_copy_s[q] : 0.0);
+    }
   }
+  host_gate();
   r.total_s += std::max(cc, sc);
   return r;
 }

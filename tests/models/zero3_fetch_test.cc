@@ -90,6 +90,57 @@ TEST(Zero3Fetch, TraceTimeBySegmentsByHand) {
   EXPECT_NEAR(z.exposed_s(), 38.1 - 21 - 1, 1e-12);
 }
 
+TEST(Zero3Fetch, SyncedListGathersDrainTheDeviceAndWaitForTheHostByHand) {
+  // The toy trace as above, each gather as DeepSpeed 2021's _allgather_param: memsets
+  // numel / 100 s (0.1, 0.3, 0.6), copy-backs numel / 50 s (0.2, 0.6, 1.2), the host's issue
+  // 2 s, the reduce-scatters' copies numel / 200 s (0.05, 0.15, 0.3). Clocks (compute cc,
+  // stream sc, host hc) from each drain or synchronisation:
+  //   use 0: fetch w0: drain max(0, 0 + 0.1) = 0.1; sc max(1, 2) + 0.2 = 2.2, hc 2; the
+  //          synchronisation: host 2, max(2, 2.2) + 0.5 = 2.7 (2.8). Prefetch w1: drain 0.3
+  //          (3.1); sc max(3, 2) + 0.6 = 3.6; host 2, cc 2 + 0.3 = 2.3. Prefetch w2: drain
+  //          max(2.3, 3.6 + 0.6) = 4.2 (7.3); sc 6 + 1.2 = 7.2; host 2, cc 2.6; compute: 3.6.
+  //   use 1: synchronise max(3.6, 7.2) + 0.5 = 7.7 (15.0). Prefetch w0: drain 0.1 (15.1);
+  //          sc 2.2; host 2, cc 2.1; compute 2: 4.1. use 2: 7.1. use 3: 11.1, reduce w2:
+  //          sc 11.1 + 3 + 0.3 = 14.4.
+  //   use 4: fetch w1: drain max(11.1, 14.4 + 0.3) = 14.7 (29.8); sc 3.6, host 2; the
+  //          synchronisation: max(2, 3.6) + 0.5 = 4.1 (33.9). compute 5: 5, reduce w1: sc
+  //          5 + 1.5 + 0.15 = 6.65.
+  //   use 5: compute 6: 11, reduce w0: sc 11 + 0.55 = 11.55. End: 11.55 -> 45.45.
+  // Host: five issues (2 s each) and three launches (0.5 s each) = 11.5.
+  Zero3Trace t = toy();
+  t.forward_uses = 1;
+  const Zero3Hooks h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
+  Zero3GatherWork w;
+  w.memset_s = {0.1, 0.3, 0.6};
+  w.copy_s = {0.2, 0.6, 1.2};
+  w.reduce_copy_s = {0.05, 0.15, 0.3};
+  w.issue_s = 2;
+  const Zero3Timing z = zero3_time(t, h, {1, 3, 6}, {0.5, 1.5, 3}, 0.1, 0.5, &w);
+  EXPECT_NEAR(z.total_s, 45.45, 1e-12);
+  EXPECT_NEAR(z.host_s, 11.5, 1e-12);
+  EXPECT_EQ(z.syncs, 3);
+  EXPECT_EQ(z.drains, 5);
+  EXPECT_NEAR(z.compute_s, 21.0, 1e-12);
+  EXPECT_NEAR(z.interference_s, 0.1 * (3 + 6 + 1), 1e-12);
+  EXPECT_NEAR(z.interference_fwd_s, 0.1 * (3 + 6), 1e-12);
+}
+
+TEST(Zero3Fetch, SyncedListWorkIsTheBuffersTrafficAndOneLaunchPerRank) {
+  // GPT-3's FC1 weight (4h x h = 603,979,776 elements) on an A100
+  // (2039 GB/s at 0.8): memset 2 bytes per element, copy-back 4 (read and write), the
+  // gradient's division and flat copy 4 x 2 bytes; 384 ranks: 386 launches of 10 us.
+  const GpuSpec& a100 = builtin_presets().gpus.at("a100-sxm-80gb");
+  Zero3Trace t;
+  t.numel = {4.0 * 12288 * 12288};
+  const Zero3GatherWork w = zero3_gather_work(t, a100, 2, 384, 10);
+  const double bw = a100.hbm_efficiency * a100.hbm_bandwidth_GBps * 1e9;
+  EXPECT_NEAR(a100.hbm_bandwidth_GBps * a100.hbm_efficiency, 2039 * 0.8, 1.0);
+  EXPECT_NEAR(w.memset_s[0], 2 * 603979776.0 / bw, 1e-12);
+  EXPECT_NEAR(w.copy_s[0], 4 * 603979776.0 / bw, 1e-12);
+  EXPECT_NEAR(w.reduce_copy_s[0], 8 * 603979776.0 / bw, 1e-12);
+  EXPECT_NEAR(w.issue_s, 386 * 10e-6, 1e-15);
+}
+
 // The trace carries the layer's work as LayerCost prices it, split at the module hooks: its
 // uses add up to the layers' forward and backward (recomputation included) and the output
 // head's, in every recomputation mode; its weights are the layer's parameters

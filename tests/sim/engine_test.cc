@@ -598,22 +598,28 @@ TEST(Engine, DeepSpeed2021FetchPerModuleMatchesTheClosedForm) {
     int syncs = 0;
     for (std::size_t i = 0; i < h.size(); ++i) syncs += h.sync(i);
     const int gathers = static_cast<int>(h.params.size());
-    int sync_ops = 0;
+    int sync_ops = 0, drain_ops = 0;
     for (std::size_t i = 0; i < r.program.roles[0].ops.size(); ++i) {
-      sync_ops += r.program.names[r.program.roles[0].ops[i].name].rfind("zero3.sync", 0) == 0;
+      const std::string& op = r.program.names[r.program.roles[0].ops[i].name];
+      sync_ops += op.rfind("zero3.sync", 0) == 0;
+      drain_ops += op.rfind("zero3.drain", 0) == 0;
     }
     EXPECT_EQ(sync_ops, 4 * syncs) << rc;
+    // The stack gathers as DeepSpeed 2021's _allgather_param: a device synchronisation
+    // before every gather, on demand or prefetched.
+    EXPECT_EQ(drain_ops, 4 * gathers) << rc;
     EXPECT_EQ(count_collectives(r.program, CollKind::kAllGather), 4 * gathers) << rc;
     // Every weight's gradient is reduce-scattered once per microbatch: the embedding, the
     // positions and 4 per layer.
     EXPECT_EQ(count_collectives(r.program, CollKind::kReduceScatter), 4 * (2 + 4 * 24)) << rc;
     EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 1e-3) << rc;
     EXPECT_GT(e.exposed.dp, 0) << rc;
-    // The same split: waits for the data-parallel stream as dp, the launches after the
-    // synchronisations (10 us each) as host.
+    // The same split: waits for the data-parallel stream as dp; as host, the launches after
+    // the synchronisations (10 us each) and each gather's issue with the device drained: the
+    // shard's copy-in, the all-gather and one copy-back per rank, 16 + 2 launches.
     const analysis::RankBreakdown& b = r.summary.ranks[r.summary.critical];
     EXPECT_NEAR(b.dp, e.exposed.dp, 1e-3 * e.step_time_s) << rc;
-    EXPECT_NEAR(e.breakdown.host, 4 * syncs * 10e-6, 1e-9) << rc;
+    EXPECT_NEAR(e.breakdown.host, 4 * (syncs + gathers * (16 + 2)) * 10e-6, 1e-9) << rc;
     EXPECT_NEAR(b.host, e.breakdown.host, 1e-6) << rc;
   }
 }

@@ -33,6 +33,17 @@ struct Names<Zero3Fetch> {
   static constexpr std::array<NameEntry<Zero3Fetch>, 2> kTable{
       {{Zero3Fetch::kLayer, "layer"}, {Zero3Fetch::kModuleSync, "module_sync"}}};
 };
+// How a kModuleSync stack gathers one weight (zero3_fetch.h Zero3GatherWork): kFlat, one
+// all-gather into the weight's buffer; kSyncedList, as DeepSpeed 2021's _allgather_param: a
+// zeroed buffer, a device synchronisation, then an all-gather into a list of one view per
+// rank, which PyTorch's NCCL process group gathers flat and copies back view by view (and
+// the gradient's reduce-scatter from a list of views, copied flat first).
+enum class Zero3Gather { kFlat, kSyncedList };
+template <>
+struct Names<Zero3Gather> {
+  static constexpr std::array<NameEntry<Zero3Gather>, 2> kTable{
+      {{Zero3Gather::kFlat, "flat"}, {Zero3Gather::kSyncedList, "synced_list"}}};
+};
 
 // How ZeRO 1 and 2 reduce the gradients over the data-parallel group: a reduce-scatter to
 // each rank's shard, or an all-reduce of the whole gradient (DeepSpeed's BF16_Optimizer under
@@ -93,6 +104,7 @@ struct StackProfile {
   // prefetch bucket, the live-parameter limit under which it prefetches, and the reuse
   // distance under which a used weight stays gathered.
   Zero3Fetch zero3_fetch = Zero3Fetch::kLayer;
+  Zero3Gather zero3_gather = Zero3Gather::kFlat;
   double zero3_prefetch_numel = 0, zero3_max_live_numel = 0, zero3_reuse_distance_numel = 0;
   // Data parallelism (ZeRO 0 to 2): the gradient reduction's collective, whether the stack
   // can overlap it with the backward in buckets (plan.overlap_grad_reduce asks for it; without

@@ -27,6 +27,9 @@ namespace stepcast {
 
 struct StackProfile;
 
+// Bytes of a gathered weight element: the 16-bit weights ZeRO-3 gathers.
+inline constexpr double kZero3WeightBytes = 2;
+
 // One module hook in trace order: the weight it uses (an index into Zero3Trace::numel),
 // the GPU seconds it runs until the next hook, and whether its weight's gradient is
 // reduce-scattered after it (the weight's last backward use).
@@ -69,22 +72,46 @@ Zero3Hooks zero3_coordinate(const Zero3Trace& trace, const Zero3Policy& policy);
 // The reference is valid until this thread's next call.
 const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& trace, const Zero3Policy& policy);
 
+// The extra work of one weight's gather and reduce-scatter where the stack gathers as
+// DeepSpeed 2021's _allgather_param (StackProfile::zero3_gather kSyncedList): a memset of
+// the zeroed buffer (`memset_s`, on the data-parallel stream), a device synchronisation,
+// then the host issues the shard's copy-in, the all-gather and one copy-back per rank
+// (`issue_s` = (ranks + 2) launches) while the stream runs the gather and the copy-backs
+// (`copy_s`: the whole weight read and written); the gradient's reduce-scatter first
+// divides it by the world size and copies its per-rank views flat (`reduce_copy_s`: the
+// gradient read and written twice). Each weight's figures index like Zero3Trace::numel.
+struct Zero3GatherWork {
+  std::vector<double> memset_s, copy_s, reduce_copy_s;
+  double issue_s = 0;
+};
+// The work above for `trace`'s weights on `ranks` ranks (16-bit weights, `grad_bytes` per
+// gradient element) at `host_us` per launch.
+Zero3GatherWork zero3_gather_work(const Zero3Trace& trace, const GpuSpec& gpu, double grad_bytes, int ranks,
+                                  double host_us);
+
 // The trace's wall time with every gather and reduce-scatter on one data-parallel stream,
 // as the event engine runs the same ops: from each synchronisation the compute stream runs
 // the uses' compute, each prefetched gather slowing it by f x its time (the interference),
 // while the stream runs the prefetched gathers (from when they are issued) and each
 // reduce-scatter once its use's compute is done; a synchronisation queues its on-demand
 // gathers behind the stream's work, waits for both streams, then one launch (`launch_s`).
+// With `list` (kSyncedList) every gather, on demand or prefetched, is a drain of the device
+// after its memset, then the host's issue (the compute after it waits for the host) and the
+// gather followed by its copy-backs on the stream, which end no earlier than the issue; each
+// reduce-scatter also runs its copies.
 struct Zero3Timing {
   double total_s = 0;
   double compute_s = 0;       // the uses' compute, without interference
   double interference_s = 0;  // f x the prefetched gathers
   double interference_fwd_s = 0;  // the part of it prefetched in the forward's uses
-  int syncs = 0;
+  double host_s = 0;              // the compute stream waiting for the host: launches and issues
+  int syncs = 0;                  // the coordinator's synchronisations
+  int drains = 0;                 // kSyncedList: the synchronisations before each gather
   double exposed_s() const { return total_s - compute_s - interference_s; }
 };
 Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
-                       const std::vector<double>& reduce_s, double f, double launch_s);
+                       const std::vector<double>& reduce_s, double f, double launch_s,
+                       const Zero3GatherWork* list = nullptr);
 
 // Whether `plan` runs the per-module fetch: its stack's zero3_fetch is "module_sync", ZeRO-3
 // across more than one rank, and a layout the trace below expresses (one pipeline stage, no
