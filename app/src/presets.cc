@@ -72,6 +72,7 @@ std::string presets_json(const PresetsReport& report) {
     o["attention_kernel"] = st.attention_kernel;
     o["zero3_fetch"] = name_of(st.zero3_fetch);
     if (st.zero3_fetch == Zero3Fetch::kModuleSync) {
+      o["zero3_gather"] = name_of(st.zero3_gather);
       o["zero3_prefetch_numel"] = st.zero3_prefetch_numel;
       o["zero3_max_live_numel"] = st.zero3_max_live_numel;
       o["zero3_reuse_distance_numel"] = st.zero3_reuse_distance_numel;

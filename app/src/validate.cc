@@ -66,6 +66,7 @@ void predict(Record& r, ValidationRow& row) {
   row.pp_s = e.exposed.pp;
   row.bubble_s = e.breakdown.bubble;
   row.optimizer_s = e.breakdown.optimizer;
+  row.host_s = e.breakdown.host;
   row.memory_total_bytes = e.memory.total;
   row.memory_usable_bytes = e.memory.usable;
   if (row.metric == "TFLOP/s/GPU") row.predicted_value = row.predicted_tflops;
@@ -300,16 +301,17 @@ std::string validate_text(const ValidateReport& rep) {
   }
   line("");
   line("Predicted step (share of step time) and worst-stage memory");
-  line("(attn: the attention core's kernels, part of compute; ep, cp: exposed all-to-all and ring exchange)");
-  line(fmt::format("{:<{}}{:>9}{:>9}{:>7}{:>7}{:>7}{:>7}{:>7}{:>7}{:>8}{:>7}{:>14}", "id", id_w, "step s", "compute",
-                   "attn", "tp", "dp", "pp", "ep", "cp", "bubble", "optim", "memory GiB"));
+  line("(attn: the attention core's kernels, part of compute; ep, cp: exposed all-to-all and ring exchange;");
+  line(" host: the GPU waiting for the host)");
+  line(fmt::format("{:<{}}{:>9}{:>9}{:>7}{:>7}{:>7}{:>7}{:>7}{:>7}{:>8}{:>7}{:>7}{:>14}", "id", id_w, "step s",
+                   "compute", "attn", "tp", "dp", "pp", "ep", "cp", "bubble", "optim", "host", "memory GiB"));
   for (const auto& r : rep.rows) {
     if (!r.predicted) continue;
     const double t = r.predicted_iteration_s;
     auto share = [&](double x) { return fmt::format("{:.1f}%", 100 * x / t); };
-    line(fmt::format("{:<{}}{:>9.2f}{:>9}{:>7}{:>7}{:>7}{:>7}{:>7}{:>7}{:>8}{:>7}{:>14}", r.id, id_w, t,
+    line(fmt::format("{:<{}}{:>9.2f}{:>9}{:>7}{:>7}{:>7}{:>7}{:>7}{:>7}{:>8}{:>7}{:>7}{:>14}", r.id, id_w, t,
                      share(r.compute_s), share(r.attention_s), share(r.tp_s), share(r.dp_s), share(r.pp_s),
-                     share(r.ep_s), share(r.cp_s), share(r.bubble_s), share(r.optimizer_s),
+                     share(r.ep_s), share(r.cp_s), share(r.bubble_s), share(r.optimizer_s), share(r.host_s),
                      fmt::format("{:.1f}/{:.1f}", r.memory_total_bytes / kGiB, r.memory_usable_bytes / kGiB)));
   }
   line("");
@@ -347,29 +349,30 @@ std::string validate_json(const ValidateReport& rep) {
                      {"tokens_per_s_per_gpu", positive_or_null(r.measured_tokens_per_s_per_gpu)},
                      {"peak_memory_gib", positive_or_null(r.measured_peak_memory_gib)}};
     if (r.predicted) {
-      x["prediction"] = {{"value", r.metric.empty() ? ordered_json(nullptr) : ordered_json(r.predicted_value)},
-                         {"tflops_per_gpu", r.predicted_tflops},
-                         {"iteration_time_s", r.predicted_iteration_s},
-                         {"samples_per_s", r.predicted_samples_per_s},
-                         {"tokens_per_s", r.predicted_tokens_per_s},
-                         {"peak_memory_gib", r.memory_total_bytes / kGiB},
-                         {"accounting", r.accounting},
-                         {"accounting_flops_per_step", r.accounting_flops_per_step},
-                         {"stepcast_mfu", r.stepcast_mfu},
-                         {"stepcast_hfu", r.stepcast_hfu},
-                         {"breakdown_s",
-                          {{"compute", r.compute_s},
-                           {"attention_core", r.attention_s},
-                           {"exposed_tp", r.tp_s},
-                           {"exposed_ep", r.ep_s},
-                           {"exposed_cp", r.cp_s},
-                           {"exposed_dp", r.dp_s},
-                           {"exposed_pp", r.pp_s},
-                           {"bubble", r.bubble_s},
-                           {"optimizer", r.optimizer_s}}},
-                         {"memory_bytes",
-                          {{"total", std::llround(r.memory_total_bytes)},
-                           {"usable", std::llround(r.memory_usable_bytes)}}}};
+      x["prediction"] = {
+          {"value", r.metric.empty() ? ordered_json(nullptr) : ordered_json(r.predicted_value)},
+          {"tflops_per_gpu", r.predicted_tflops},
+          {"iteration_time_s", r.predicted_iteration_s},
+          {"samples_per_s", r.predicted_samples_per_s},
+          {"tokens_per_s", r.predicted_tokens_per_s},
+          {"peak_memory_gib", r.memory_total_bytes / kGiB},
+          {"accounting", r.accounting},
+          {"accounting_flops_per_step", r.accounting_flops_per_step},
+          {"stepcast_mfu", r.stepcast_mfu},
+          {"stepcast_hfu", r.stepcast_hfu},
+          {"breakdown_s",
+           {{"compute", r.compute_s},
+            {"attention_core", r.attention_s},
+            {"exposed_tp", r.tp_s},
+            {"exposed_ep", r.ep_s},
+            {"exposed_cp", r.cp_s},
+            {"exposed_dp", r.dp_s},
+            {"exposed_pp", r.pp_s},
+            {"bubble", r.bubble_s},
+            {"optimizer", r.optimizer_s},
+            {"host", r.host_s}}},
+          {"memory_bytes",
+           {{"total", std::llround(r.memory_total_bytes)}, {"usable", std::llround(r.memory_usable_bytes)}}}};
     } else {
       x["prediction"] = nullptr;
     }

@@ -191,6 +191,9 @@ TEST_F(Cli, PresetsListTheAttentionKernelTablesWithTheirSource) {
   const auto v = nlohmann::json::parse(j.out);
   EXPECT_EQ(v["stacks"]["megatron-core"]["attention_kernel"], "cudnn");
   EXPECT_EQ(v["stacks"]["fsdp2-eager"]["attention_kernel"], "fa2");
+  // The per-module ZeRO-3 stack names how it gathers; the per-layer stacks have no such key.
+  EXPECT_EQ(v["stacks"]["deepspeed-zero-2021"]["zero3_gather"], "synced_list");
+  EXPECT_FALSE(v["stacks"]["deepspeed-zero"].contains("zero3_gather"));
   const auto& hopper = v.at("attention").at("hopper");
   EXPECT_EQ(hopper["seq"][4], 8192);
   EXPECT_EQ(hopper["kernels"]["fa2"]["fwd_causal_tflops"][4], 333);

@@ -57,6 +57,7 @@ struct ValidationRow {
   double compute_s = 0, tp_s = 0, dp_s = 0, pp_s = 0, bubble_s = 0, optimizer_s = 0;
   double attention_s = 0;  // of compute_s: the attention core's kernels (estimate.h ComputeParts)
   double ep_s = 0, cp_s = 0;  // exposed all-to-all and context-parallel ring exchange
+  double host_s = 0;          // the GPU waiting for the host (launch-bound layers, ZeRO-3 issues, offload)
   double memory_total_bytes = 0, memory_usable_bytes = 0;
 
   // (predicted - measured) / measured. Throughput and iteration time need `feasible` and the
