@@ -602,7 +602,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const double launch = stack.host_us_per_kernel * 1e-6;
     const bool list = stack.zero3_gather == Zero3Gather::kSyncedList;
     const Zero3GatherWork work =
-        list ? zero3_gather_work(t, c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel) : Zero3GatherWork{};
+        list ? zero3_gather_work(c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel) : Zero3GatherWork{};
     const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, launch, list ? &work : nullptr);
     // The interference of the gathers prefetched in the forward slows the forward.
     st.forward += z.interference_fwd_s;

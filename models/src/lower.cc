@@ -83,7 +83,7 @@ class StageBuilder {
       const StackProfile& stack = stack_profile(p.stack);
       zlaunch_s_ = stack.host_us_per_kernel * 1e-6;
       zlist_ = stack.zero3_gather == Zero3Gather::kSyncedList;
-      if (zlist_) zwork_ = zero3_gather_work(ztrace_, c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel);
+      if (zlist_) zwork_ = zero3_gather_work(c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel);
     }
     if (m.mtp_layers > 0) {
       mtp_ = mtp_projection_cost(m, c, p, w.seq_len);
@@ -542,7 +542,8 @@ class StageBuilder {
     if (u.reduce) {
       // kSyncedList: the gradient divided and its views copied flat first, on the stream.
       if (zlist_)
-        zdp_work(zwork_.reduce_copy_s[static_cast<std::size_t>(u.param)], {x}, layer, mb, "zero3.rs copies " + name);
+        zdp_work(zwork_.reduce_copy_s(ztrace_.numel[static_cast<std::size_t>(u.param)]), {x}, layer, mb,
+                 "zero3.rs copies " + name);
       const std::uint32_t rs = add(weight(u.param, CollKind::kReduceScatter, p_.grad_bytes), "zero3.rs " + name, {x});
       zout_.push_back(rs);
       dp_ops_.push_back(rs);
@@ -565,7 +566,7 @@ class StageBuilder {
   // compute stream beside the gather, and the copy-backs after both. Returns the issue.
   std::uint32_t zgather_list(std::uint32_t x, int q, bool prefetched, int layer, int mb, const std::string& name) {
     const auto qi = static_cast<std::size_t>(q);
-    zout_.push_back(zdp_work(zwork_.memset_s[qi], {zhost_}, layer, mb, "zero3.memset " + name));
+    zout_.push_back(zdp_work(zwork_.memset_s(ztrace_.numel[qi]), {zhost_}, layer, mb, "zero3.memset " + name));
     const std::uint32_t drain = join_all(x, zout_, layer, mb, "zero3.drain " + name);
     zout_.clear();
     const std::uint32_t ag =
@@ -573,7 +574,7 @@ class StageBuilder {
             "zero3.ag " + name, {drain});
     zhost_ = add(compute(ComputeClass::kHost, SimTime::from_s(zwork_.issue_s), 0, layer, mb), "zero3.issue " + name,
                  {drain});
-    zout_.push_back(zdp_work(zwork_.copy_s[qi], {zhost_}, layer, mb, "zero3.copies " + name));
+    zout_.push_back(zdp_work(zwork_.copy_s(ztrace_.numel[qi]), {zhost_}, layer, mb, "zero3.copies " + name));
     if (prefetched) contend(ag);  // after the issue: the compute it slows follows the host
     return zhost_;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 
 #include "stepcast/models/compute.h"
 #include "stepcast/models/stack.h"
@@ -11,6 +12,46 @@ namespace stepcast {
 Zero3Policy zero3_policy(const StackProfile& s) {
   return Zero3Policy{s.zero3_prefetch_numel, s.zero3_max_live_numel, s.zero3_reuse_distance_numel};
 }
+
+namespace {
+
+// Zero3Hooks::segments and segment_class: a stretch's key lists, per use, its role (or, for a
+// use of its own, its index), whether it is the forward's, its weight's size, its reduce-
+// scatter and its prefetched weights' sizes, then the closing synchronisation's on-demand
+// weights' sizes (none at the trace's end, marked apart); the first stretch is its own class.
+void classify_segments(const Zero3Trace& t, Zero3Hooks& h) {
+  const std::size_t n = t.uses.size();
+  h.segments.clear();
+  h.segment_class.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 0 || h.sync(i)) h.segments.push_back(static_cast<std::uint32_t>(i));
+  }
+  h.segments.push_back(static_cast<std::uint32_t>(n));
+  std::map<std::vector<double>, std::uint32_t> classes;
+  std::vector<double> key;
+  for (std::size_t k = 0; k + 1 < h.segments.size(); ++k) {
+    key.clear();
+    key.push_back(k == 0 ? -1.0 : 0.0);
+    for (std::size_t i = h.segments[k]; i < h.segments[k + 1]; ++i) {
+      const Zero3Use& u = t.uses[i];
+      key.push_back(u.role >= 0 ? u.role : -2.0 - static_cast<double>(i));
+      key.push_back(i < t.forward_uses ? 1.0 : 0.0);
+      key.push_back(t.numel[static_cast<std::size_t>(u.param)]);
+      key.push_back(u.reduce ? 1.0 : 0.0);
+      for (int q : h.prefetch(i)) key.push_back(t.numel[static_cast<std::size_t>(q)]);
+      key.push_back(-1.0);  // separates the uses
+    }
+    const std::size_t end = h.segments[k + 1];
+    if (end < n) {
+      for (int q : h.fetch(end)) key.push_back(t.numel[static_cast<std::size_t>(q)]);
+    } else {
+      key.push_back(-3.0);
+    }
+    h.segment_class.push_back(classes.emplace(key, static_cast<std::uint32_t>(classes.size())).first->second);
+  }
+}
+
+}  // namespace
 
 Zero3Hooks zero3_coordinate(const Zero3Trace& t, const Zero3Policy& policy) {
   enum class Status : std::uint8_t { kNotAvailable, kInflight, kAvailable };
@@ -75,6 +116,7 @@ Zero3Hooks zero3_coordinate(const Zero3Trace& t, const Zero3Policy& policy) {
       available -= t.numel[pi];
     }
   }
+  classify_segments(t, out);
   return out;
 }
 
@@ -83,7 +125,8 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
   // the weights' sizes, the uses' order and the policy, not on the compute times.
   struct Entry {
     std::vector<double> numel;
-    std::vector<int> params;
+    std::vector<int> params, roles;
+    std::size_t forward_uses = 0;
     Zero3Policy policy;
     Zero3Hooks hooks;
   };
@@ -101,16 +144,20 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
       return false;
     }
     for (std::size_t i = 0; i < t.uses.size(); ++i) {
-      if (e.params[i] != t.uses[i].param) return false;
+      if (e.params[i] != t.uses[i].param || e.roles[i] != t.uses[i].role) return false;
     }
-    return true;
+    return e.forward_uses == t.forward_uses;
   };
   for (const Entry& e : cache) {
     if (same(e)) return e.hooks;
   }
-  Entry e{t.numel, {}, policy, zero3_coordinate(t, policy)};
+  Entry e{t.numel, {}, {}, t.forward_uses, policy, zero3_coordinate(t, policy)};
   e.params.reserve(t.uses.size());
-  for (const Zero3Use& u : t.uses) e.params.push_back(u.param);
+  e.roles.reserve(t.uses.size());
+  for (const Zero3Use& u : t.uses) {
+    e.params.push_back(u.param);
+    e.roles.push_back(u.role);
+  }
   if (cache.size() < kEntries) {
     cache.push_back(std::move(e));
     return cache.back().hooks;
@@ -121,46 +168,44 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
   return slot.hooks;
 }
 
-Zero3GatherWork zero3_gather_work(const Zero3Trace& t, const GpuSpec& gpu, double grad_bytes, int ranks,
-                                  double host_us) {
+Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ranks, double host_us) {
   Zero3GatherWork w;
   w.issue_s = (ranks + 2) * host_us * 1e-6;
-  for (double n : t.numel) {
-    w.memset_s.push_back(memory_time_s(gpu, n * kZero3WeightBytes));
-    w.copy_s.push_back(memory_time_s(gpu, 2 * n * kZero3WeightBytes));
-    w.reduce_copy_s.push_back(memory_time_s(gpu, 4 * n * grad_bytes));
-  }
+  w.memset_s_per_elem = memory_time_s(gpu, kZero3WeightBytes);
+  w.copy_s_per_elem = memory_time_s(gpu, 2 * kZero3WeightBytes);
+  w.reduce_copy_s_per_elem = memory_time_s(gpu, 4 * grad_bytes);
   return w;
 }
 
 Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list) {
-  Zero3Timing r;
-  // The open segment, from its synchronisation: the compute stream's clock, the data-
-  // parallel stream's (each collective starts when the stream is free and it is issued) and
-  // the host's (kSyncedList: when it has issued the last gather).
-  double cc = 0, sc = 0, hc = 0;
-  // The compute stream's next op waits for the host.
-  auto host_gate = [&] {
-    if (hc > cc) {
-      r.host_s += hc - cc;
-      cc = hc;
-    }
-  };
-  // kSyncedList: the memset queues once the stream is free and the host there, the device
-  // drains, the host issues the gather; the stream ends with the copy-backs.
-  auto drain_and_issue = [&](int p) {
-    const auto q = static_cast<std::size_t>(p);
-    r.total_s += std::max(cc, std::max(sc, hc) + list->memset_s[q]);
-    ++r.drains;
-    sc = std::max(gather_s[q], list->issue_s) + list->copy_s[q];
-    hc = list->issue_s;
-    cc = 0;
-  };
-  for (std::size_t i = 0; i < t.uses.size(); ++i) {
-    if (hooks.sync(i)) {
-      // The on-demand gathers queue behind the stream's work (kSyncedList: each after a
-      // drain); the device then drains.
+  // One stretch [i0, i1): from the synchronisation at i0 (the trace's start for the first,
+  // whose synchronisation at 0, if any, is its own) to the next's at i1, which it ends with.
+  auto stretch = [&](std::size_t i0, std::size_t i1, Zero3Timing& r) {
+    // The clocks from the synchronisation: the compute stream's, the data-parallel
+    // stream's (each collective starts when the stream is free and it is issued) and the
+    // host's (kSyncedList: when it has issued the last gather).
+    double cc = 0, sc = 0, hc = 0;
+    // The compute stream's next op waits for the host.
+    auto host_gate = [&] {
+      if (hc > cc) {
+        r.host_s += hc - cc;
+        cc = hc;
+      }
+    };
+    // kSyncedList: the memset queues once the stream is free and the host there, the device
+    // drains, the host issues the gather; the stream ends with the copy-backs.
+    auto drain_and_issue = [&](int p) {
+      const auto q = static_cast<std::size_t>(p);
+      r.total_s += std::max(cc, std::max(sc, hc) + list->memset_s(t.numel[q]));
+      ++r.drains;
+      sc = std::max(gather_s[q], list->issue_s) + list->copy_s(t.numel[q]);
+      hc = list->issue_s;
+      cc = 0;
+    };
+    // The synchronisation at hook i: its on-demand gathers queue behind the stream's work
+    // (kSyncedList: each after a drain); the device then drains.
+    auto synchronise = [&](std::size_t i) {
       for (int p : hooks.fetch(i)) {
         if (list != nullptr) {
           drain_and_issue(p);
@@ -173,30 +218,71 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
       r.host_s += launch_s;
       cc = sc = hc = 0;
       ++r.syncs;
-    }
-    for (int p : hooks.prefetch(i)) {
-      const double g = gather_s[static_cast<std::size_t>(p)];
-      if (list != nullptr) {
-        drain_and_issue(p);
-        host_gate();
-      } else {
-        sc = std::max(sc, cc) + g;
+    };
+    for (std::size_t i = i0; i < i1; ++i) {
+      if (i == 0 && hooks.sync(0)) synchronise(0);
+      for (int p : hooks.prefetch(i)) {
+        const double g = gather_s[static_cast<std::size_t>(p)];
+        if (list != nullptr) {
+          drain_and_issue(p);
+          host_gate();
+        } else {
+          sc = std::max(sc, cc) + g;
+        }
+        cc += f * g;
+        r.interference_s += f * g;
+        if (i < t.forward_uses) r.interference_fwd_s += f * g;
       }
-      cc += f * g;
-      r.interference_s += f * g;
-      if (i < t.forward_uses) r.interference_fwd_s += f * g;
+      const Zero3Use& u = t.uses[i];
+      host_gate();
+      cc += u.compute_s;
+      r.compute_s += u.compute_s;
+      if (u.reduce) {
+        const auto q = static_cast<std::size_t>(u.param);
+        sc = std::max(sc, cc) + reduce_s[q] + (list != nullptr ? list->reduce_copy_s(t.numel[q]) : 0.0);
+      }
     }
-    const Zero3Use& u = t.uses[i];
-    host_gate();
-    cc += u.compute_s;
-    r.compute_s += u.compute_s;
-    if (u.reduce) {
-      const auto q = static_cast<std::size_t>(u.param);
-      sc = std::max(sc, cc) + reduce_s[q] + (list != nullptr ? list->reduce_copy_s[q] : 0.0);
+    if (i1 < t.uses.size()) {
+      synchronise(i1);
+    } else {
+      host_gate();
+      r.total_s += std::max(cc, sc);
     }
+  };
+  Zero3Timing r;
+  if (hooks.segments.size() < 2) {  // hooks built by hand, without their stretches
+    std::size_t i0 = 0;
+    for (std::size_t i = 1; i <= t.uses.size(); ++i) {
+      if (i == t.uses.size() || hooks.sync(i)) {
+        stretch(i0, i, r);
+        i0 = i;
+      }
+    }
+    return r;
   }
-  host_gate();
-  r.total_s += std::max(cc, sc);
+  // Each class of stretch timed once, counted as often as it occurs.
+  const std::size_t segments = hooks.segment_class.size();
+  std::vector<std::uint32_t> count, first;
+  for (std::size_t k = 0; k < segments; ++k) {
+    const std::uint32_t c = hooks.segment_class[k];
+    if (c >= count.size()) {
+      count.resize(c + 1, 0);
+      first.resize(c + 1, 0);
+    }
+    if (count[c]++ == 0) first[c] = static_cast<std::uint32_t>(k);
+  }
+  for (std::size_t c = 0; c < count.size(); ++c) {
+    Zero3Timing one;
+    stretch(hooks.segments[first[c]], hooks.segments[first[c] + 1], one);
+    const double m = count[c];
+    r.total_s += m * one.total_s;
+    r.compute_s += m * one.compute_s;
+    r.interference_s += m * one.interference_s;
+    r.interference_fwd_s += m * one.interference_fwd_s;
+    r.host_s += m * one.host_s;
+    r.syncs += static_cast<int>(count[c]) * one.syncs;
+    r.drains += static_cast<int>(count[c]) * one.drains;
+  }
   return r;
 }
 
@@ -245,32 +331,55 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   // full recomputation) 8 backward.
   t.uses.resize(static_cast<std::size_t>(4 + (positions ? 2 : 0) + 4 * L + L * (full > 0 ? 8 : 4)));
   std::size_t k = 0;
-  auto use = [&](int param, double s, bool reduce) { t.uses.at(k++) = Zero3Use{param, s, reduce}; };
-  use(0, 0.0, false);
-  if (positions) use(pos, 0.0, false);
+  // Roles (Zero3Use::role): each piece of the layer's passes, the embedding's, the head's.
+  enum Role {
+    kEmbF,
+    kPosF,
+    kQF,
+    kPF,
+    kF1F,
+    kF2F,
+    kHeadF,
+    kHeadB,
+    kQR,
+    kPR,
+    kF1R,
+    kF2R,
+    kF2B,
+    kF1B,
+    kPB,
+    kQB,
+    kPosB,
+    kEmbB
+  };
+  auto use = [&](int param, double s, bool reduce, Role role) {
+    t.uses.at(k++) = Zero3Use{param, s, reduce, static_cast<int>(role)};
+  };
+  use(0, 0.0, false, kEmbF);
+  if (positions) use(pos, 0.0, false, kPosF);
   for (int l = 0; l < L; ++l) {
-    use(w(l, 0), q_f, false);
-    use(w(l, 1), p_f, false);
-    use(w(l, 2), f1_f, false);
-    use(w(l, 3), f2_f, false);
+    use(w(l, 0), q_f, false, kQF);
+    use(w(l, 1), p_f, false, kPF);
+    use(w(l, 2), f1_f, false, kF1F);
+    use(w(l, 3), f2_f, false, kF2F);
   }
-  use(head, logits_fwd_s, false);
+  use(head, logits_fwd_s, false, kHeadF);
   t.forward_uses = k;
-  use(head, logits_bwd_s, !m.tied_embeddings);
+  use(head, logits_bwd_s, !m.tied_embeddings, kHeadB);
   for (int l = L - 1; l >= 0; --l) {
     if (full > 0) {
-      use(w(l, 0), q_f, false);
-      use(w(l, 1), p_f, false);
-      use(w(l, 2), f1_f, false);
-      use(w(l, 3), f2_f, false);
+      use(w(l, 0), q_f, false, kQR);
+      use(w(l, 1), p_f, false, kPR);
+      use(w(l, 2), f1_f, false, kF1R);
+      use(w(l, 3), f2_f, false, kF2R);
     }
-    use(w(l, 3), f2_b, true);
-    use(w(l, 2), f1_b, true);
-    use(w(l, 1), p_b, true);
-    use(w(l, 0), q_b, true);
+    use(w(l, 3), f2_b, true, kF2B);
+    use(w(l, 2), f1_b, true, kF1B);
+    use(w(l, 1), p_b, true, kPB);
+    use(w(l, 0), q_b, true, kQB);
   }
-  if (positions) use(pos, 0.0, true);
-  use(0, 0.0, true);
+  if (positions) use(pos, 0.0, true, kPosB);
+  use(0, 0.0, true, kEmbB);
   t.uses.resize(k);
   return t;
 }

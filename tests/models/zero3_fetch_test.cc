@@ -3,6 +3,7 @@
 // trace's time by hand, the rule on two GPT shapes, and where the plan takes it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <vector>
@@ -111,9 +112,9 @@ TEST(Zero3Fetch, SyncedListGathersDrainTheDeviceAndWaitForTheHostByHand) {
   t.forward_uses = 1;
   const Zero3Hooks h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
   Zero3GatherWork w;
-  w.memset_s = {0.1, 0.3, 0.6};
-  w.copy_s = {0.2, 0.6, 1.2};
-  w.reduce_copy_s = {0.05, 0.15, 0.3};
+  w.memset_s_per_elem = 1.0 / 100;
+  w.copy_s_per_elem = 1.0 / 50;
+  w.reduce_copy_s_per_elem = 1.0 / 200;
   w.issue_s = 2;
   const Zero3Timing z = zero3_time(t, h, {1, 3, 6}, {0.5, 1.5, 3}, 0.1, 0.5, &w);
   EXPECT_NEAR(z.total_s, 45.45, 1e-12);
@@ -130,15 +131,57 @@ TEST(Zero3Fetch, SyncedListWorkIsTheBuffersTrafficAndOneLaunchPerRank) {
   // (2039 GB/s at 0.8): memset 2 bytes per element, copy-back 4 (read and write), the
   // gradient's division and flat copy 4 x 2 bytes; 384 ranks: 386 launches of 10 us.
   const GpuSpec& a100 = builtin_presets().gpus.at("a100-sxm-80gb");
-  Zero3Trace t;
-  t.numel = {4.0 * 12288 * 12288};
-  const Zero3GatherWork w = zero3_gather_work(t, a100, 2, 384, 10);
+  const double n = 4.0 * 12288 * 12288;
+  const Zero3GatherWork w = zero3_gather_work(a100, 2, 384, 10);
   const double bw = a100.hbm_efficiency * a100.hbm_bandwidth_GBps * 1e9;
   EXPECT_NEAR(a100.hbm_bandwidth_GBps * a100.hbm_efficiency, 2039 * 0.8, 1.0);
-  EXPECT_NEAR(w.memset_s[0], 2 * 603979776.0 / bw, 1e-12);
-  EXPECT_NEAR(w.copy_s[0], 4 * 603979776.0 / bw, 1e-12);
-  EXPECT_NEAR(w.reduce_copy_s[0], 8 * 603979776.0 / bw, 1e-12);
+  EXPECT_NEAR(w.memset_s(n), 2 * 603979776.0 / bw, 1e-12);
+  EXPECT_NEAR(w.copy_s(n), 4 * 603979776.0 / bw, 1e-12);
+  EXPECT_NEAR(w.reduce_copy_s(n), 8 * 603979776.0 / bw, 1e-12);
   EXPECT_NEAR(w.issue_s, 386 * 10e-6, 1e-15);
+}
+
+TEST(Zero3Fetch, TimingEachClassOfStretchOnceEqualsTimingEveryStretch) {
+  // zero3_time times one stretch between synchronisations per class (Zero3Hooks::
+  // segment_class) and counts the rest; the same hooks without their stretches are timed
+  // stretch by stretch. GPT-3 175B on 384 A100s, flat and synced list gathers.
+  const ModelSpec& m = builtin_presets().models.at("gpt3-175b");
+  const ClusterSpec& c = builtin_presets().clusters.at("dgx-a100");
+  for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+    Plan p;
+    p.dp = 384;
+    p.zero = 3;
+    p.microbatch = 4;
+    p.recompute = rc;
+    p.stack = Stack::kDeepspeedZero2021;
+    const LayerCost lc = layer_cost(m, c, p, 2048, false);
+    const Zero3Trace t = zero3_trace(m, p, lc, 1e-3, 2e-3);
+    const Zero3Hooks h = zero3_coordinate(t, zero3_policy(stack_profile(p.stack)));
+    Zero3Hooks every = h;
+    every.segments.clear();
+    every.segment_class.clear();
+    std::vector<double> gather, reduce;
+    for (double n : t.numel) {
+      gather.push_back(n * 2 / 180e9);
+      reduce.push_back(n * 2 / 170e9);
+    }
+    const Zero3GatherWork w = zero3_gather_work(c.gpu, 2, 384, 10);
+    std::uint32_t classes = 0;
+    for (std::uint32_t k : h.segment_class) classes = std::max(classes, k + 1);
+    EXPECT_LT(classes, 40u) << "96 layers' stretches fall into a few classes";
+    for (const Zero3GatherWork* list : {static_cast<const Zero3GatherWork*>(nullptr), &w}) {
+      const Zero3Timing a = zero3_time(t, h, gather, reduce, 0.16, 10e-6, list);
+      const Zero3Timing b = zero3_time(t, every, gather, reduce, 0.16, 10e-6, list);
+      EXPECT_NEAR(a.total_s, b.total_s, 1e-9 * b.total_s);
+      EXPECT_NEAR(a.compute_s, b.compute_s, 1e-9 * b.compute_s);
+      EXPECT_NEAR(a.interference_s, b.interference_s, 1e-9 * b.interference_s);
+      EXPECT_NEAR(a.interference_fwd_s, b.interference_fwd_s, 1e-9 * b.interference_fwd_s);
+      EXPECT_NEAR(a.host_s, b.host_s, 1e-9 * b.host_s);
+      EXPECT_EQ(a.syncs, b.syncs);
+      EXPECT_EQ(a.drains, b.drains);
+      EXPECT_GT(a.syncs, 96 * 4);
+    }
+  }
 }
 
 // The trace carries the layer's work as LayerCost prices it, split at the module hooks: its

@@ -37,6 +37,10 @@ struct Zero3Use {
   int param = 0;
   double compute_s = 0;
   bool reduce = false;
+  // Uses of one role have the same compute seconds (zero3_trace: the same piece of a layer's
+  // forward, recomputation or backward); -1: a use of its own. Lets zero3_time time each
+  // distinct stretch between synchronisations once.
+  int role = -1;
 };
 struct Zero3Trace {
   std::vector<double> numel;  // elements of each partitioned weight
@@ -53,6 +57,12 @@ struct Zero3Hooks {
   };
   std::vector<Hook> hooks;
   std::vector<int> params;
+  // The stretches between synchronisations, each from one synchronisation's hook (or the
+  // trace's start) to the next's, which it ends with: `segments` holds their first hooks and
+  // the trace's length; `segment_class` the stretch's class, equal for stretches of the same
+  // uses' roles, weights' sizes, gathers and reduce-scatters, which time alike (zero3_time
+  // times one of each class).
+  std::vector<std::uint32_t> segments, segment_class;
   std::size_t size() const { return hooks.size(); }
   bool sync(std::size_t i) const { return hooks[i].sync; }
   std::span<const int> fetch(std::size_t i) const {
@@ -79,15 +89,17 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& trace, const Zero3Po
 // (`issue_s` = (ranks + 2) launches) while the stream runs the gather and the copy-backs
 // (`copy_s`: the whole weight read and written); the gradient's reduce-scatter first
 // divides it by the world size and copies its per-rank views flat (`reduce_copy_s`: the
-// gradient read and written twice). Each weight's figures index like Zero3Trace::numel.
+// gradient read and written twice). Memory-bound, so linear in the weight's elements.
 struct Zero3GatherWork {
-  std::vector<double> memset_s, copy_s, reduce_copy_s;
+  double memset_s_per_elem = 0, copy_s_per_elem = 0, reduce_copy_s_per_elem = 0;
   double issue_s = 0;
+  double memset_s(double numel) const { return numel * memset_s_per_elem; }
+  double copy_s(double numel) const { return numel * copy_s_per_elem; }
+  double reduce_copy_s(double numel) const { return numel * reduce_copy_s_per_elem; }
 };
-// The work above for `trace`'s weights on `ranks` ranks (16-bit weights, `grad_bytes` per
-// gradient element) at `host_us` per launch.
-Zero3GatherWork zero3_gather_work(const Zero3Trace& trace, const GpuSpec& gpu, double grad_bytes, int ranks,
-                                  double host_us);
+// The work above on `gpu` for `ranks` ranks (16-bit weights, `grad_bytes` per gradient
+// element) at `host_us` per launch.
+Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ranks, double host_us);
 
 // The trace's wall time with every gather and reduce-scatter on one data-parallel stream,
 // as the event engine runs the same ops: from each synchronisation the compute stream runs
