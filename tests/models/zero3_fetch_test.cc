@@ -141,6 +141,18 @@ TEST(Zero3Fetch, SyncedListWorkIsTheBuffersTrafficAndOneLaunchPerRank) {
   EXPECT_NEAR(w.issue_s, 386 * 10e-6, 1e-15);
 }
 
+// GPT-3 175B under DeepSpeed's 2021 ZeRO-3 over 384 ranks, microbatch 4 (the Narayanan et
+// al. record's layout).
+Plan gpt3_zero3(Recompute rc) {
+  Plan p;
+  p.dp = 384;
+  p.zero = 3;
+  p.microbatch = 4;
+  p.recompute = rc;
+  p.stack = Stack::kDeepspeedZero2021;
+  return p;
+}
+
 TEST(Zero3Fetch, TimingEachClassOfStretchOnceEqualsTimingEveryStretch) {
   // zero3_time times one stretch between synchronisations per class (Zero3Hooks::
   // segment_class) and counts the rest; the same hooks without their stretches are timed
@@ -148,12 +160,7 @@ TEST(Zero3Fetch, TimingEachClassOfStretchOnceEqualsTimingEveryStretch) {
   const ModelSpec& m = builtin_presets().models.at("gpt3-175b");
   const ClusterSpec& c = builtin_presets().clusters.at("dgx-a100");
   for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
-    Plan p;
-    p.dp = 384;
-    p.zero = 3;
-    p.microbatch = 4;
-    p.recompute = rc;
-    p.stack = Stack::kDeepspeedZero2021;
+    const Plan p = gpt3_zero3(rc);
     const LayerCost lc = layer_cost(m, c, p, 2048, false);
     const Zero3Trace t = zero3_trace(m, p, lc, 1e-3, 2e-3);
     const Zero3Hooks h = zero3_coordinate(t, zero3_policy(stack_profile(p.stack)));
@@ -189,17 +196,6 @@ TEST(Zero3Fetch, TimingEachClassOfStretchOnceEqualsTimingEveryStretch) {
 // head's, in every recomputation mode; its weights are the layer's parameters
 // (params.cc) less the norms and biases that stay gathered: for GPT-3 (h 12288, F = 4h, linear
 // biases, LayerNorm) 3h + h + 4h + h of biases and 2 x 2h of norms, 13h.
-// GPT-3 175B under DeepSpeed's 2021 ZeRO-3 over 384 ranks, microbatch 4 (the Narayanan et
-// al. record's layout).
-Plan gpt3_zero3(Recompute rc) {
-  Plan p;
-  p.dp = 384;
-  p.zero = 3;
-  p.microbatch = 4;
-  p.recompute = rc;
-  p.stack = Stack::kDeepspeedZero2021;
-  return p;
-}
 
 TEST(Zero3Fetch, TraceCarriesTheLayersWorkAndWeights) {
   const ModelSpec& m = builtin_presets().models.at("gpt3-175b");
