@@ -378,6 +378,14 @@ void stack_rule(const json& rec, Record& r) {
     // default).
     r.grad_dtype = "bf16";
     r.assumptions.push_back("gradients: DeepSpeed ZeRO-3 reduce-scatters the 16-bit param.grad (2 bytes)");
+    if (v2021) {
+      // DeepSpeed 2021's overlap_comm default (zero/constants.py) is false, and stage3.py then
+      // reduces on the current stream: the compute waits for each reduce-scatter.
+      r.overlap_grad_reduce = false;
+      r.assumptions.push_back(
+          "overlap_comm not stated: DeepSpeed's 2021 default, false (ZERO_OPTIMIZATION_OVERLAP_COMM_DEFAULT), so "
+          "stage 3 reduces on the compute stream: overlap_grad_reduce false");
+    }
   } else if (r.zero <= 1 && (contains(low, "deepspeed pipeline engine") || contains(low, "bf16optimizer") ||
                              contains(low, "megatron-deepspeed"))) {
     r.stack = "megatron-deepspeed";
@@ -692,6 +700,7 @@ ScenarioBuild build_scenario(Record& r) {
   plan["sequence_parallel"] = r.sequence_parallel;
   if (r.tp_comm_overlap) plan["tp_comm_overlap"] = true;
   if (r.grad_dtype != "fp32") plan["grad_dtype"] = r.grad_dtype;
+  if (!r.overlap_grad_reduce) plan["overlap_grad_reduce"] = false;
   plan["schedule"] = r.schedule;
   plan["virtual_stages"] = r.virtual_stages;
   plan["microbatch"] = r.microbatch;

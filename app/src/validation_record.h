@@ -49,6 +49,7 @@ struct Record {
   // Megatron-Bridge performance recipes (bridge_rule): gradients reduced in bf16, TP
   // communication overlap with sequence parallelism.
   std::string grad_dtype = "fp32";
+  bool overlap_grad_reduce = true;  // false: the stack's reduction on the compute stream (DeepSpeed 2021's default)
   bool tp_comm_overlap = false;
   // measured (absent: <= 0)
   double tflops = 0, iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0;

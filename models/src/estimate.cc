@@ -603,7 +603,10 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const bool list = stack.zero3_gather == Zero3Gather::kSyncedList;
     const Zero3GatherWork work =
         list ? zero3_gather_work(c.gpu, p.grad_bytes, p.dp * p.cp, stack.host_us_per_kernel) : Zero3GatherWork{};
-    const Zero3Timing z = zero3_time(t, hooks, gather, reduce, f, launch, list ? &work : nullptr);
+    // overlap_grad_reduce false: DeepSpeed's overlap_comm off, the reduce-scatters on the
+    // compute stream.
+    const Zero3Timing z =
+        zero3_time(t, hooks, gather, reduce, f, launch, list ? &work : nullptr, !p.overlap_grad_reduce);
     // The interference of the gathers prefetched in the forward slows the forward.
     st.forward += z.interference_fwd_s;
     st.backward += z.interference_s - z.interference_fwd_s;

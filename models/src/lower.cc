@@ -547,6 +547,8 @@ class StageBuilder {
       const std::uint32_t rs = add(weight(u.param, CollKind::kReduceScatter, p_.grad_bytes), "zero3.rs " + name, {x});
       zout_.push_back(rs);
       dp_ops_.push_back(rs);
+      // overlap_grad_reduce false (DeepSpeed's overlap_comm off): the compute waits for it.
+      if (!p_.overlap_grad_reduce) x = rs;
     }
     zcur_ = (zcur_ + 1) % ztrace_.uses.size();
     return x;

@@ -178,7 +178,8 @@ Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ran
 }
 
 Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
-                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list) {
+                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list,
+                       bool reduce_blocks) {
   // One stretch [i0, i1): from the synchronisation at i0 (the trace's start for the first,
   // whose synchronisation at 0, if any, is its own) to the next's at i1, which it ends with.
   auto stretch = [&](std::size_t i0, std::size_t i1, Zero3Timing& r) {
@@ -240,6 +241,7 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
       if (u.reduce) {
         const auto q = static_cast<std::size_t>(u.param);
         sc = std::max(sc, cc) + reduce_s[q] + (list != nullptr ? list->reduce_copy_s(t.numel[q]) : 0.0);
+        if (reduce_blocks) cc = sc;
       }
     }
     if (i1 < t.uses.size()) {

@@ -191,7 +191,8 @@ TEST_F(ValidateTest, AStatedPowerLimitPicksThePresetMeasuredAtIt) {
 
 // DeepSpeed ZeRO-3 records (docs/validation.md "Software stack"): the DeepSpeed of the
 // record's year -- the first 20xx in its id or source title; 2021 or earlier runs the
-// stage-3 coordinator of that year (deepspeed-zero-2021) -- with 16-bit gradients.
+// stage-3 coordinator of that year (deepspeed-zero-2021, with that year's overlap_comm
+// default: off) -- with 16-bit gradients.
 TEST_F(ValidateTest, DeepSpeedZero3RecordsRunTheDeepSpeedOfTheirYear) {
   auto stack_of = [&](const std::string& id, const std::string& title) {
     const json patch = {{"id", id},
@@ -207,6 +208,10 @@ TEST_F(ValidateTest, DeepSpeedZero3RecordsRunTheDeepSpeedOfTheirYear) {
     if (!rep.ok()) return std::string();
     const json sc = json::parse(rep->rows[0].scenario_json);
     EXPECT_EQ(sc["plan"]["grad_dtype"], "bf16") << id;  // 16-bit gradients
+    // DeepSpeed 2021's overlap_comm default, false: the reduce-scatters on the compute
+    // stream; later DeepSpeed overlaps them (stepcast's default).
+    const bool v2021 = sc["plan"]["stack"] == "deepspeed-zero-2021";
+    EXPECT_EQ(sc["plan"].value("overlap_grad_reduce", true), !v2021) << id;
     return sc["plan"]["stack"].get<std::string>();
   };
   EXPECT_EQ(stack_of("narayanan2021_zero3", "Efficient Large-Scale Language Model Training, SC'21"),

@@ -91,6 +91,20 @@ TEST(Zero3Fetch, TraceTimeBySegmentsByHand) {
   EXPECT_NEAR(z.exposed_s(), 38.1 - 21 - 1, 1e-12);
 }
 
+TEST(Zero3Fetch, BlockingReduceScattersDelayTheComputeByHand) {
+  // The walk above with the compute waiting for each reduce-scatter (overlap_grad_reduce
+  // false): use 3's reduce of w2 ends at 12.1 and the compute waits for it, so use 4's
+  // synchronisation is unchanged (15.6, 26.6); compute 5 ends at 5, w1's reduce at 6.5, and
+  // compute 6 now starts there: 12.5, then w0's reduce: 13.0 -> 39.6 (38.1 overlapped).
+  Zero3Trace t = toy();
+  t.forward_uses = 1;
+  const Zero3Hooks h = zero3_coordinate(t, Zero3Policy{50, 1000, 50});
+  const Zero3Timing z = zero3_time(t, h, {1, 3, 6}, {0.5, 1.5, 3}, 0.1, 0.5, nullptr, true);
+  EXPECT_NEAR(z.total_s, 39.6, 1e-12);
+  EXPECT_NEAR(z.compute_s, 21.0, 1e-12);
+  EXPECT_EQ(z.syncs, 3);
+}
+
 TEST(Zero3Fetch, SyncedListGathersDrainTheDeviceAndWaitForTheHostByHand) {
   // The toy trace as above, each gather as DeepSpeed 2021's _allgather_param: memsets
   // numel / 100 s (0.1, 0.3, 0.6), copy-backs numel / 50 s (0.2, 0.6, 1.2), the host's issue

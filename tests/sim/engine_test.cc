@@ -585,11 +585,21 @@ TEST(Engine, DeepSpeed2021FetchPerModuleMatchesTheClosedForm) {
     "plan": {"tp": 1, "pp": 1, "dp": 16, "zero": 3, "microbatch": 2, "global_batch": 128,
              "precision": "bf16", "stack": "deepspeed-zero-2021"},
     "workload": {"seq_len": 2048}})";
-  for (const char* rc : {"none", "full", "selective"}) {
+  // The three recomputation modes, and full recomputation with overlap_grad_reduce false
+  // (DeepSpeed's overlap_comm off: the compute waits for each reduce-scatter).
+  double overlapped_full_dp = 0;
+  for (const char* rc : {"none", "full", "selective", "full, blocking"}) {
     Scenario s = scenario(text);
-    s.plan.recompute = *parse_recompute(rc);
+    const std::string mode = rc;
+    s.plan.recompute = *parse_recompute(mode.substr(0, mode.find(',')));
+    s.plan.overlap_grad_reduce = mode.find("blocking") == std::string::npos;
     const Estimate e = estimate(s);
     const Simulated r = run(s);
+    if (mode == "full") overlapped_full_dp = e.exposed.dp;
+    // Blocking exposes at least every reduce-scatter: 4 microbatches x (2 + 4 x 24) of them.
+    if (!s.plan.overlap_grad_reduce) {
+      EXPECT_GT(e.exposed.dp, overlapped_full_dp) << rc;
+    }
     // The coordinator's synchronisations, one zero3.sync op each, per microbatch (m = 4).
     const LayerCost lc = layer_cost(s.model, s.cluster, s.plan, 2048, false);
     const LogitsCost lg = logits_cost(s.model, s.cluster, s.plan, 2048);

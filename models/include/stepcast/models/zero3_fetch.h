@@ -110,7 +110,9 @@ Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ran
 // With `list` (kSyncedList) every gather, on demand or prefetched, is a drain of the device
 // after its memset, then the host's issue (the compute after it waits for the host) and the
 // gather followed by its copy-backs on the stream, which end no earlier than the issue; each
-// reduce-scatter also runs its copies.
+// reduce-scatter also runs its copies. With `reduce_blocks` (plan.overlap_grad_reduce false:
+// DeepSpeed's overlap_comm off, its reduction stream the compute stream) the compute waits
+// for each reduce-scatter.
 struct Zero3Timing {
   double total_s = 0;
   double compute_s = 0;       // the uses' compute, without interference
@@ -123,7 +125,7 @@ struct Zero3Timing {
 };
 Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s,
-                       const Zero3GatherWork* list = nullptr);
+                       const Zero3GatherWork* list = nullptr, bool reduce_blocks = false);
 
 // Whether `plan` runs the per-module fetch: its stack's zero3_fetch is "module_sync", ZeRO-3
 // across more than one rank, and a layout the trace below expresses (one pipeline stage, no
