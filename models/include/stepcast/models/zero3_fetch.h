@@ -123,6 +123,8 @@ struct Zero3Timing {
   int drains = 0;                 // kSyncedList: the synchronisations before each gather
   double exposed_s() const { return total_s - compute_s - interference_s; }
 };
+// REQUIRES: weights of one size have the same gather_s and reduce_s, and uses of one role
+// the same compute seconds (one stretch per class is timed for all).
 Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s,
                        const Zero3GatherWork* list = nullptr, bool reduce_blocks = false);
