@@ -616,6 +616,9 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // the exposure waits for the data-parallel stream.
     st.host += z.host_s;
     st.fsdp = z.exposed_s() - z.host_s;
+    st.zero3_syncs = z.syncs;
+    st.zero3_gathers = static_cast<int>(hooks.params.size());
+    st.zero3_issue_s = list ? work.issue_s : 0.0;
   } else if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;
@@ -907,6 +910,18 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   if (const GroupShape tg = group_shape(p.tp, Placement::of(p, gpn).group_stride(GroupKind::kTp), gpn);
       tg.nodes > 1) {
     e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));
+  }
+  if (slowest.zero3_syncs > 0) {
+    e.notes.push_back(
+        slowest.zero3_issue_s > 0
+            ? fmt::format("ZeRO-3 fetched per module as {} ran it: {} device synchronisations and {} weights gathered "
+                          "per microbatch, each gather after a drain, issued by the host in {:.2f} ms ({} launches); "
+                          "the GPU waits {:.3g} s for the host (docs/model-reference.md 5.9)",
+                          to_string(p.stack), slowest.zero3_syncs, slowest.zero3_gathers, slowest.zero3_issue_s * 1e3,
+                          p.dp * p.cp + 2, e.breakdown.host)
+            : fmt::format("ZeRO-3 fetched per module as {} ran it: {} device synchronisations and {} weights gathered "
+                          "per microbatch (docs/model-reference.md 5.9)",
+                          to_string(p.stack), slowest.zero3_syncs, slowest.zero3_gathers));
   }
   if (zero3_module_sync_stack(p) && !zero3_module_fetch(m, p)) {
     e.notes.push_back(fmt::format(

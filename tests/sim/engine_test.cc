@@ -5,8 +5,10 @@
 // engine itself under the other mode (representative vs full) and a rerun (determinism).
 #include "stepcast/sim/engine.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -615,6 +617,11 @@ TEST(Engine, DeepSpeed2021FetchPerModuleMatchesTheClosedForm) {
       drain_ops += op.rfind("zero3.drain", 0) == 0;
     }
     EXPECT_EQ(sync_ops, 4 * syncs) << rc;
+    // The estimate's note gives the same counts per microbatch.
+    const std::string counts = fmt::format("{} device synchronisations and {} weights gathered", syncs, gathers);
+    EXPECT_TRUE(std::any_of(e.notes.begin(), e.notes.end(),
+                            [&](const std::string& n) { return n.find(counts) != std::string::npos; }))
+        << rc << ": " << counts;
     // The stack gathers as DeepSpeed 2021's _allgather_param: a device synchronisation
     // before every gather, on demand or prefetched.
     EXPECT_EQ(drain_ops, 4 * gathers) << rc;

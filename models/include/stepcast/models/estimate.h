@@ -92,6 +92,10 @@ struct StageTimes {
   double fsdp_last = 0, fsdp_last_interference = 0;
   double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
   double offload = 0;        // exposed activation and weight offload transfers per microbatch
+  // ZeRO-3 fetched per module (zero3_fetch.h): the coordinator's device synchronisations and
+  // the weights gathered per microbatch; the host's issue of each gather (kSyncedList).
+  int zero3_syncs = 0, zero3_gathers = 0;
+  double zero3_issue_s = 0;
   ComputeParts parts;        // forward + backward split by kind of work
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host + offload; }
 };
