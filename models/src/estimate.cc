@@ -594,7 +594,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
         reduce[i] = reduce[*same];
         continue;
       }
-      gather[i] = collective_cost(c, CollKind::kAllGather, g, t.numel[i] * kWeightBytes).time_s;
+      gather[i] = collective_cost(c, CollKind::kAllGather, g, t.numel[i] * kZero3WeightBytes).time_s;
       reduce[i] = collective_cost(c, CollKind::kReduceScatter, g, t.numel[i] * p.grad_bytes).time_s;
       priced.push_back(i);
     }
@@ -618,7 +618,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     st.fsdp = z.exposed_s() - z.host_s;
     st.zero3_syncs = z.syncs;
     st.zero3_gathers = static_cast<int>(hooks.params.size());
-    st.zero3_issue_s = list ? work.issue_s : 0.0;
+    st.zero3_issue_s = work.issue_s;
+    st.zero3_issue_launches = work.issue_launches;
   } else if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;
@@ -918,7 +919,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
                           "per microbatch, each gather after a drain, issued by the host in {:.2f} ms ({} launches); "
                           "the GPU waits {:.3g} s for the host (docs/model-reference.md 5.9)",
                           to_string(p.stack), slowest.zero3_syncs, slowest.zero3_gathers, slowest.zero3_issue_s * 1e3,
-                          p.dp * p.cp + 2, e.breakdown.host)
+                          slowest.zero3_issue_launches, e.breakdown.host)
             : fmt::format("ZeRO-3 fetched per module as {} ran it: {} device synchronisations and {} weights gathered "
                           "per microbatch (docs/model-reference.md 5.9)",
                           to_string(p.stack), slowest.zero3_syncs, slowest.zero3_gathers));

@@ -170,7 +170,8 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy
 
 Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ranks, double host_us) {
   Zero3GatherWork w;
-  w.issue_s = (ranks + 2) * host_us * 1e-6;
+  w.issue_launches = ranks + 2;
+  w.issue_s = w.issue_launches * host_us * 1e-6;
   w.memset_s_per_elem = memory_time_s(gpu, kZero3WeightBytes);
   w.copy_s_per_elem = memory_time_s(gpu, 2 * kZero3WeightBytes);
   w.reduce_copy_s_per_elem = memory_time_s(gpu, 4 * grad_bytes);

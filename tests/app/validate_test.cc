@@ -453,6 +453,18 @@ TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
     EXPECT_EQ(qwen->attention_s, e.compute.attention);
     EXPECT_LT(qwen->attention_s, qwen->compute_s);
   }
+  // The ZeRO-3 record's row carries its estimate's host part (the GPU waiting for the host
+  // to issue each synced list gather): at least one issue per gather of its coordinator.
+  {
+    const auto z3 = std::find_if(rep->rows.begin(), rep->rows.end(),
+                                 [](const ValidationRow& r) { return r.id.find("zero3") != std::string::npos; });
+    ASSERT_NE(z3, rep->rows.end());
+    const auto sc = stepcast::parse_scenario(z3->scenario_json);
+    ASSERT_TRUE(sc.ok()) << sc.error().message;
+    const stepcast::Estimate e = stepcast::estimate(*sc);
+    EXPECT_EQ(z3->host_s, e.breakdown.host);
+    EXPECT_GT(z3->host_s, 1000 * 386 * 10e-6);  // over 1,000 gathers per microbatch, 386 launches each
+  }
   // GPT-1.7B of Narayanan et al. Table 1 (Megatron), eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh)
   // with B 512, s 2048, l 24, h 2304, V 51200 (a multiple of 128: not padded):
   // 96 x 512 x 2048 x 24 x 2304^2 = 12,824,703,626,379,264; s/6h = 2048/13824 = 4/27,

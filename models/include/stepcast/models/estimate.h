@@ -94,7 +94,7 @@ struct StageTimes {
   double offload = 0;        // exposed activation and weight offload transfers per microbatch
   // ZeRO-3 fetched per module (zero3_fetch.h): the coordinator's device synchronisations and
   // the weights gathered per microbatch; the host's issue of each gather (kSyncedList).
-  int zero3_syncs = 0, zero3_gathers = 0;
+  int zero3_syncs = 0, zero3_gathers = 0, zero3_issue_launches = 0;
   double zero3_issue_s = 0;
   ComputeParts parts;        // forward + backward split by kind of work
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host + offload; }

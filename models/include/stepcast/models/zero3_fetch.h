@@ -92,7 +92,8 @@ const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& trace, const Zero3Po
 // gradient read and written twice). Memory-bound, so linear in the weight's elements.
 struct Zero3GatherWork {
   double memset_s_per_elem = 0, copy_s_per_elem = 0, reduce_copy_s_per_elem = 0;
-  double issue_s = 0;
+  int issue_launches = 0;  // ranks + 2
+  double issue_s = 0;      // issue_launches x the stack's launch time
   double memset_s(double numel) const { return numel * memset_s_per_elem; }
   double copy_s(double numel) const { return numel * copy_s_per_elem; }
   double reduce_copy_s(double numel) const { return numel * reduce_copy_s_per_elem; }
