@@ -16,8 +16,8 @@ namespace stepcast::analysis::detail {
 
 namespace {
 
-constexpr std::array<GroupKind, 6> kGroups = {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp,
-                                              GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp};
+constexpr std::array<GroupKind, kGroupKinds> kGroups = {
+    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp, GroupKind::kEtp};
 
 // One rank's arrival at one collective instance.
 struct CollRec {
@@ -253,7 +253,7 @@ class LockstepExplainer {
     const Placement& pl = trace_.placement;
     for (int st = 0; st < pl.pp; ++st) {
       const int q = pl.stage_peer(trace_.ranks[i].rank, st);
-      for (GroupKind g : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp}) {
+      for (GroupKind g : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kEtp}) {
         for (int m = 0; m < pl.group_size(g); ++m) {
           const auto it = slot_of_.find(pl.group_member(g, q, m));
           if (it == slot_of_.end() || it->second == i) continue;

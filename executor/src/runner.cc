@@ -17,11 +17,12 @@ float pattern_value(int rank, std::uint64_t seq, std::size_t i) {
 
 namespace {
 
-constexpr std::array<GroupKind, 6> kGroupKinds = {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp,
-                                                  GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp};
+constexpr std::array<GroupKind, kNumGroupKinds> kGroupKinds = {
+    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp, GroupKind::kEtp};
 
+// Bits 24-26 name the group kind (kind + 1), clear of p2p_seed's bit 31 and ring_seed's 29-30.
 std::uint64_t collective_seed(int step, GroupKind g, std::uint32_t seq) {
-  return (static_cast<std::uint64_t>(step + 1) << 32) ^ (static_cast<std::uint64_t>(g) << 28) ^ seq;
+  return (static_cast<std::uint64_t>(step + 1) << 32) ^ ((static_cast<std::uint64_t>(g) + 1) << 24) ^ seq;
 }
 std::uint64_t p2p_seed(int step, std::uint32_t tag) {
   return (static_cast<std::uint64_t>(step + 1) << 32) ^ (1ull << 31) ^ tag;
@@ -52,7 +53,10 @@ class Runner {
     }
     role_ = &program.roles.at(static_cast<std::size_t>(pl_.coords(rank_).p));
     for (GroupKind g : kGroupKinds) {
-      groups_[static_cast<std::size_t>(g)] = comm.create_group(pl_.group_root(g, rank_));
+      // The expert-TP group is the TP group unless the experts are folded: no second split.
+      groups_[static_cast<std::size_t>(g)] = g == GroupKind::kEtp && !pl_.folded()
+                                                 ? groups_[static_cast<std::size_t>(GroupKind::kTp)]
+                                                 : comm.create_group(pl_.group_root(g, rank_));
     }
     const std::size_t n = role_->ops.size();
     work_.reserve(n);
@@ -329,7 +333,7 @@ class Runner {
   int rank_;
   Placement pl_;
   const RoleTemplate* role_ = nullptr;
-  std::array<CommGroup, 6> groups_;
+  std::array<CommGroup, kNumGroupKinds> groups_;
   std::vector<OpWork> work_;
   std::vector<std::uint32_t> seq_;
   std::vector<CommBuffers> bufs_;

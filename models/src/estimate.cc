@@ -166,10 +166,12 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
     if (!p.recomputes(RM::kSharedExperts)) {
       split += ffn_per_width * static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
     }
-    // The dispatched tokens, the experts' fc1 input. Megatron-Core applies the routing
-    // probabilities inside the experts' activation (moe/experts.py activation_func_with_probs),
-    // so the combine's unpermute is a plain scatter-add whose backward keeps no tokens.
-    split += g_in * routed * h / t;
+    // The dispatched tokens, the experts' fc1 input: T_e k rows of h, gathered over the
+    // expert-TP group (expert_tokens: T etp / tp, T / tp with etp 1). Megatron-Core applies
+    // the routing probabilities inside the experts' activation (moe/experts.py
+    // activation_func_with_probs), so the combine's unpermute is a plain scatter-add whose
+    // backward keeps no tokens.
+    split += g_in * routed * h * expert_tokens(p, 1.0);
   }
   // Core attention: the score matrix (softmax output 2, dropout mask 1, dropout output 2
   // bytes per score) unless FlashAttention or a recomputed core attention drops it;

@@ -29,7 +29,7 @@ double kv_heads_per_rank(const ModelSpec& m, const Plan& p) {
 }
 
 double expert_tokens(const Plan& p, double T) {
-  return p.sequence_parallel && p.tp > 1 ? T * p.expert_tp() / p.tp : T;
+  return p.tp > 1 && !p.sequence_parallel ? T : T * p.expert_tp() / p.tp;
 }
 
 HeadDims head_dims(const ModelSpec& m) {
@@ -380,6 +380,22 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.interference_fwd_s += f * fwd;
     out.interference_s += f * (fwd * (recompute_factor - 1) + bwd + recomputed_block);
   };
+  // The MoE block's pair (with SP or folded experts): the expert-TP all-gather of the T_e k
+  // dispatched rows after the all-to-all and their reduce-scatter before the combine, on the
+  // expert-TP group (the TP group when etp = tp); none with etp = 1.
+  double moe_pair = 0;
+  if (moe && (sp || pl.folded()) && p.expert_tp() > 1) {
+    const GroupShape ge = group_shape(pl.group_size(GroupKind::kEtp), pl.group_stride(GroupKind::kEtp), gpn);
+    out.moe_tp_bytes = expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes;
+    moe_pair = collective_cost(c, CollKind::kAllGather, ge, out.moe_tp_bytes).time_s +
+               collective_cost(c, CollKind::kReduceScatter, ge, out.moe_tp_bytes).time_s;
+  }
+  if (p.tp == 1 && moe_pair > 0) {
+    // Folded experts with an expert-TP group under tp 1: the MoE block's pair alone.
+    out.tp_mlp_pass_s = moe_pair;
+    out.tp_exposed_s = moe_pair * recompute_factor + (lc.recompute_block ? moe_pair : 0.0);
+    tp_fwd = moe_pair;
+  }
   if (p.tp > 1) {
     const GroupShape g = group_shape(p.tp, pl.group_stride(GroupKind::kTp), gpn);
     out.tp_bytes = T * h * kActBytes;
@@ -390,14 +406,10 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // input gradients backward); a recomputed forward repeats its 2.
     const double one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
     double mlp_pair = one;
-    out.moe_tp_bytes = out.tp_bytes;
-    if (moe && sp) {
-      // The MoE block: the expert-TP gather/scatter of the T_e k dispatched rows.
-      out.moe_tp_bytes =
-          p.expert_tp() > 1 ? expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes : 0.0;
-      mlp_pair = out.moe_tp_bytes > 0 ? collective_cost(c, CollKind::kAllGather, g, out.moe_tp_bytes).time_s +
-                                            collective_cost(c, CollKind::kReduceScatter, g, out.moe_tp_bytes).time_s
-                                      : 0.0;
+    if (!moe || !sp) {
+      out.moe_tp_bytes = out.tp_bytes;  // an MoE block without SP: the all-reduce (etp = tp)
+    } else {
+      mlp_pair = moe_pair;
     }
     out.tp_attn_pass_s = one;
     out.tp_mlp_pass_s = mlp_pair;

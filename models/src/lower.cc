@@ -230,7 +230,8 @@ class StageBuilder {
     op.layer = layer;
     op.microbatch = mb;
     switch (g) {
-      case GroupKind::kTp: op.stream = Stream::kTp; op.comm = CommClass::kTp; break;
+      case GroupKind::kTp:
+      case GroupKind::kEtp: op.stream = Stream::kTp; op.comm = CommClass::kTp; break;
       case GroupKind::kCp: op.stream = Stream::kCp; op.comm = CommClass::kCp; break;
       case GroupKind::kEp: op.stream = Stream::kEp; op.comm = CommClass::kEp; break;
       case GroupKind::kDp:
@@ -270,7 +271,8 @@ class StageBuilder {
   // TP collectives around a block: with SP an all-gather before and a reduce-scatter
   // after; without SP an all-reduce after.
   // An MoE block's pair is the expert-TP gather and scatter of the dispatched tokens
-  // (layer_comm's moe_tp_bytes; none when the experts are folded, etp = 1).
+  // (layer_comm's moe_tp_bytes; none with etp = 1), on the expert-TP group: its own etp ranks
+  // when the experts are folded (etp != tp, also under tp 1), else the TP group.
   const LayerCost& lc_of(bool moe) const { return moe ? moe_ : dense_; }
   // Recomputation of parts of a layer (Megatron-Core's modules or torchtitan's ops).
   bool selective() const {
@@ -279,14 +281,23 @@ class StageBuilder {
   double tp_bytes_of(int layer, bool mlp_block) const {
     return mlp_block && is_moe(layer) ? moe_comm_.moe_tp_bytes : dense_comm_.tp_bytes;
   }
+  bool folded_pair(int layer, bool mlp_block) const {
+    return mlp_block && is_moe(layer) && p_.expert_tp() != p_.tp;
+  }
   std::uint32_t tp_before(std::uint32_t prev, int layer, int mb, const std::string& what, bool mlp_block) {
     const double bytes = tp_bytes_of(layer, mlp_block);
-    if (!sp_ || bytes <= 0) return prev;
-    return add(collective(CollKind::kAllGather, GroupKind::kTp, bytes, layer, mb), "tp.ag " + what, {prev});
+    const bool folded = folded_pair(layer, mlp_block);
+    if ((!sp_ && !folded) || bytes <= 0) return prev;
+    return add(collective(CollKind::kAllGather, folded ? GroupKind::kEtp : GroupKind::kTp, bytes, layer, mb),
+               (folded ? "etp.ag " : "tp.ag ") + what, {prev});
   }
   std::uint32_t tp_after(std::uint32_t prev, int layer, int mb, const std::string& what, bool mlp_block) {
     const double bytes = tp_bytes_of(layer, mlp_block);
-    if (p_.tp <= 1 || bytes <= 0) return prev;
+    const bool folded = folded_pair(layer, mlp_block);
+    if ((p_.tp <= 1 && !folded) || bytes <= 0) return prev;
+    if (folded) {
+      return add(collective(CollKind::kReduceScatter, GroupKind::kEtp, bytes, layer, mb), "etp.rs " + what, {prev});
+    }
     const CollKind k = sp_ ? CollKind::kReduceScatter : CollKind::kAllReduce;
     return add(collective(k, GroupKind::kTp, bytes, layer, mb), std::string(sp_ ? "tp.rs " : "tp.ar ") + what,
                {prev});

@@ -47,6 +47,7 @@ const char* to_string(GroupKind g) {
     case GroupKind::kDp: return "dp";
     case GroupKind::kEdp: return "edp";
     case GroupKind::kPp: return "pp";
+    case GroupKind::kEtp: return "etp";
   }
   return "?";
 }
@@ -97,6 +98,7 @@ int Placement::group_size(GroupKind g) const {
     case GroupKind::kDp: return dp * cp;
     case GroupKind::kEdp: return tp * cp * dp / (expert_tp() * ep);
     case GroupKind::kPp: return pp;
+    case GroupKind::kEtp: return expert_tp();
   }
   return 1;
 }
@@ -109,6 +111,7 @@ int Placement::group_stride(GroupKind g) const {
     case GroupKind::kDp: return data_stride();
     case GroupKind::kEdp: return folded() ? expert_tp() * ep : data_stride() * ep;
     case GroupKind::kPp: return stride(3);
+    case GroupKind::kEtp: return folded() ? 1 : stride(0);
   }
   return 1;
 }
@@ -122,10 +125,11 @@ int Placement::group_root(GroupKind g, int r) const {
   // Flattened data index: cp and dp are adjacent, the inner one first.
   const int f = stride(1) < stride(2) ? c.c + cp * c.d : c.d + dp * c.c;
   const int fs = data_stride();
-  if (folded() && (g == GroupKind::kEp || g == GroupKind::kEdp)) {
+  if (folded() && (g == GroupKind::kEp || g == GroupKind::kEdp || g == GroupKind::kEtp)) {
     // pp outermost (loader): the stage-local index is et + etp * (e + ep * ed).
     const int i = r % (tp * cp * dp);
     const int et = expert_tp();
+    if (g == GroupKind::kEtp) return r - i % et;
     return g == GroupKind::kEp ? r - ((i / et) % ep) * et : r - (i / (et * ep)) * (et * ep);
   }
   switch (g) {
@@ -135,16 +139,13 @@ int Placement::group_root(GroupKind g, int r) const {
     case GroupKind::kEp: return r - (f % ep) * fs;
     case GroupKind::kEdp: return r - (f - f % ep) * fs;
     case GroupKind::kPp: return r - c.p * stride(3);
+    case GroupKind::kEtp: return r - c.t * stride(0);  // not folded: the TP group
   }
   return r;
 }
 
 ExpertLayoutError expert_layout_error(const Placement& pl) {
   const int etp = pl.expert_tp();
-  if (etp != 1 && etp != pl.tp) {
-    return {"etp", fmt::format("{} must be 1 or tp ({}): other expert tensor-parallel widths are not expressed", etp,
-                               pl.tp)};
-  }
   const std::int64_t stage = std::int64_t{pl.tp} * pl.cp * pl.dp;
   if (stage % (std::int64_t{etp} * pl.ep) != 0) {
     if (etp == pl.tp) {

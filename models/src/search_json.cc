@@ -119,6 +119,12 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   bools("sequence_parallel", q.sequence_parallel);
   bools("tp_comm_overlap", q.tp_comm_overlap);
   bools("fold_experts", q.fold_experts);
+  if (auto x = integers<int>(r, "etp", 1, kMaxDegree)) {
+    q.etp = *x;
+    if (!q.fold_experts.empty()) {
+      diag.add(r.path_of("etp"), "give either etp (the expert tensor-parallel widths) or fold_experts, not both");
+    }
+  }
   // A fraction 0..1 or a list of them.
   auto fractions = [&](const char* key, std::vector<double>& out) {
     const json* raw = r.raw(key);

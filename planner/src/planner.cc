@@ -209,10 +209,16 @@ std::vector<bool> tpo_values(const Context& x, int tp, bool sp) {
   return x.tpo;
 }
 
-// Folding the experts (etp 1) differs from etp = tp only for MoE models with tp > 1.
-std::vector<bool> fold_values(const Context& x, int tp) {
-  if (tp == 1 || !x.s.model.moe) return {false};
-  return x.fold;
+// The expert tensor-parallel widths tried at `tp`: search.etp's, else tp (unfolded) and 1
+// (folded) as fold_experts lists them, which differ only for MoE models with tp > 1. A dense
+// model is listed once, unfolded.
+std::vector<int> etp_values(const Context& x, int tp) {
+  if (!x.s.model.moe) return {tp};
+  if (!x.q.etp.empty()) return x.q.etp;
+  if (tp == 1) return {tp};
+  std::vector<int> out;
+  for (bool fold : x.fold) out.push_back(fold ? 1 : tp);
+  return out;
 }
 
 bool heads_ok(const ModelSpec& m, const Plan& p) {
@@ -300,8 +306,8 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                                                          x.stacks.size() * x.offloads.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
   const std::int64_t per_ep = per_variant * static_cast<std::int64_t>(variants.size());
-  const std::vector<bool> folds = fold_values(x, it.tp);
-  const std::int64_t per_fold = per_ep * static_cast<std::int64_t>(folds.size());
+  const std::vector<int> etps = etp_values(x, it.tp);
+  const std::int64_t per_fold = per_ep * static_cast<std::int64_t>(etps.size());
   const std::int64_t leaves = per_fold * static_cast<std::int64_t>(x.ep.size());
   c.size = leaves;
   if (leaves == 0) return out;
@@ -326,14 +332,14 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const std::int64_t steps_total = x.steps_total[static_cast<std::size_t>(it.batch)];
   const std::int64_t stage_ranks = std::int64_t{it.tp} * it.cp * it.dp;
   for (int ep : x.ep) {
-  for (bool fold : folds) {
-    const int etp = fold ? 1 : it.tp;
-    if (ep > 1 && (!m.moe || m.moe->num_experts % ep != 0 || stage_ranks % (std::int64_t{etp} * ep) != 0)) {
+  for (int etp : etps) {
+    if ((ep > 1 || etp != it.tp) &&
+        (!m.moe || m.moe->num_experts % ep != 0 || stage_ranks % (std::int64_t{etp} * ep) != 0)) {
       reject(Reject::kExperts, per_ep);
       continue;
     }
     p.ep = ep;
-    p.etp = fold ? 1 : 0;
+    p.etp = etp == it.tp ? 0 : etp;
     for (const Variant& var : variants) {
       if (std::int64_t{it.pp} * var.v > m.num_layers) {
         reject(Reject::kPipelineDepth, per_variant);
@@ -861,10 +867,14 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   } else if (p.schedule == Schedule::kInterleaved) {
     check("virtual_stages", x.virtual_stages, p.virtual_stages, !x.q.virtual_stages.empty());
   }
-  if (const std::vector<bool> folds = fold_values(x, p.tp);
-      std::find(folds.begin(), folds.end(), p.expert_tp() != p.tp) == folds.end()) {
-    out.push_back(fmt::format("fold_experts = {} is not searched (search.fold_experts)",
-                              p.expert_tp() != p.tp ? "true" : "false"));
+  if (const std::vector<int> etps = etp_values(x, p.tp);
+      std::find(etps.begin(), etps.end(), p.expert_tp()) == etps.end()) {
+    if (!x.q.etp.empty()) {
+      out.push_back(fmt::format("etp = {} is not searched (search.etp: {})", p.expert_tp(), list_text(x.q.etp)));
+    } else {
+      out.push_back(fmt::format("fold_experts = {} is not searched (search.fold_experts)",
+                                p.expert_tp() != p.tp ? "true" : "false"));
+    }
   }
   if (p.tp > 1 && std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
     out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));

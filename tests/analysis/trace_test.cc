@@ -43,7 +43,7 @@ TEST(ReadTrace, RejectsWhatIsNotAStepcastTraceNamingTheField) {
   EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"dp.ar","pid":1,"tid":4,"ts":1,"dur":2,)"
                                    R"("args":{"step":0,"kind":"collective","bytes":4,"wait_us":0,"group":"dq",)"
                                    R"("collective":"all_reduce","group_root":0,"seq":1}})")),
-            "traceEvents[1].args.group: \"dq\" is not one of \"tp\", \"cp\", \"ep\", \"dp\", \"edp\", \"pp\"");
+            "traceEvents[1].args.group: \"dq\" is not one of \"tp\", \"cp\", \"ep\", \"dp\", \"edp\", \"pp\", \"etp\"");
   EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"F","pid":1,"tid":0,"ts":1,"dur":2,)"
                                    R"("args":{"step":3,"kind":"compute","class":"gemm"}})")),
             "traceEvents[1].args.step: 3 is beyond the trace's 1 steps (step_end_us)");
@@ -193,15 +193,15 @@ TEST(ReadTraceBadInput, MissingOrBrokenMetadataIsNamed) {
   huge.replace(huge.find("\"cp\":1"), 6, "\"cp\":100000000");
   EXPECT_EQ(trace_error(R"({"traceEvents":[)" + huge + "]}"),
             "traceEvents[0].args.world: 4 is not tp x cp x dp x pp (more than 100000000)");
-  // Expert groups: ep must fit the stage's ranks (here 4 of tp 1 x dp 4), etp be 1 or tp.
+  // Expert groups: etp x ep must divide the stage's ranks (here 4 of tp 1 x dp 4).
   std::string ep8 = kMeta;
   ep8.replace(ep8.find("\"ep\":1"), 6, "\"ep\":8");
   EXPECT_EQ(trace_error(R"({"traceEvents":[)" + ep8 + "]}"),
             "traceEvents[0].args.ep: 8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
   std::string etp = kMeta;
-  etp.replace(etp.find("\"ep\":1"), 6, "\"ep\":1,\"etp\":2");
+  etp.replace(etp.find("\"ep\":1"), 6, "\"ep\":1,\"etp\":3");
   EXPECT_EQ(trace_error(R"({"traceEvents":[)" + etp + "]}"),
-            "traceEvents[0].args.etp: 2 must be 1 or tp (1): other expert tensor-parallel widths are not expressed");
+            "traceEvents[0].args.ep: etp x ep = 3 x 1 does not divide tp x cp x dp = 4 (the ranks of a pipeline stage)");
   // Events without the metadata event: not a trace of ours (a Perfetto or PyTorch trace).
   EXPECT_EQ(trace_error(R"({"traceEvents":[{"ph":"X","name":"F","pid":1,"tid":0,"ts":1,"dur":2,"args":{}}]})"),
             "not a stepcast trace: no {\"ph\":\"M\",\"name\":\"stepcast\"} metadata event before its slices (write "

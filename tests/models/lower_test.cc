@@ -530,8 +530,17 @@ TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {
             "plan.etp: 1 != tp 2 needs sequence_parallel (Megatron-Core requires it for MoE with tensor parallelism)");
   r = stepcast::parse_scenario(head + R"("etp":4,"sequence_parallel":true}})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message,
-            "plan.etp: 4 must be 1 or tp (2): other expert tensor-parallel widths are not expressed");
+  EXPECT_EQ(r.error().message, "plan.ep: etp x ep = 4 x 8 does not divide tp x cp x dp = 8 (the ranks of a pipeline stage)");
+  // Any expert-TP width whose etp x ep divides the stage's ranks: wider than tp (4 > 2) and,
+  // with tp 1, an expert-TP group of its own.
+  const std::string ep2 = R"({"model":"mixtral-8x7b","cluster":"dgx-h100","plan":{"tp":2,"dp":4,"ep":2,)";
+  r = stepcast::parse_scenario(ep2 + R"("etp":4,"sequence_parallel":true}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->plan.expert_tp(), 4);
+  EXPECT_EQ(r->plan.edp(), 1);
+  r = stepcast::parse_scenario(R"({"model":"mixtral-8x7b","cluster":"dgx-h100","plan":{"dp":8,"ep":4,"etp":2}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->plan.edp(), 1);
   r = stepcast::parse_scenario(head + R"("etp":1,"sequence_parallel":true,"placement":"tp-pp-cp-dp"}})");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "plan.etp: 1 != tp 2 (parallel folding) needs pp outermost in the placement");

@@ -16,8 +16,9 @@ namespace stepcast {
 double kv_heads_per_rank(const ModelSpec& model, const Plan& plan);
 
 // T_e: the tokens one rank's expert tensor-parallel group processes per microbatch, for T
-// tokens per rank before sequence parallelism: T/tp per rank with SP, gathered over etp
-// ranks (T·etp/tp); T without SP. Routed rows per rank are T_e·k.
+// tokens per rank before sequence parallelism: T/tp per rank (sequence parallel, or tp 1),
+// gathered over etp ranks (T·etp/tp); T with tp > 1 without SP (etp = tp). Routed rows per
+// rank are T_e·k.
 double expert_tokens(const Plan& plan, double T);
 
 // Query-key and value head dimensions (MLA: d_nope + d_rope and d_v; else head_dim).
@@ -135,7 +136,8 @@ struct LayerComm {
   // reduce-scatter pairs, each on `tp_bytes`. An MoE layer's second pair (with SP) is the
   // expert-TP all-gather of the dispatched tokens after the all-to-all and its reduce-scatter
   // before the combine (Megatron-Core's all-to-all dispatcher), on `moe_tp_bytes` = the
-  // gathered T_e k h 16-bit rows; 0 with folded experts (etp 1: no expert-TP group).
+  // gathered T_e k h 16-bit rows, over the expert-TP group (GroupKind::kEtp: the TP group
+  // when etp = tp; with folded experts etp ranks of its own, also under tp 1); 0 with etp 1.
   double tp_bytes = 0;
   double moe_tp_bytes = 0;
   double tp_allreduce_s = 0, tp_allgather_s = 0, tp_reducescatter_s = 0;

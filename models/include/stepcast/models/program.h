@@ -36,8 +36,10 @@ enum class ComputeClass : std::uint8_t {
 // Which parallelism a communication op serves (the report's exposed_comm_s keys).
 enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // Symbolic groups. kDp is the data-parallel group including CP ranks (dense gradients,
-// ZeRO/FSDP sharding, as Megatron); kEdp the expert-data-parallel group.
-enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp };
+// ZeRO/FSDP sharding, as Megatron); kEdp the expert-data-parallel group; kEtp the
+// expert-tensor-parallel group (the TP group unless the experts are folded, etp != tp).
+enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp, kEtp };
+inline constexpr int kNumGroupKinds = 7;
 // Streams of a rank; ops on one stream run in program order, one at a time.
 // kPpRecv: pipeline receives posted ahead of their step (Plan::overlap_p2p_comm); sends and
 // blocking receives use kPp. kHostOut, kHostIn: the host link's two directions (offload,
@@ -136,8 +138,8 @@ struct Placement {
   GroupShape stage_pair(int a, int b) const;
 };
 
-// Why expert groups cannot be laid over `pl`: ep x etp must divide tp x cp x dp; etp is 1
-// or tp; etp != tp needs pp outermost. `field` ("ep" or "etp") is empty when they can.
+// Why expert groups cannot be laid over `pl`: ep x etp must divide tp x cp x dp; etp != tp
+// needs pp outermost. `field` ("ep" or "etp") is empty when they can.
 struct ExpertLayoutError {
   std::string field, message;
 };

@@ -41,6 +41,10 @@ struct SearchSpec {
   // the experts with etp = tp, true with etp = 1 (EP then spans tp x cp x dp). Only MoE
   // layouts with tp > 1 take true; the others are listed once, unfolded.
   std::vector<bool> fold_experts;
+  // Expert tensor-parallel widths (Plan::etp) to try, ascending; empty: those of
+  // fold_experts. A width equal to a layout's tp runs unfolded, any other folds the experts
+  // (etp x ep must divide the stage's tp x cp x dp ranks). Not with fold_experts.
+  std::vector<int> etp;
   // Offload fractions (Plan::offload_*), each in 0..1, ascending; empty: the plan's own value
   // only. Every layout is evaluated with each combination (docs/planner.md "Offload").
   std::vector<double> offload_optimizer, offload_activations, offload_weights;
