@@ -127,6 +127,15 @@ TEST(ReadTrace, AFoldedExpertLayoutRoundTrips) {
   EXPECT_TRUE(r->placement.folded());
   EXPECT_EQ(r->placement.group_root(GroupKind::kEp, 7), 0);
   EXPECT_EQ(r->placement.group_size(GroupKind::kEdp), 1);
+  // An expert-TP group of its own (etp 4 > tp 2, ep 2): the ETP groups read back are the
+  // stage's 4 innermost ranks.
+  prog.placement.etp = 4;
+  prog.placement.ep = 2;
+  auto e = analysis::read_trace(chrome_trace_json(prog, tl));
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->placement.group_root(GroupKind::kEtp, 6), 4);
+  EXPECT_EQ(e->placement.group_size(GroupKind::kEtp), 4);
+  EXPECT_EQ(e->placement.group_root(GroupKind::kEp, 6), 2);
   prog.placement.etp = 0;
   prog.placement.ep = 4;
   EXPECT_EQ(chrome_trace_json(prog, tl).find("etp"), std::string::npos);

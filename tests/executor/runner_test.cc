@@ -212,6 +212,32 @@ TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 64 * 128 * 2 * 256);
 }
 
+TEST(Runner, ExpertTensorParallelGroupOfItsOwnGathersAndVerifies) {
+  // The same model with each expert split 4 ways over the whole stage (etp 4 > tp 2, ep 1):
+  // each MoE block's gather of the dispatched rows and its reduce-scatter, forward and
+  // backward, run in the one expert-TP group {0, 1, 2, 3}, seeded data verified.
+  Scenario s = folded_moe();
+  s.plan.ep = 1;
+  s.plan.etp = 4;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(prog.placement.group_root(GroupKind::kEtp, r), 0);
+  int pairs = 0;
+  for (const Op& op : prog.roles[0].ops) pairs += op.kind == OpKind::kCollective && op.group == GroupKind::kEtp;
+  EXPECT_EQ(pairs, 4 * 4 * 4);  // 4 layers x 4 microbatches x (gather, scatter) x (forward, backward)
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  // T_e k h = (256 x 4 / 2) x 2 x 256 16-bit elements per collective, 131,072 f32 words: each
+  // gather checks all of them, each reduce-scatter its quarter, 32 of each.
+  for (const RankResult& r : res) {
+    EXPECT_EQ(r.wrong_elements, 0);
+    EXPECT_GE(r.verified_elements, 32 * (131'072 + 131'072 / 4));
+  }
+}
+
 TEST(Runner, RecomputedMoeBlocksRunTheirAllToAllsAgainAndVerify) {
   // As above, with selective recomputation of the MoE blocks (recompute_modules ["moe"]):
   // before each layer's backward the executor runs the block's forward again, its dispatch

@@ -509,6 +509,68 @@ TEST(MoeLayer, FoldedExpertsDoTheSameFlopsOnHalfTheRowsAtFullWidth) {
   EXPECT_GT(cu.tp_exposed_s, 2 * (pair + pair));   // the MoE pair moves twice the bytes
 }
 
+// Parallel folding with an expert-TP group of its own (Megatron-Core's alltoall dispatcher:
+// all-to-all over EP, then gather_from_sequence_parallel_region over the expert-TP group).
+// Mixtral 8x7B, T = 4096 tokens per microbatch, h = 4096, F_e = 14336, E = 8, k = 2.
+TEST(MoeLayer, ExpertTensorParallelGroupOfItsOwnByHand) {
+  const ModelSpec& m = builtin_presets().models.at("mixtral-8x7b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  const double h = 4096, Fe = 14336, E = 8, k = 2, T = 4096;
+  // tp 2 with SP, dp 4, ep 2, etp 4 (wider than tp): each rank's T/2 tokens, gathered over
+  // 4 ranks: T_e = 8192; rows per expert T_e k ep / E = 4096 on E / ep = 4 local experts,
+  // each matrix split 4 ways (F_e / 4 = 3584).
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.ep = 2;
+  p.etp = 4;
+  p.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(expert_tokens(p, T), 8192.0);
+  const LayerCost lc = layer_cost(m, c, p, 4096, true);
+  const double router = 2 * (T / 2) * E * h;
+  const double experts = 4 * (2 * 4096 * (2 * 3584) * h + 2 * 4096 * h * 3584);
+  EXPECT_DOUBLE_EQ(lc.mlp_flops, router + experts);
+  // The rank's share of the layer's expert work either way: (T / tp) k x 3 matrices x 2 h F_e.
+  EXPECT_DOUBLE_EQ(experts, (T / 2) * k * 3 * 2 * h * Fe);
+  // The MoE pair moves the gathered rows, T_e k h x 2 bytes = 8192 x 2 x 4096 x 2, over the 4
+  // consecutive ranks of the expert-TP group (one node), not the tp = 2 group.
+  const LayerComm cm = layer_comm(m, c, p, 4096, true, lc);
+  EXPECT_DOUBLE_EQ(cm.moe_tp_bytes, 134'217'728.0);
+  const GroupShape etp4 = group_shape(4, 1, 8);
+  const double moe_pair = collective_cost(c, CollKind::kAllGather, etp4, 134'217'728.0).time_s +
+                          collective_cost(c, CollKind::kReduceScatter, etp4, 134'217'728.0).time_s;
+  EXPECT_DOUBLE_EQ(cm.tp_mlp_pass_s, moe_pair);
+  const GroupShape tp2 = group_shape(2, 1, 8);
+  EXPECT_NE(moe_pair, collective_cost(c, CollKind::kAllGather, tp2, 134'217'728.0).time_s +
+                          collective_cost(c, CollKind::kReduceScatter, tp2, 134'217'728.0).time_s);
+  const double attn_pair = cm.tp_allgather_s + cm.tp_reducescatter_s;
+  EXPECT_NEAR(cm.tp_exposed_s, 2 * (attn_pair + moe_pair), 1e-15);  // forward and backward
+  // tp 1, dp 8, ep 4, etp 2: no attention TP, T_e = 2T = 8192, rows per expert 8192 x 2 x 4 /
+  // 8 = 8192 on 2 local experts at F_e / 2; the pair alone on an expert-TP pair of ranks.
+  Plan q;
+  q.dp = 8;
+  q.ep = 4;
+  q.etp = 2;
+  EXPECT_DOUBLE_EQ(expert_tokens(q, T), 8192.0);
+  const LayerCost lq = layer_cost(m, c, q, 4096, true);
+  EXPECT_DOUBLE_EQ(lq.mlp_flops, 2 * T * E * h + 2 * (2 * 8192 * (2 * 7168) * h + 2 * 8192 * h * 7168));
+  const LayerComm cq = layer_comm(m, c, q, 4096, true, lq);
+  EXPECT_DOUBLE_EQ(cq.moe_tp_bytes, 8192 * 2 * 4096 * 2.0);
+  const GroupShape etp2 = group_shape(2, 1, 8);
+  const double pair2 = collective_cost(c, CollKind::kAllGather, etp2, cq.moe_tp_bytes).time_s +
+                       collective_cost(c, CollKind::kReduceScatter, etp2, cq.moe_tp_bytes).time_s;
+  EXPECT_EQ(cq.tp_attn_pass_s, 0.0);
+  EXPECT_DOUBLE_EQ(cq.tp_mlp_pass_s, pair2);
+  EXPECT_NEAR(cq.tp_exposed_s, 2 * pair2, 1e-15);
+  // Its activation memory holds the gathered fc1 input: T_e k h x 2 bytes more per layer than
+  // the same experts unsplit (etp 1: T k h x 2), besides equal expert activations.
+  Plan q1 = q;
+  q1.etp = 1;
+  EXPECT_NEAR(layer_activation_bytes(m, q, 4096, true) - layer_activation_bytes(m, q1, 4096, true),
+              2.0 * (8192 - 4096) * k * h, 1.0);
+}
+
 // The all-to-all dispatcher's memory traffic (Megatron-Core token_dispatcher.py), counted by
 // hand for one rank and microbatch, forward: permute reads and writes T_in k h elements,
 // unpermute reads T_in k h and writes T_in h, two sorts by expert read and write T_e k h

@@ -512,6 +512,75 @@ TEST(Placement, FoldedExpertGroupsSpanTensorParallelRanks) {
             "1 != tp 2 (parallel folding) needs pp outermost in the placement");
 }
 
+// An expert-TP group of its own (etp neither 1 nor tp): etp consecutive ranks of the stage,
+// the innermost digit of et + etp * (e + ep * ed); unfolded (etp = tp) it is the TP group.
+TEST(Placement, ExpertTensorParallelGroupsAreTheInnermostRanksOfTheStage) {
+  // tp 2, dp 4, pp 2 (8 ranks per stage), etp 4, ep 2: edp = 2 * 4 / (4 * 2) = 1.
+  stepcast::Placement pl = placement(2, 1, 4, 2, 2, {0, 1, 2, 3});
+  pl.etp = 4;
+  ASSERT_TRUE(pl.folded());
+  EXPECT_EQ(stepcast::expert_layout_error(pl).field, "");
+  auto members = [&](stepcast::GroupKind g, int r) {
+    std::vector<int> out;
+    for (int i = 0; i < pl.group_size(g); ++i) out.push_back(pl.group_member(g, r, i));
+    return out;
+  };
+  // Rank 13 = stage 1, stage-local 5 = et 1 + 4 * (e 1): ETP {12..15}, EP {9, 13}.
+  EXPECT_EQ(members(stepcast::GroupKind::kEtp, 13), (std::vector<int>{12, 13, 14, 15}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEtp, 2), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEp, 13), (std::vector<int>{9, 13}));
+  EXPECT_EQ(members(stepcast::GroupKind::kEdp, 13), (std::vector<int>{13}));
+  // The attention TP group stays {12, 13}.
+  EXPECT_EQ(members(stepcast::GroupKind::kTp, 13), (std::vector<int>{12, 13}));
+  // tp 1, dp 8, etp 2, ep 4: ETP pairs {0,1}, {2,3}, ...; EP {1, 3, 5, 7} for rank 5.
+  stepcast::Placement one = placement(1, 1, 8, 1, 4, {0, 1, 2, 3});
+  one.etp = 2;
+  EXPECT_EQ(stepcast::expert_layout_error(one).field, "");
+  EXPECT_EQ(one.group_root(stepcast::GroupKind::kEtp, 5), 4);
+  EXPECT_EQ(one.group_size(stepcast::GroupKind::kEtp), 2);
+  EXPECT_EQ(one.group_root(stepcast::GroupKind::kEp, 5), 1);
+  EXPECT_EQ(one.group_stride(stepcast::GroupKind::kEp), 2);
+  // Unfolded (etp = tp = 2, placement dp innermost): the TP group, stride 4.
+  stepcast::Placement un = placement(2, 1, 4, 1, 2, {2, 1, 0, 3});
+  un.etp = 2;
+  ASSERT_FALSE(un.folded());
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(un.group_root(stepcast::GroupKind::kEtp, r), un.group_root(stepcast::GroupKind::kTp, r)) << r;
+  }
+  EXPECT_EQ(un.group_stride(stepcast::GroupKind::kEtp), 4);
+}
+
+TEST(Lower, FoldedExpertTensorParallelPairRunsOnTheExpertGroup) {
+  // Mixtral (32 MoE layers) on tp 2 (SP), pp 2, dp 4, ep 2, etp 4, 8 microbatches per stage:
+  // each MoE block's all-gather before the experts and reduce-scatter after, forward and
+  // backward, on the expert-TP group (etp.ag / etp.rs), of T_e k h x 2 bytes, T_e = 4096 x
+  // 4 / 2 = 8192: 8192 x 2 x 4096 x 2 = 134,217,728. The attention block keeps its tp pair
+  // on T h x 2 / ... = 4096 x 4096 x 2 bytes.
+  auto r = stepcast::parse_scenario(
+      R"({"model":"mixtral-8x7b","cluster":{"preset":"dgx-h100","nodes":2},"plan":{"tp":2,"pp":2,"dp":4,"ep":2,)"
+      R"("etp":4,"sequence_parallel":true,"global_batch":32},"workload":{"seq_len":4096}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const stepcast::Program prog = stepcast::lower(r->model, r->cluster, r->plan, r->workload);
+  for (const stepcast::RoleTemplate& role : prog.roles) {
+    int etp = 0, tp = 0;
+    for (const stepcast::Op& op : role.ops) {
+      if (op.kind != stepcast::OpKind::kCollective) continue;
+      if (op.group == stepcast::GroupKind::kEtp) {
+        ++etp;
+        EXPECT_DOUBLE_EQ(op.bytes, 134'217'728.0);
+        EXPECT_EQ(op.stream, stepcast::Stream::kTp);
+        EXPECT_EQ(op.comm, stepcast::CommClass::kTp);
+        EXPECT_EQ(prog.names[op.name].rfind("etp.", 0), 0u) << prog.names[op.name];
+      } else if (op.group == stepcast::GroupKind::kTp) {
+        ++tp;
+        EXPECT_DOUBLE_EQ(op.bytes, 4096.0 * 4096 * 2) << prog.names[op.name];
+      }
+    }
+    EXPECT_EQ(etp, 16 * 8 * 4) << "stage " << role.stage;  // 16 layers x 8 microbatches x 4
+    EXPECT_EQ(tp, 16 * 8 * 4) << "stage " << role.stage;   // the attention block's
+  }
+}
+
 TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {
   // ep 8 > dp 4 on one node (tp 2): only folded, with etp 1 (as Qwen3-235B-A22B's H100
   // recipe runs tp 2, ep 32 over dp 16).

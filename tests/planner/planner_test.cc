@@ -797,6 +797,47 @@ TEST(PlannerFolding, ExpertParallelismBeyondDataParallelRunsFolded) {
   EXPECT_TRUE(none.ranked.empty());
 }
 
+// search.etp: the expert tensor-parallel widths tried per layout, any that fit the stage.
+// The same tiny MoE on one node, tp 2 (dp 4), ep 2, etp [1, 2, 4, 8]: etp 2 = tp runs
+// unfolded, 1 and 4 fold, 8 x ep 2 = 16 exceeds the stage's 8 ranks (rejected for its
+// experts). Space: 4 etp values x (sp true: tpo false, true) = 8 leaves.
+TEST(PlannerFolding, ExpertTensorParallelWidthsAreSearched) {
+  const std::string head = R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [2], "global_batch": [8], "microbatch": [1],
+                 "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0, )";
+  const Scenario s = load_text(head + R"("etp": [1, 2, 4, 8]}})");
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.size, 8);
+  EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kExperts)], 2);
+  ASSERT_EQ(r.ranked.size(), 6u);
+  std::set<int> widths;
+  for (const Candidate& c : r.ranked) widths.insert(c.plan.expert_tp());
+  EXPECT_EQ(widths, (std::set<int>{1, 2, 4}));
+  for (const Candidate& c : r.ranked) {
+    const std::string text = layout_string(c.plan);
+    // Folded widths are named in the layout, the unfolded one (etp = tp) is not.
+    EXPECT_EQ(text.find(",etp=") != std::string::npos, c.plan.expert_tp() != 2) << text;
+    EXPECT_EQ(layout_string(parse_layout(text, Plan{})->plan), text);
+  }
+  // A width outside search.etp is explained as such.
+  auto out = explain_layout(load_text(head + R"("etp": [1, 2]}})"), search(load_text(head + R"("etp": [1, 2]}})")),
+                            "tp=2,ep=2,etp=4,sp=true,zero=1");
+  ASSERT_TRUE(out.ok());
+  EXPECT_NE(std::find(out->outside.begin(), out->outside.end(), "etp = 4 is not searched (search.etp: 1, 2)"),
+            out->outside.end());
+  // etp and fold_experts together are refused, naming the field.
+  LoadOptions o;
+  o.plan_template = true;
+  auto both = parse_scenario(head + R"("etp": [1, 2], "fold_experts": true}})", o);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().message,
+            "search.etp: give either etp (the expert tensor-parallel widths) or fold_experts, not both");
+}
+
 // search.offload_*: Llama-3-70B on one DGX H100 (tp 8) does not fit without offloading the
 // optimizer (98.6 GiB of states per GPU); with offload_optimizer [0, 1] every ranked layout
 // offloads, and --explain says what offload costs and that it is what makes the layout fit.

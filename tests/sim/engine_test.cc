@@ -133,6 +133,11 @@ const char* const kMoeFolded = R"({
   "name": "mixtral folded ep8 etp1", "model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
   "plan": {"tp": 2, "pp": 2, "dp": 4, "ep": 8, "etp": 1, "sequence_parallel": true, "global_batch": 32, "zero": 1},
   "workload": {"seq_len": 4096}})";
+// Parallel folding with an expert-TP group of its own: etp 4 (wider than tp 2), ep 2.
+const char* const kMoeEtp = R"({
+  "name": "mixtral folded ep2 etp4", "model": "mixtral-8x7b", "cluster": {"preset": "dgx-h100", "nodes": 2},
+  "plan": {"tp": 2, "pp": 2, "dp": 4, "ep": 2, "etp": 4, "sequence_parallel": true, "global_batch": 32, "zero": 1},
+  "workload": {"seq_len": 4096}})";
 const char* const kGpipe = R"({
   "name": "llama3-8b gpipe", "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
   "plan": {"tp": 2, "pp": 4, "dp": 1, "schedule": "gpipe", "global_batch": 16},
@@ -672,7 +677,8 @@ TEST(Engine, RepresentativeAndFullModesAgreeExactlyWhenNoRankIsPerturbed) {
                                    {"zero3 interleaved tp4 pp4 cp2 v8", scenario(kZero3Interleaved)},
                                    {"cp2 tp4 dp2", scenario(kCp)},
                                    {"moe ep4 tp2 pp2 dp4", scenario(kMoeEp)},
-                                   {"moe folded ep8 etp1 tp2 pp2 dp4", scenario(kMoeFolded)}};
+                                   {"moe folded ep8 etp1 tp2 pp2 dp4", scenario(kMoeFolded)},
+                                   {"moe folded ep2 etp4 tp2 pp2 dp4", scenario(kMoeEtp)}};
   for (const Case& k : cases) {
     const Simulated rep = run(k.s, false);
     const Simulated full = run(k.s, true);
@@ -727,6 +733,9 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
   // - MoE folded EP8 ETP1 TP2 PP2 DP4 (EP over all 8 ranks of a stage): 1.2641 vs 1.2675
   //   (-0.27 %). pp 3.0 vs 6.1 ms (recvs only); TP (24.6 ms, attention only: folded
   //   experts have no expert-TP pair) and EP (49.7 ms) on the critical path in both.
+  // - MoE folded EP2 ETP4 TP2 PP2 DP4 (an expert-TP group of 4 ranks, wider than TP):
+  //   1.51542 vs 1.51632 (-0.06 %). TP 167.6 vs 168.1 ms: the attention pair on the TP pairs
+  //   and the MoE block's gather/scatter of T_e k = 2 x 8192 rows on the ETP groups.
   // - GPipe TP2 PP4: 0.90556 vs 0.90855 (-0.33 %). With all forwards first, the last
   //   stage's recvs are ready before it needs them (it is the slowest: it adds the output
   //   layer), so the engine exposes one transfer (0.1 ms) against the closed form's 3.0 ms.
@@ -741,6 +750,7 @@ TEST(Engine, StepTimeIsWithin5PercentOfTheClosedForm) {
                                    {"cp2 tp4 dp2", scenario(kCp)},
                                    {"moe ep4 tp2 pp2 dp4", scenario(kMoeEp)},
                                    {"moe folded ep8 etp1 tp2 pp2 dp4", scenario(kMoeFolded)},
+                                   {"moe folded ep2 etp4 tp2 pp2 dp4", scenario(kMoeEtp)},
                                    {"gpipe tp2 pp4", scenario(kGpipe)}};
   for (const Case& k : cases) {
     const Simulated r = run(k.s);
