@@ -16,8 +16,8 @@ namespace stepcast::analysis::detail {
 
 namespace {
 
-constexpr std::array<GroupKind, kGroupKinds> kGroups = {
-    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp, GroupKind::kEtp};
+constexpr std::array<GroupKind, kGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp, GroupKind::kEp, GroupKind::kDp,
+                                                        GroupKind::kEdp, GroupKind::kPp, GroupKind::kEtp};
 
 // One rank's arrival at one collective instance.
 struct CollRec {

@@ -231,7 +231,10 @@ class StageBuilder {
     op.microbatch = mb;
     switch (g) {
       case GroupKind::kTp:
-      case GroupKind::kEtp: op.stream = Stream::kTp; op.comm = CommClass::kTp; break;
+      case GroupKind::kEtp:
+        op.stream = Stream::kTp;
+        op.comm = CommClass::kTp;
+        break;
       case GroupKind::kCp: op.stream = Stream::kCp; op.comm = CommClass::kCp; break;
       case GroupKind::kEp: op.stream = Stream::kEp; op.comm = CommClass::kEp; break;
       case GroupKind::kDp:
@@ -281,9 +284,7 @@ class StageBuilder {
   double tp_bytes_of(int layer, bool mlp_block) const {
     return mlp_block && is_moe(layer) ? moe_comm_.moe_tp_bytes : dense_comm_.tp_bytes;
   }
-  bool folded_pair(int layer, bool mlp_block) const {
-    return mlp_block && is_moe(layer) && p_.expert_tp() != p_.tp;
-  }
+  bool folded_pair(int layer, bool mlp_block) const { return mlp_block && is_moe(layer) && p_.expert_tp() != p_.tp; }
   std::uint32_t tp_before(std::uint32_t prev, int layer, int mb, const std::string& what, bool mlp_block) {
     const double bytes = tp_bytes_of(layer, mlp_block);
     const bool folded = folded_pair(layer, mlp_block);

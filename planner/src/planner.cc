@@ -332,67 +332,67 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const std::int64_t steps_total = x.steps_total[static_cast<std::size_t>(it.batch)];
   const std::int64_t stage_ranks = std::int64_t{it.tp} * it.cp * it.dp;
   for (int ep : x.ep) {
-  for (int etp : etps) {
-    if ((ep > 1 || etp != it.tp) &&
-        (!m.moe || m.moe->num_experts % ep != 0 || stage_ranks % (std::int64_t{etp} * ep) != 0)) {
-      reject(Reject::kExperts, per_ep);
-      continue;
-    }
-    p.ep = ep;
-    p.etp = etp == it.tp ? 0 : etp;
-    for (const Variant& var : variants) {
-      if (std::int64_t{it.pp} * var.v > m.num_layers) {
-        reject(Reject::kPipelineDepth, per_variant);
+    for (int etp : etps) {
+      if ((ep > 1 || etp != it.tp) &&
+          (!m.moe || m.moe->num_experts % ep != 0 || stage_ranks % (std::int64_t{etp} * ep) != 0)) {
+        reject(Reject::kExperts, per_ep);
         continue;
       }
-      p.schedule = var.schedule;
-      p.virtual_stages = var.v;
-      for (int mb : x.microbatch) {
-        const std::int64_t per_step = std::int64_t{mb} * it.dp;
-        if (p.global_batch % per_step != 0 ||
-            (var.schedule == Schedule::kInterleaved && (p.global_batch / per_step) % it.pp != 0)) {
-          reject(Reject::kBatch, per_mb);
+      p.ep = ep;
+      p.etp = etp == it.tp ? 0 : etp;
+      for (const Variant& var : variants) {
+        if (std::int64_t{it.pp} * var.v > m.num_layers) {
+          reject(Reject::kPipelineDepth, per_variant);
           continue;
         }
-        p.microbatch = mb;
-        for (bool sp : sps) {
-          p.sequence_parallel = sp;
-          for (bool tpo : tpo_values(x, it.tp, sp)) {
-          p.tp_comm_overlap = tpo;
-          for (Recompute rc : x.recompute) {
-            p.recompute = rc;
-            for (int z : x.zero) {
-              p.zero = z;
-              for (Stack st : x.stacks) {
-              for (const std::array<double, 3>& off : x.offloads) {
-                p.stack = st;
-                p.offload_optimizer = off[0];
-                p.offload_activations = off[1];
-                p.offload_weights = off[2];
-                apply_scenario_options(x.s.plan, m, p);
-                // The loader's rules stay the authority: anything they still find is counted.
-                const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
-                if (!errors.empty()) {
-                  reject(classify(errors), 1);
-                  continue;
+        p.schedule = var.schedule;
+        p.virtual_stages = var.v;
+        for (int mb : x.microbatch) {
+          const std::int64_t per_step = std::int64_t{mb} * it.dp;
+          if (p.global_batch % per_step != 0 ||
+              (var.schedule == Schedule::kInterleaved && (p.global_batch / per_step) % it.pp != 0)) {
+            reject(Reject::kBatch, per_mb);
+            continue;
+          }
+          p.microbatch = mb;
+          for (bool sp : sps) {
+            p.sequence_parallel = sp;
+            for (bool tpo : tpo_values(x, it.tp, sp)) {
+              p.tp_comm_overlap = tpo;
+              for (Recompute rc : x.recompute) {
+                p.recompute = rc;
+                for (int z : x.zero) {
+                  p.zero = z;
+                  for (Stack st : x.stacks) {
+                    for (const std::array<double, 3>& off : x.offloads) {
+                      p.stack = st;
+                      p.offload_optimizer = off[0];
+                      p.offload_activations = off[1];
+                      p.offload_weights = off[2];
+                      apply_scenario_options(x.s.plan, m, p);
+                      // The loader's rules stay the authority: anything they still find is counted.
+                      const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
+                      if (!errors.empty()) {
+                        reject(classify(errors), 1);
+                        continue;
+                      }
+                      const Estimate e = estimate(m, w.cluster, p, x.s.workload);
+                      ++c.estimated;
+                      if (!e.memory.fits) {
+                        reject(Reject::kMemory, 1);
+                        continue;
+                      }
+                      ++c.feasible;
+                      out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
+                    }
+                  }
                 }
-                const Estimate e = estimate(m, w.cluster, p, x.s.workload);
-                ++c.estimated;
-                if (!e.memory.fits) {
-                  reject(Reject::kMemory, 1);
-                  continue;
-                }
-                ++c.feasible;
-                out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
-              }
               }
             }
           }
-          }
         }
       }
     }
-  }
   }
   return out;
 }

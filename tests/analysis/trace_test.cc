@@ -209,8 +209,9 @@ TEST(ReadTraceBadInput, MissingOrBrokenMetadataIsNamed) {
             "traceEvents[0].args.ep: 8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
   std::string etp = kMeta;
   etp.replace(etp.find("\"ep\":1"), 6, "\"ep\":1,\"etp\":3");
-  EXPECT_EQ(trace_error(R"({"traceEvents":[)" + etp + "]}"),
-            "traceEvents[0].args.ep: etp x ep = 3 x 1 does not divide tp x cp x dp = 4 (the ranks of a pipeline stage)");
+  EXPECT_EQ(
+      trace_error(R"({"traceEvents":[)" + etp + "]}"),
+      "traceEvents[0].args.ep: etp x ep = 3 x 1 does not divide tp x cp x dp = 4 (the ranks of a pipeline stage)");
   // Events without the metadata event: not a trace of ours (a Perfetto or PyTorch trace).
   EXPECT_EQ(trace_error(R"({"traceEvents":[{"ph":"X","name":"F","pid":1,"tid":0,"ts":1,"dur":2,"args":{}}]})"),
             "not a stepcast trace: no {\"ph\":\"M\",\"name\":\"stepcast\"} metadata event before its slices (write "

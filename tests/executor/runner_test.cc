@@ -193,21 +193,28 @@ Scenario folded_moe() {
   return s;
 }
 
-TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
-  // Each MoE layer's dispatch and combine all-to-alls (forward and backward) run in the one
-  // EP group {0, 1, 2, 3}, seeded data verified element by element.
-  const Scenario s = folded_moe();
-  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+// Runs `s` for one step on the fake backend after checking that stage 0's collectives on
+// group `g` number `expected` and that every rank of the 4-rank stage is in the group of rank 0.
+std::vector<RankResult> run_checking_group(const Scenario& s, GroupKind g, int expected) {
+  EXPECT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
   const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(prog.placement.group_root(GroupKind::kEp, r), 0);
-  int a2a = 0;
-  for (const Op& op : prog.roles[0].ops) a2a += op.kind == OpKind::kCollective && op.group == GroupKind::kEp;
-  EXPECT_EQ(a2a, 4 * 4 * 4);  // 4 layers x 4 microbatches x (dispatch, combine) x (forward, backward)
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(prog.placement.group_root(g, r), 0);
+  int n = 0;
+  for (const Op& op : prog.roles[0].ops) n += op.kind == OpKind::kCollective && op.group == g;
+  EXPECT_EQ(n, expected);
   RunOptions o;
   o.warmup = 0;
   o.steps = 1;
-  const auto res = run_all(s, o);
+  auto res = run_all(s, o);
   expect_every_op_measured(s, res, 1);
+  return res;
+}
+
+TEST(Runner, FoldedExpertAllToAllsSpanTensorParallelRanksAndVerify) {
+  // Each MoE layer's dispatch and combine all-to-alls (forward and backward) run in the one
+  // EP group {0, 1, 2, 3}, seeded data verified element by element.
+  // 4 layers x 4 microbatches x (dispatch, combine) x (forward, backward)
+  const auto res = run_checking_group(folded_moe(), GroupKind::kEp, 4 * 4 * 4);
   // Per rank the all-to-alls alone carry 64 x (T/tp) k h = 64 x 128 x 2 x 256 f32 elements.
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 64 * 128 * 2 * 256);
 }
@@ -219,17 +226,8 @@ TEST(Runner, ExpertTensorParallelGroupOfItsOwnGathersAndVerifies) {
   Scenario s = folded_moe();
   s.plan.ep = 1;
   s.plan.etp = 4;
-  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
-  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(prog.placement.group_root(GroupKind::kEtp, r), 0);
-  int pairs = 0;
-  for (const Op& op : prog.roles[0].ops) pairs += op.kind == OpKind::kCollective && op.group == GroupKind::kEtp;
-  EXPECT_EQ(pairs, 4 * 4 * 4);  // 4 layers x 4 microbatches x (gather, scatter) x (forward, backward)
-  RunOptions o;
-  o.warmup = 0;
-  o.steps = 1;
-  const auto res = run_all(s, o);
-  expect_every_op_measured(s, res, 1);
+  // 4 layers x 4 microbatches x (gather, scatter) x (forward, backward)
+  const auto res = run_checking_group(s, GroupKind::kEtp, 4 * 4 * 4);
   // T_e k h = (256 x 4 / 2) x 2 x 256 16-bit elements per collective, 131,072 f32 words: each
   // gather checks all of them, each reduce-scatter its quarter, 32 of each.
   for (const RankResult& r : res) {

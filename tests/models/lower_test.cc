@@ -599,7 +599,8 @@ TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {
             "plan.etp: 1 != tp 2 needs sequence_parallel (Megatron-Core requires it for MoE with tensor parallelism)");
   r = stepcast::parse_scenario(head + R"("etp":4,"sequence_parallel":true}})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "plan.ep: etp x ep = 4 x 8 does not divide tp x cp x dp = 8 (the ranks of a pipeline stage)");
+  EXPECT_EQ(r.error().message,
+            "plan.ep: etp x ep = 4 x 8 does not divide tp x cp x dp = 8 (the ranks of a pipeline stage)");
   // Any expert-TP width whose etp x ep divides the stage's ranks: wider than tp (4 > 2) and,
   // with tp 1, an expert-TP group of its own.
   const std::string ep2 = R"({"model":"mixtral-8x7b","cluster":"dgx-h100","plan":{"tp":2,"dp":4,"ep":2,)";
