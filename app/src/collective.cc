@@ -325,7 +325,12 @@ std::string collective_text(const CollectiveReport& r) {
                        algo_name(row.algo) + (row.is_auto ? " *" : ""), row.time_s * 1e6, row.algbw_GBps,
                        row.busbw_GBps, row.band_low_s * 1e6, row.band_high_s * 1e6);
   }
-  out += fmt::format("  * = what auto picks ({}: the fastest)\n", algo_name(r.auto_algo));
+  if (r.kind == CollKind::kAllGather || r.kind == CollKind::kReduceScatter) {
+    out += fmt::format("  * = what auto picks ({}: NCCL runs {} as one ring; the others are what-ifs)\n",
+                       algo_name(r.auto_algo), to_string(r.kind));
+  } else {
+    out += fmt::format("  * = what auto picks ({}: the fastest)\n", algo_name(r.auto_algo));
+  }
   if (r.band.calibrated) {
     out += "band: none (a calibration's fit priced it)\n";
   } else {

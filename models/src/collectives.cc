@@ -142,8 +142,14 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
       break;
     case CollKind::kAllGather:
     case CollKind::kReduceScatter:
+      // NCCL runs all-gather and reduce-scatter as one ring over every rank ("Only disable
+      // algo for Allreduce since others only have one", src/graph/tuning.cc): the tuner picks
+      // among algorithms for the all-reduce alone. The hierarchical form is priced only when
+      // asked for (--algo hierarchical), as a what-if.
       consider(CollAlgo::kRing, ring_time(kind, g, l, S));
-      if (g.nodes > 1 && g.ranks_per_node > 1) consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
+      if (algo == CollAlgo::kHierarchical && g.nodes > 1 && g.ranks_per_node > 1) {
+        consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
+      }
       break;
     case CollKind::kAllToAll: {
       // Pairwise exchange: each rank sends S/n to every peer; node-local peers over the
