@@ -168,6 +168,29 @@ TEST(Collective, AutoPicksTheFastestAvailableAlgorithm) {
   EXPECT_EQ(collective_cost(c, CollKind::kAllReduce, g, 1e9).algo, CollAlgo::kRing);
 }
 
+// NCCL runs all-gather and reduce-scatter as one ring over every rank (its tuner chooses
+// among algorithms for the all-reduce alone: src/graph/tuning.cc, "Only disable algo for
+// Allreduce since others only have one"), so auto prices them as the ring even where the
+// hierarchical form, still priced when asked for, would be faster.
+TEST(Collective, AutoRunsAllGatherAndReduceScatterAsOneRing) {
+  const ClusterSpec c = test_cluster(4);
+  const GroupShape g = group_shape(32, 1, 8);
+  // 1 MB by hand (4 nodes x 8, 32 ranks): ring 31 steps x (28*2.5 + 4*5)/32 us = 87.1875 us
+  // + 31/32 * 1e6 / min(369e9, 8 x 45e9 = 360e9) s = 2.691 us; hierarchical 7*2.5 + 3*5 us =
+  // 32.5 us + 7/8 * 1e6 / 369e9 + 3/(4*8) * 1e6 / 45e9 s = 36.95 us, faster.
+  const double ring = 31 * (28 * kAnv + 4 * kAnet) / 32 + 31.0 / 32 * 1e6 / std::min(kBnv, 8 * kBnet);
+  const double hier = 7 * kAnv + 3 * kAnet + 7.0 / 8 * 1e6 / kBnv + 3.0 / 32 * 1e6 / kBnet;
+  for (CollKind k : {CollKind::kAllGather, CollKind::kReduceScatter}) {
+    const CollectiveCost a = collective_cost(c, k, g, 1e6);
+    EXPECT_EQ(a.algo, CollAlgo::kRing) << to_string(k);
+    expect_rel(a.time_s, ring, 1e-12);
+    const CollectiveCost h = collective_cost(c, k, g, 1e6, CollAlgo::kHierarchical);
+    EXPECT_EQ(h.algo, CollAlgo::kHierarchical);
+    expect_rel(h.time_s, hier, 1e-12);
+    EXPECT_LT(h.time_s, a.time_s);
+  }
+}
+
 TEST(Collective, PairwiseAllToAllInsideANodeSendsSevenEighths) {
   // Section 5.1 pairwise exchange: (n-1) alpha + S_out / B, S_out = (n-1)/n S the bytes a
   // rank sends to the others: 7 * 2.5 us + 0.875 * S / 369e9.
