@@ -328,6 +328,9 @@ std::string collective_text(const CollectiveReport& r) {
   if (r.kind == CollKind::kAllGather || r.kind == CollKind::kReduceScatter) {
     out += fmt::format("  * = what auto picks ({}: NCCL runs {} as one ring; the others are what-ifs)\n",
                        algo_name(r.auto_algo), to_string(r.kind));
+  } else if (r.kind == CollKind::kAllReduce) {
+    out += fmt::format("  * = what auto picks ({}: the faster of NCCL's ring and tree; hierarchical is a what-if)\n",
+                       algo_name(r.auto_algo));
   } else {
     out += fmt::format("  * = what auto picks ({}: the fastest)\n", algo_name(r.auto_algo));
   }

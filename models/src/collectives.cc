@@ -138,7 +138,9 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
     case CollKind::kAllReduce:
       consider(CollAlgo::kRing, ring_time(kind, g, l, S));
       if (g.nodes > 1) consider(CollAlgo::kTree, tree_time(g, l, S));
-      if (g.nodes > 1 && g.ranks_per_node > 1) consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
+      if (algo == CollAlgo::kHierarchical && g.nodes > 1 && g.ranks_per_node > 1) {
+        consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
+      }
       break;
     case CollKind::kAllGather:
     case CollKind::kReduceScatter:
