@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -196,6 +197,26 @@ TEST(MpiOffload, OffloadedRunCalibratesTheHostRates) {
   // Per rank and step: 2 layers' activations out and back in, per microbatch (m = 4), and
   // the optimizer's 2 copies.
   EXPECT_EQ(h.at("link_fit").at("points").get<int>(), 4 * 5 * (4 * 2 * 2 + 2));
+}
+
+// Parallel folding on real MPI ranks (scenarios/execute/cpu-dp4-moe-etp2.json): each MoE
+// block's all-to-alls run in its EP pair ({0, 2}, {1, 3}) and its token gather / scatter in
+// its expert-TP pair ({0, 1}, {2, 3}), communicators split as Megatron-Core lays them out;
+// every op ran in every step and every delivered element is the seeded one. The trace
+// names the expert-TP collectives' group, and diagnose reads it.
+TEST(MpiMoe, FoldedExpertGroupsRunAndVerifyOnMpiRanks) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+  const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-dp4-moe-etp2.json";
+  ASSERT_EQ(sh(mpirun("execute " + s + " --steps 5 --out " + dir() + "/moe")), 0);
+  expect_every_op("cpu-dp4-moe-etp2.json", read_json(dir() + "/moe/measured.json"));
+  std::ifstream in(dir() + "/moe/trace.json");
+  const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(trace.find(R"("group":"etp")"), std::string::npos);
+  EXPECT_NE(trace.find(R"("group":"ep")"), std::string::npos);
+  std::string out;
+  EXPECT_EQ(sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/moe/trace.json", &out), 0) << out;
 }
 
 // --- execute --train over MPI processes (docs/checkpoints.md) -------------------------
