@@ -17,7 +17,8 @@ namespace stepcast::analysis::detail {
 namespace {
 
 constexpr std::array<GroupKind, kGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp, GroupKind::kEp, GroupKind::kDp,
-                                                        GroupKind::kEdp, GroupKind::kPp, GroupKind::kEtp};
+                                                        GroupKind::kEdp,
+    GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp};
 
 // One rank's arrival at one collective instance.
 struct CollRec {

@@ -16,8 +16,8 @@ namespace stepcast::analysis::detail {
 
 namespace {
 
-constexpr std::array<GroupKind, 6> kLinkGroups = {GroupKind::kTp, GroupKind::kCp,  GroupKind::kEp,
-                                                  GroupKind::kDp, GroupKind::kEdp, GroupKind::kEtp};
+constexpr std::array<GroupKind, 7> kLinkGroups = {GroupKind::kTp,  GroupKind::kCp,  GroupKind::kEp,   GroupKind::kDp,
+                                                  GroupKind::kEdp, GroupKind::kEtp, GroupKind::kEtpEp};
 
 // One collective instance: its transfer time (the longest of its members').
 struct Transfer {

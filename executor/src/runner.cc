@@ -18,7 +18,8 @@ float pattern_value(int rank, std::uint64_t seq, std::size_t i) {
 namespace {
 
 constexpr std::array<GroupKind, kNumGroupKinds> kGroupKinds = {
-    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp, GroupKind::kPp, GroupKind::kEtp};
+    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp,
+    GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp};
 
 // Bits 24-26 name the group kind (kind + 1), clear of p2p_seed's bit 31 and ring_seed's 29-30.
 std::uint64_t collective_seed(int step, GroupKind g, std::uint32_t seq) {
@@ -52,11 +53,16 @@ class Runner {
                                            pl_.world(), pl_.tp, pl_.cp, pl_.dp, pl_.pp, comm.world()));
     }
     role_ = &program.roles.at(static_cast<std::size_t>(pl_.coords(rank_).p));
+    bool ag_dispatch = false;  // the same on every rank: the Program is
+    for (const RoleTemplate& role : program.roles) {
+      for (const Op& op : role.ops) ag_dispatch |= op.kind == OpKind::kCollective && op.group == GroupKind::kEtpEp;
+    }
     for (GroupKind g : kGroupKinds) {
-      // The expert-TP group is the TP group unless the experts are folded: no second split.
-      groups_[static_cast<std::size_t>(g)] = g == GroupKind::kEtp && !pl_.folded()
-                                                 ? groups_[static_cast<std::size_t>(GroupKind::kTp)]
-                                                 : comm.create_group(pl_.group_root(g, rank_));
+      // The expert-TP group is the TP group unless the experts are folded, and the
+      // all-gather dispatcher's group exists only for it: no needless split.
+      const bool alias = (g == GroupKind::kEtp && !pl_.folded()) || (g == GroupKind::kEtpEp && !ag_dispatch);
+      groups_[static_cast<std::size_t>(g)] = alias ? groups_[static_cast<std::size_t>(GroupKind::kTp)]
+                                                   : comm.create_group(pl_.group_root(g, rank_));
     }
     const std::size_t n = role_->ops.size();
     work_.reserve(n);

@@ -384,7 +384,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   // dispatched rows after the all-to-all and their reduce-scatter before the combine, on the
   // expert-TP group (the TP group when etp = tp); none with etp = 1.
   double moe_pair = 0;
-  if (moe && (sp || pl.folded()) && p.expert_tp() > 1) {
+  if (moe && (sp || pl.folded()) && p.expert_tp() > 1 && !p.moe_allgather_dispatcher) {
     const GroupShape ge = group_shape(pl.group_size(GroupKind::kEtp), pl.group_stride(GroupKind::kEtp), gpn);
     out.moe_tp_bytes = expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes;
     moe_pair = collective_cost(c, CollKind::kAllGather, ge, out.moe_tp_bytes).time_s +
@@ -451,7 +451,28 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     cp_fwd = fwd;
     slowed(steps * out.cp_step_fwd_s, steps * out.cp_step_bwd_s, 0);
   }
-  if (moe && p.ep > 1) {
+  if (moe && p.moe_allgather_dispatcher && p.expert_tp() * p.ep > 1) {
+    // Megatron-Core's MoEAllGatherTokenDispatcher: every rank's tokens (with their routing
+    // map, 1 byte per expert, and probabilities, 4) gathered over the expert-TP x EP group,
+    // each rank computing its local experts' rows, the outputs reduce-scattered back; the
+    // backward runs the transposes (the gradients of the tokens and probabilities
+    // reduce-scattered, the output gradient gathered). No expert-TP pair of its own: the
+    // gather already gives each expert-TP rank every token.
+    const int n = p.expert_tp() * p.ep;
+    const GroupShape g = group_shape(n, pl.group_stride(GroupKind::kEtpEp), gpn);
+    const double gathered = (sp ? T / p.tp : T) * n;  // tokens
+    const double E = m.moe->num_experts;
+    auto cost = [&](CollKind k, double bytes) { return collective_cost(c, k, g, bytes).time_s; };
+    out.ep_bytes = gathered * h * kActBytes;
+    const double fwd = cost(CollKind::kAllGather, out.ep_bytes) + cost(CollKind::kAllGather, gathered * E) +
+                       cost(CollKind::kAllGather, gathered * E * 4) + cost(CollKind::kReduceScatter, out.ep_bytes);
+    const double bwd = cost(CollKind::kReduceScatter, out.ep_bytes) + cost(CollKind::kReduceScatter, gathered * E * 4) +
+                       cost(CollKind::kAllGather, out.ep_bytes);
+    out.ep_dispatch_fwd_s = fwd;
+    out.ep_dispatch_bwd_s = bwd;
+    out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd + (lc.recompute_block ? fwd : 0.0);
+    ep_fwd = fwd;
+  } else if (moe && p.ep > 1) {
     const GroupShape g = group_shape(p.ep, pl.group_stride(GroupKind::kEp), gpn);
     const double tokens = sp ? T / p.tp : T;
     // The all-to-all ends when its busiest receiver has its rows: load_imbalance x the mean.

@@ -236,7 +236,8 @@ class StageBuilder {
         op.comm = CommClass::kTp;
         break;
       case GroupKind::kCp: op.stream = Stream::kCp; op.comm = CommClass::kCp; break;
-      case GroupKind::kEp: op.stream = Stream::kEp; op.comm = CommClass::kEp; break;
+      case GroupKind::kEp:
+      case GroupKind::kEtpEp: op.stream = Stream::kEp; op.comm = CommClass::kEp; break;
       case GroupKind::kDp:
       case GroupKind::kEdp: op.stream = Stream::kDp; op.comm = CommClass::kDp; break;
       case GroupKind::kPp: op.stream = Stream::kPp; op.comm = CommClass::kPp; break;
@@ -323,6 +324,33 @@ class StageBuilder {
     const double t = bwd ? lc.mlp_bwd_s() : lc.mlp_fwd_s();
     const double flops = (bwd ? 2 : 1) * lc.mlp_flops;
     const std::string name = fmt::format("{} mb{} L{} {}", pass, mb, layer, moe ? "moe" : "mlp");
+    if (moe && p_.moe_allgather_dispatcher && p_.expert_tp() * p_.ep > 1) {
+      // The all-gather dispatcher (layer_comm): forward the tokens', routing map's and
+      // probabilities' all-gathers, the experts, the output's reduce-scatter; backward the
+      // output gradient's all-gather, the experts, the tokens' and probabilities' gradients
+      // reduce-scattered.
+      const double tokens_bytes = moe_comm_.ep_bytes;
+      const double tokens = tokens_bytes / (static_cast<double>(m_.hidden_size) * 2);  // 16-bit rows of h
+      const double E = m_.moe->num_experts;
+      auto coll = [&](std::uint32_t after, CollKind k, double bytes, const char* what) {
+        return add(collective(k, GroupKind::kEtpEp, bytes, layer, mb),
+                   fmt::format("ep.{} {} mb{} L{} {}", k == CollKind::kAllGather ? "ag" : "rs", pass, mb, layer, what),
+                   {after});
+      };
+      std::uint32_t x = prev;
+      if (!bwd) {
+        x = coll(x, CollKind::kAllGather, tokens_bytes, "tokens");
+        x = coll(x, CollKind::kAllGather, tokens * E, "routing map");
+        x = coll(x, CollKind::kAllGather, tokens * E * 4, "probs");
+      } else {
+        x = coll(x, CollKind::kAllGather, tokens_bytes, "output grad");
+      }
+      x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {x}),
+                   (bwd ? 2 : 1) * lc.mlp_elem_s, 0);
+      if (!bwd) return coll(x, CollKind::kReduceScatter, tokens_bytes, "output");
+      x = coll(x, CollKind::kReduceScatter, tokens_bytes, "tokens grad");
+      return coll(x, CollKind::kReduceScatter, tokens * E * 4, "probs grad");
+    }
     if (moe && p_.ep > 1) {
       const double bytes = moe_comm_.ep_bytes;
       const std::uint32_t a = add(collective(CollKind::kAllToAll, GroupKind::kEp, bytes, layer, mb),

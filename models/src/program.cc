@@ -48,6 +48,7 @@ const char* to_string(GroupKind g) {
     case GroupKind::kEdp: return "edp";
     case GroupKind::kPp: return "pp";
     case GroupKind::kEtp: return "etp";
+    case GroupKind::kEtpEp: return "etpep";
   }
   return "?";
 }
@@ -99,6 +100,7 @@ int Placement::group_size(GroupKind g) const {
     case GroupKind::kEdp: return tp * cp * dp / (expert_tp() * ep);
     case GroupKind::kPp: return pp;
     case GroupKind::kEtp: return expert_tp();
+    case GroupKind::kEtpEp: return expert_tp() * ep;
   }
   return 1;
 }
@@ -112,6 +114,7 @@ int Placement::group_stride(GroupKind g) const {
     case GroupKind::kEdp: return folded() ? expert_tp() * ep : data_stride() * ep;
     case GroupKind::kPp: return stride(3);
     case GroupKind::kEtp: return folded() ? 1 : stride(0);
+    case GroupKind::kEtpEp: return 1;
   }
   return 1;
 }
@@ -121,6 +124,7 @@ int Placement::group_member(GroupKind g, int r, int i) const {
 }
 
 int Placement::group_root(GroupKind g, int r) const {
+  if (g == GroupKind::kEtpEp) return r - r % (expert_tp() * ep);  // a block (loader)
   const Coords c = coords(r);
   // Flattened data index: cp and dp are adjacent, the inner one first.
   const int f = stride(1) < stride(2) ? c.c + cp * c.d : c.d + dp * c.c;
@@ -140,6 +144,7 @@ int Placement::group_root(GroupKind g, int r) const {
     case GroupKind::kEdp: return r - (f - f % ep) * fs;
     case GroupKind::kPp: return r - c.p * stride(3);
     case GroupKind::kEtp: return r - c.t * stride(0);  // not folded: the TP group
+    case GroupKind::kEtpEp: break;                     // above
   }
   return r;
 }

@@ -236,6 +236,20 @@ TEST(Runner, ExpertTensorParallelGroupOfItsOwnGathersAndVerifies) {
   }
 }
 
+TEST(Runner, AllGatherDispatcherGathersOverTheExpertBlockAndVerifies) {
+  // The same model with Megatron-Core's all-gather dispatcher at ep 2 (etp = tp = 2): each
+  // MoE block gathers its tokens, routing map and probabilities over the 4 ranks of the
+  // tp x ep block and reduce-scatters its output (backward: one gather, two reduce-scatters),
+  // every delivered element checked.
+  Scenario s = folded_moe();
+  s.plan.ep = 2;
+  s.plan.etp = 0;
+  s.plan.moe_allgather_dispatcher = true;
+  // 4 layers x 4 microbatches x (4 forward + 3 backward)
+  const auto res = run_checking_group(s, GroupKind::kEtpEp, 4 * 4 * 7);
+  for (const RankResult& r : res) EXPECT_EQ(r.wrong_elements, 0);
+}
+
 TEST(Runner, RecomputedMoeBlocksRunTheirAllToAllsAgainAndVerify) {
   // As above, with selective recomputation of the MoE blocks (recompute_modules ["moe"]):
   // before each layer's backward the executor runs the block's forward again, its dispatch

@@ -571,6 +571,48 @@ TEST(MoeLayer, ExpertTensorParallelGroupOfItsOwnByHand) {
               2.0 * (8192 - 4096) * k * h, 1.0);
 }
 
+// Megatron-Core's all-gather dispatcher (MoEAllGatherTokenDispatcher): Mixtral on tp 2 (SP),
+// dp 4, ep 4 (etp = tp): each rank's T/2 = 2048 tokens gathered over the expert-TP x EP group
+// of 8 consecutive ranks (one node): 16,384 tokens, 16384 x 4096 x 2 = 134,217,728 bytes,
+// with the routing map (1 byte per expert: 131,072) and probabilities (4: 524,288); the
+// output reduce-scattered back. Backward: the output gradient gathered, the tokens' and
+// probabilities' gradients reduce-scattered. No expert-TP pair of its own.
+TEST(MoeLayer, AllGatherDispatcherByHand) {
+  const ModelSpec& m = builtin_presets().models.at("mixtral-8x7b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.ep = 4;
+  p.sequence_parallel = true;
+  p.moe_allgather_dispatcher = true;
+  const LayerCost lc = layer_cost(m, c, p, 4096, true);
+  const LayerComm cm = layer_comm(m, c, p, 4096, true, lc);
+  EXPECT_DOUBLE_EQ(cm.ep_bytes, 134'217'728.0);
+  const GroupShape g8 = group_shape(8, 1, 8);
+  auto t = [&](CollKind k, double bytes) { return collective_cost(c, k, g8, bytes).time_s; };
+  const double fwd = t(CollKind::kAllGather, 134'217'728.0) + t(CollKind::kAllGather, 131'072.0) +
+                     t(CollKind::kAllGather, 524'288.0) + t(CollKind::kReduceScatter, 134'217'728.0);
+  const double bwd = t(CollKind::kReduceScatter, 134'217'728.0) + t(CollKind::kReduceScatter, 524'288.0) +
+                     t(CollKind::kAllGather, 134'217'728.0);
+  EXPECT_DOUBLE_EQ(cm.ep_dispatch_fwd_s, fwd);
+  EXPECT_DOUBLE_EQ(cm.ep_dispatch_bwd_s, bwd);
+  EXPECT_NEAR(cm.ep_exposed_s, fwd + bwd, 1e-15);
+  EXPECT_EQ(cm.ep_a2a_s, 0.0);
+  // The MoE block has no expert-TP pair: only the attention block's TP pair remains.
+  EXPECT_EQ(cm.moe_tp_bytes, 0.0);
+  EXPECT_NEAR(cm.tp_exposed_s, 2 * (cm.tp_allgather_s + cm.tp_reducescatter_s), 1e-15);
+  // The experts' rows are the all-to-all dispatcher's: the same FLOPs.
+  Plan a = p;
+  a.moe_allgather_dispatcher = false;
+  EXPECT_DOUBLE_EQ(layer_cost(m, c, a, 4096, true).mlp_flops, lc.mlp_flops);
+  // With full recomputation the forward's collectives run twice.
+  p.recompute = Recompute::kFull;
+  const LayerComm full = layer_comm(m, c, p, 4096, true, layer_cost(m, c, p, 4096, true));
+  EXPECT_NEAR(full.ep_exposed_s, 2 * fwd + bwd, 1e-15);
+}
+
 // The all-to-all dispatcher's memory traffic (Megatron-Core token_dispatcher.py), counted by
 // hand for one rank and microbatch, forward: permute reads and writes T_in k h elements,
 // unpermute reads T_in k h and writes T_in h, two sorts by expert read and write T_e k h

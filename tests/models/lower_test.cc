@@ -581,6 +581,56 @@ TEST(Lower, FoldedExpertTensorParallelPairRunsOnTheExpertGroup) {
   }
 }
 
+TEST(Lower, AllGatherDispatcherRunsOnTheExpertTpTimesEpBlock) {
+  // Mixtral (32 MoE layers) on tp 2 (SP), pp 2, dp 4, ep 4, 8 microbatches per stage: per MoE
+  // block forward the tokens', routing map's and probabilities' all-gathers and the output's
+  // reduce-scatter, backward the output gradient's all-gather and two reduce-scatters, on
+  // the block of tp x ep = 8 consecutive ranks; no all-to-all, no expert-TP pair.
+  auto r = stepcast::parse_scenario(
+      R"({"model":"mixtral-8x7b","cluster":{"preset":"dgx-h100","nodes":2},"plan":{"tp":2,"pp":2,"dp":4,"ep":4,)"
+      R"("sequence_parallel":true,"global_batch":32,"moe_dispatcher":"allgather"},"workload":{"seq_len":4096}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const stepcast::Program prog = stepcast::lower(r->model, r->cluster, r->plan, r->workload);
+  EXPECT_EQ(prog.placement.group_root(stepcast::GroupKind::kEtpEp, 13), 8);
+  EXPECT_EQ(prog.placement.group_size(stepcast::GroupKind::kEtpEp), 8);
+  for (const stepcast::RoleTemplate& role : prog.roles) {
+    int ag = 0, rs = 0, a2a = 0;
+    for (const stepcast::Op& op : role.ops) {
+      if (op.kind != stepcast::OpKind::kCollective) continue;
+      a2a += op.coll == stepcast::CollKind::kAllToAll;
+      if (op.group != stepcast::GroupKind::kEtpEp) continue;
+      EXPECT_EQ(op.stream, stepcast::Stream::kEp);
+      EXPECT_EQ(op.comm, stepcast::CommClass::kEp);
+      ag += op.coll == stepcast::CollKind::kAllGather;
+      rs += op.coll == stepcast::CollKind::kReduceScatter;
+    }
+    EXPECT_EQ(a2a, 0);
+    EXPECT_EQ(ag, 16 * 8 * (3 + 1)) << "stage " << role.stage;  // 16 layers x 8 microbatches
+    EXPECT_EQ(rs, 16 * 8 * (1 + 2)) << "stage " << role.stage;
+  }
+  // Megatron-Core's rules and stepcast's block, each named.
+  auto err = [](const std::string& plan) {
+    auto s = stepcast::parse_scenario(R"({"model":"mixtral-8x7b","cluster":{"preset":"dgx-h100","nodes":2},"plan":)" +
+                                      plan + "}");
+    return s.ok() ? std::string("(ok)") : s.error().message;
+  };
+  EXPECT_EQ(err(R"({"dp":16,"ep":8,"moe_dispatcher":"allgather","moe_shared_expert_overlap":true})"),
+            "plan.moe_shared_expert_overlap: needs moe_dispatcher \"alltoall\" (Megatron-Core: alltoall or flex)");
+  EXPECT_EQ(err(R"({"dp":16,"ep":8,"moe_dispatcher":"allgather","moe_a2a_overlap":true})"),
+            "plan.moe_a2a_overlap: needs moe_dispatcher \"alltoall\" (Megatron-Core: alltoall or flex)");
+  EXPECT_EQ(err(R"({"tp":2,"dp":8,"ep":4,"moe_dispatcher":"allgather"})"),
+            "plan.moe_dispatcher: \"allgather\" with tp > 1 needs sequence_parallel (Megatron-Core requires it for MoE "
+            "with tensor parallelism)");
+  EXPECT_EQ(err(R"({"tp":2,"dp":8,"ep":4,"sequence_parallel":true,"moe_dispatcher":"allgather","placement":"cp-dp-tp-pp"})"),
+            "plan.moe_dispatcher: \"allgather\" needs tp innermost and pp outermost in the placement (its expert-TP x "
+            "EP group is a block of consecutive ranks)");
+  EXPECT_EQ(err(R"({"dp":16,"moe_dispatcher":"gather"})").rfind("plan.moe_dispatcher: ", 0), 0u);
+  auto dense = stepcast::parse_scenario(
+      R"({"model":"llama3-8b","cluster":"dgx-h100","plan":{"dp":8,"moe_dispatcher":"allgather"}})");
+  ASSERT_FALSE(dense.ok());
+  EXPECT_EQ(dense.error().message, "plan.moe_dispatcher: \"allgather\" needs a mixture-of-experts model (llama3-8b has no moe)");
+}
+
 TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {
   // ep 8 > dp 4 on one node (tp 2): only folded, with etp 1 (as Qwen3-235B-A22B's H100
   // recipe runs tp 2, ep 32 over dp 16).

@@ -157,9 +157,14 @@ struct LayerComm {
   // backward (K, V and their gradients: twice the bytes).
   double cp_step_bytes = 0;
   double cp_step_fwd_s = 0, cp_step_bwd_s = 0;
-  // Expert parallel: all-to-all dispatch and combine, each on `ep_bytes`.
+  // Expert parallel: all-to-all dispatch and combine, each on `ep_bytes`. With the all-gather
+  // dispatcher (Plan::moe_allgather_dispatcher) `ep_bytes` is the gathered tokens' size and
+  // a pass's collectives on the expert-TP x EP group take ep_dispatch_fwd_s (the tokens',
+  // routing map's and probabilities' all-gathers, the output's reduce-scatter) and
+  // ep_dispatch_bwd_s (their transposes); ep_a2a_s is 0.
   double ep_bytes = 0;
   double ep_a2a_s = 0;
+  double ep_dispatch_fwd_s = 0, ep_dispatch_bwd_s = 0;
   // Exposed seconds per microbatch, as the closed form counts them.
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
   // The same TP, CP and EP exposure of the forward pass, and of the backward with its

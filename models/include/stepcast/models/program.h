@@ -37,9 +37,11 @@ enum class ComputeClass : std::uint8_t {
 enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // Symbolic groups. kDp is the data-parallel group including CP ranks (dense gradients,
 // ZeRO/FSDP sharding, as Megatron); kEdp the expert-data-parallel group; kEtp the
-// expert-tensor-parallel group (the TP group unless the experts are folded, etp != tp).
-enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp, kEtp };
-inline constexpr int kNumGroupKinds = 7;
+// expert-tensor-parallel group (the TP group unless the experts are folded, etp != tp);
+// kEtpEp the expert-TP x EP group of the all-gather dispatcher (Megatron-Core's
+// tp_ep_group): etp x ep consecutive ranks (loader: tp innermost, pp outermost).
+enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp, kEtp, kEtpEp };
+inline constexpr int kNumGroupKinds = 8;
 // Streams of a rank; ops on one stream run in program order, one at a time.
 // kPpRecv: pipeline receives posted ahead of their step (Plan::overlap_p2p_comm); sends and
 // blocking receives use kPp. kHostOut, kHostIn: the host link's two directions (offload,

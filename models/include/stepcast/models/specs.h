@@ -248,6 +248,14 @@ struct Plan {
   // pp > 1, no full recomputation and no "moe" module recomputation, no shared-expert
   // overlap, the megatron-core stack; not expressed with zero 3, cp > 1 or offload.
   bool moe_a2a_overlap = false;
+  // Megatron-Core's token dispatcher for the MoE layers (moe_token_dispatcher_type):
+  // "alltoall" sends each rank's routed copies to the experts' ranks; "allgather" gathers
+  // every token of the expert-TP x EP group to each of its ranks and reduce-scatters the
+  // outputs back (docs/model-reference.md §5.3). REQUIRES (loader): allgather keeps neither
+  // all-to-all overlap nor shared-expert overlap (Megatron-Core needs alltoall or flex for
+  // both) and, with etp x ep > 1, tp innermost and pp outermost in the placement (its group is
+  // a block of consecutive ranks).
+  bool moe_allgather_dispatcher = false;
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
   // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
   std::array<int, 4> placement = {0, 1, 2, 3};
