@@ -215,8 +215,12 @@ TEST(MpiMoe, FoldedExpertGroupsRunAndVerifyOnMpiRanks) {
   const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(trace.find(R"("group":"etp")"), std::string::npos);
   EXPECT_NE(trace.find(R"("group":"ep")"), std::string::npos);
+  // diagnose reads it (exit 1 would be a finding, e.g. a rank slowed by the oversubscribed
+  // machine; 2 would be a trace it cannot read).
   std::string out;
-  EXPECT_EQ(sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/moe/trace.json", &out), 0) << out;
+  const int rc = sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/moe/trace.json", &out);
+  EXPECT_TRUE(rc == 0 || rc == 1) << rc << "\n" << out;
+  EXPECT_NE(out.find("4 of 4 ranks"), std::string::npos) << out;
 }
 
 // --- execute --train over MPI processes (docs/checkpoints.md) -------------------------
