@@ -21,7 +21,7 @@ constexpr std::array<GroupKind, kNumGroupKinds> kGroupKinds = {
     GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp,
     GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp};
 
-// Bits 24-26 name the group kind (kind + 1), clear of p2p_seed's bit 31 and ring_seed's 29-30.
+// Bits 24-27 name the group kind (kind + 1), clear of p2p_seed's bit 31 and ring_seed's 29-30.
 std::uint64_t collective_seed(int step, GroupKind g, std::uint32_t seq) {
   return (static_cast<std::uint64_t>(step + 1) << 32) ^ ((static_cast<std::uint64_t>(g) + 1) << 24) ^ seq;
 }
