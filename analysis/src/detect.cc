@@ -16,9 +16,9 @@ namespace stepcast::analysis::detail {
 
 namespace {
 
-constexpr std::array<GroupKind, kGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp, GroupKind::kEp, GroupKind::kDp,
-                                                        GroupKind::kEdp,
-    GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp};
+constexpr std::array<GroupKind, kGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp,   GroupKind::kEp,
+                                                        GroupKind::kDp,  GroupKind::kEdp,  GroupKind::kPp,
+                                                        GroupKind::kEtp, GroupKind::kEtpEp};
 
 // One rank's arrival at one collective instance.
 struct CollRec {

@@ -37,9 +37,9 @@ std::string enum_names(const std::array<E, N>& all) {
 constexpr std::array<ComputeClass, 8> kClasses = {
     ComputeClass::kGemm,  ComputeClass::kAttention, ComputeClass::kElementwise,  ComputeClass::kOptimizer,
     ComputeClass::kInput, ComputeClass::kHost,      ComputeClass::kInterference, ComputeClass::kHostOptimizer};
-constexpr std::array<GroupKind, kNumGroupKinds> kGroups = {
-    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp,
-    GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp};
+constexpr std::array<GroupKind, kNumGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp,   GroupKind::kEp,
+                                                           GroupKind::kDp,  GroupKind::kEdp,  GroupKind::kPp,
+                                                           GroupKind::kEtp, GroupKind::kEtpEp};
 constexpr std::array<CollKind, 6> kColls = {CollKind::kAllReduce, CollKind::kAllGather,
                                             CollKind::kReduceScatter, CollKind::kAllToAll,
                                             CollKind::kBroadcast, CollKind::kSendRecv};

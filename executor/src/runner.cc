@@ -17,9 +17,9 @@ float pattern_value(int rank, std::uint64_t seq, std::size_t i) {
 
 namespace {
 
-constexpr std::array<GroupKind, kNumGroupKinds> kGroupKinds = {
-    GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kEdp,
-    GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp};
+constexpr std::array<GroupKind, kNumGroupKinds> kGroupKinds = {GroupKind::kTp,  GroupKind::kCp,   GroupKind::kEp,
+                                                               GroupKind::kDp,  GroupKind::kEdp,  GroupKind::kPp,
+                                                               GroupKind::kEtp, GroupKind::kEtpEp};
 
 // Bits 24-27 name the group kind (kind + 1), clear of p2p_seed's bit 31 and ring_seed's 29-30.
 std::uint64_t collective_seed(int step, GroupKind g, std::uint32_t seq) {
@@ -61,8 +61,8 @@ class Runner {
       // The expert-TP group is the TP group unless the experts are folded, and the
       // all-gather dispatcher's group exists only for it: no needless split.
       const bool alias = (g == GroupKind::kEtp && !pl_.folded()) || (g == GroupKind::kEtpEp && !ag_dispatch);
-      groups_[static_cast<std::size_t>(g)] = alias ? groups_[static_cast<std::size_t>(GroupKind::kTp)]
-                                                   : comm.create_group(pl_.group_root(g, rank_));
+      groups_[static_cast<std::size_t>(g)] =
+          alias ? groups_[static_cast<std::size_t>(GroupKind::kTp)] : comm.create_group(pl_.group_root(g, rank_));
     }
     const std::size_t n = role_->ops.size();
     work_.reserve(n);

@@ -140,10 +140,10 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
   addField(plan, tr("All-to-all overlap (MoE)"), {{"plan", "moe_a2a_overlap"}, Kind::kBool, nullptr, nullptr, [](S s) {
                                                     return QVariant(s.plan.moe_a2a_overlap);
                                                   }});
-  addField(plan, tr("MoE token dispatcher"), {{"plan", "moe_dispatcher"}, Kind::kChoice, nullptr, nullptr, [](S s) {
-                                                return QVariant(QString(s.plan.moe_allgather_dispatcher ? "allgather"
-                                                                                                        : "alltoall"));
-                                              }});
+  addField(plan, tr("MoE token dispatcher"),
+           {{"plan", "moe_dispatcher"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+              return QVariant(QString(s.plan.moe_allgather_dispatcher ? "allgather" : "alltoall"));
+            }});
   static_cast<QComboBox*>(fields_.back().input)->addItems({"alltoall", "allgather"});
   addField(plan, tr("Schedule"), {{"plan", "schedule"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                     return QVariant(QString::fromStdString(std::string(to_string(s.plan.schedule))));

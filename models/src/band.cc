@@ -51,7 +51,7 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
       {1, 0.080554933511394741, 0},                        // fsdp2-eager: one record, too few for its own
       {0, 0.0, 0.0},                                       // fsdp2-compile
       {0, 0.0, 0.0},                                       // deepspeed-zero
-      {1, 0.2863621298561384, 0},                         // deepspeed-zero-2021: one record, too few for its own
+      {1, 0.2863621298561384, 0},                          // deepspeed-zero-2021: one record, too few for its own
       {1, 0.073192686842293839, 0},                        // megatron-deepspeed: one record, too few for its own
   }};
   return own.at(static_cast<std::size_t>(stack));

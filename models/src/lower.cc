@@ -237,7 +237,10 @@ class StageBuilder {
         break;
       case GroupKind::kCp: op.stream = Stream::kCp; op.comm = CommClass::kCp; break;
       case GroupKind::kEp:
-      case GroupKind::kEtpEp: op.stream = Stream::kEp; op.comm = CommClass::kEp; break;
+      case GroupKind::kEtpEp:
+        op.stream = Stream::kEp;
+        op.comm = CommClass::kEp;
+        break;
       case GroupKind::kDp:
       case GroupKind::kEdp: op.stream = Stream::kDp; op.comm = CommClass::kDp; break;
       case GroupKind::kPp: op.stream = Stream::kPp; op.comm = CommClass::kPp; break;

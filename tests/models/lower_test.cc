@@ -621,14 +621,16 @@ TEST(Lower, AllGatherDispatcherRunsOnTheExpertTpTimesEpBlock) {
   EXPECT_EQ(err(R"({"tp":2,"dp":8,"ep":4,"moe_dispatcher":"allgather"})"),
             "plan.moe_dispatcher: \"allgather\" with tp > 1 needs sequence_parallel (Megatron-Core requires it for MoE "
             "with tensor parallelism)");
-  EXPECT_EQ(err(R"({"tp":2,"dp":8,"ep":4,"sequence_parallel":true,"moe_dispatcher":"allgather","placement":"cp-dp-tp-pp"})"),
-            "plan.moe_dispatcher: \"allgather\" needs tp innermost and pp outermost in the placement (its expert-TP x "
-            "EP group is a block of consecutive ranks)");
+  EXPECT_EQ(
+      err(R"({"tp":2,"dp":8,"ep":4,"sequence_parallel":true,"moe_dispatcher":"allgather","placement":"cp-dp-tp-pp"})"),
+      "plan.moe_dispatcher: \"allgather\" needs tp innermost and pp outermost in the placement (its expert-TP x "
+      "EP group is a block of consecutive ranks)");
   EXPECT_EQ(err(R"({"dp":16,"moe_dispatcher":"gather"})").rfind("plan.moe_dispatcher: ", 0), 0u);
   auto dense = stepcast::parse_scenario(
       R"({"model":"llama3-8b","cluster":"dgx-h100","plan":{"dp":8,"moe_dispatcher":"allgather"}})");
   ASSERT_FALSE(dense.ok());
-  EXPECT_EQ(dense.error().message, "plan.moe_dispatcher: \"allgather\" needs a mixture-of-experts model (llama3-8b has no moe)");
+  EXPECT_EQ(dense.error().message,
+            "plan.moe_dispatcher: \"allgather\" needs a mixture-of-experts model (llama3-8b has no moe)");
 }
 
 TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {
