@@ -31,7 +31,8 @@ Command add_collective(CLI::App& app) {
   sub->add_option("--cluster-file", a->cluster_file, "Scenario file whose cluster is used")->excludes(preset);
   sub->add_option("--algo", a->algo,
                   "ring, tree, hierarchical, pairwise, direct or auto; default: every algorithm the model has for "
-                  "KIND, the one auto picks marked");
+                  "KIND, the one auto picks marked (auto runs what NCCL runs: the faster of ring and tree for "
+                  "all_reduce, one ring for all_gather and reduce_scatter; hierarchical is a what-if)");
   sub->add_flag("--sweep", a->sweep, "Also the size curve: 8 B doubling up to SIZE, as nccl-tests -b 8 -e SIZE -f 2");
   sub->add_flag("--json", a->json, "Print the JSON report");
   return {sub, [a] {

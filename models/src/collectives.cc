@@ -134,24 +134,25 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
       out.algo = a;
     }
   };
+  // NCCL has no hierarchical algorithm: priced only when asked for, as a what-if.
+  auto what_if_hierarchical = [&] {
+    if (algo == CollAlgo::kHierarchical && g.nodes > 1 && g.ranks_per_node > 1) {
+      consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
+    }
+  };
   switch (kind) {
     case CollKind::kAllReduce:
       consider(CollAlgo::kRing, ring_time(kind, g, l, S));
       if (g.nodes > 1) consider(CollAlgo::kTree, tree_time(g, l, S));
-      if (algo == CollAlgo::kHierarchical && g.nodes > 1 && g.ranks_per_node > 1) {
-        consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
-      }
+      what_if_hierarchical();
       break;
     case CollKind::kAllGather:
     case CollKind::kReduceScatter:
       // NCCL runs all-gather and reduce-scatter as one ring over every rank ("Only disable
       // algo for Allreduce since others only have one", src/graph/tuning.cc): the tuner picks
-      // among algorithms for the all-reduce alone. The hierarchical form is priced only when
-      // asked for (--algo hierarchical), as a what-if.
+      // among algorithms for the all-reduce alone.
       consider(CollAlgo::kRing, ring_time(kind, g, l, S));
-      if (algo == CollAlgo::kHierarchical && g.nodes > 1 && g.ranks_per_node > 1) {
-        consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
-      }
+      what_if_hierarchical();
       break;
     case CollKind::kAllToAll: {
       // Pairwise exchange: each rank sends S/n to every peer; node-local peers over the

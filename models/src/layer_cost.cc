@@ -347,6 +347,24 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   return lc;
 }
 
+DispatchPass allgather_dispatch(const LayerComm& cm, bool backward) {
+  DispatchPass d;
+  auto push = [&](CollKind k, double bytes, const char* what, bool after) {
+    d.ops[static_cast<std::size_t>(d.n++)] = DispatchCollective{k, bytes, what, after};
+  };
+  if (!backward) {
+    push(CollKind::kAllGather, cm.ep_bytes, "tokens", false);
+    push(CollKind::kAllGather, cm.ep_map_bytes, "routing map", false);
+    push(CollKind::kAllGather, cm.ep_probs_bytes, "probs", false);
+    push(CollKind::kReduceScatter, cm.ep_bytes, "output", true);
+  } else {
+    push(CollKind::kAllGather, cm.ep_bytes, "output grad", false);
+    push(CollKind::kReduceScatter, cm.ep_bytes, "tokens grad", true);
+    push(CollKind::kReduceScatter, cm.ep_probs_bytes, "probs grad", true);
+  }
+  return d;
+}
+
 MergedA2a merged_a2a(const LayerCost& lc, const LayerComm& cm, double f) {
   MergedA2a out;
   const double a = cm.ep_a2a_s;
@@ -390,12 +408,9 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     moe_pair = collective_cost(c, CollKind::kAllGather, ge, out.moe_tp_bytes).time_s +
                collective_cost(c, CollKind::kReduceScatter, ge, out.moe_tp_bytes).time_s;
   }
-  if (p.tp == 1 && moe_pair > 0) {
-    // Folded experts with an expert-TP group under tp 1: the MoE block's pair alone.
-    out.tp_mlp_pass_s = moe_pair;
-    out.tp_exposed_s = moe_pair * recompute_factor + (lc.recompute_block ? moe_pair : 0.0);
-    tp_fwd = moe_pair;
-  }
+  // One pass's TP collectives around the attention block and around the MLP (MoE) block;
+  // under tp 1 only a folded expert-TP group's pair.
+  double one = 0, mlp_pair = moe_pair;
   if (p.tp > 1) {
     const GroupShape g = group_shape(p.tp, pl.group_stride(GroupKind::kTp), gpn);
     out.tp_bytes = T * h * kActBytes;
@@ -404,17 +419,17 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     out.tp_reducescatter_s = collective_cost(c, CollKind::kReduceScatter, g, out.tp_bytes).time_s;
     // Megatron: 2 per pass (attention out-proj, FFN down-proj forward; QKV and FFN up-proj
     // input gradients backward); a recomputed forward repeats its 2.
-    const double one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
-    double mlp_pair = one;
+    one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
     if (!moe || !sp) {
+      mlp_pair = one;
       out.moe_tp_bytes = out.tp_bytes;  // an MoE block without SP: the all-reduce (etp = tp)
-    } else {
-      mlp_pair = moe_pair;
     }
-    out.tp_attn_pass_s = one;
-    out.tp_mlp_pass_s = mlp_pair;
-    out.tp_exposed_s = (one + mlp_pair) * recompute_factor + (lc.recompute_block ? mlp_pair : 0.0);
-    tp_fwd = one + mlp_pair;
+  }
+  out.tp_attn_pass_s = one;
+  out.tp_mlp_pass_s = mlp_pair;
+  out.tp_exposed_s = (one + mlp_pair) * recompute_factor + (lc.recompute_block ? mlp_pair : 0.0);
+  tp_fwd = one + mlp_pair;
+  if (p.tp > 1) {
     if (lc.tp_overlap) {
       // Transformer Engine userbuffers (docs/model-reference.md): forward AG|qkv and AG|fc1
       // ring exchange, RS|proj and RS|fc2 pipelined; backward AG of the output gradient
@@ -461,13 +476,16 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const int n = p.expert_tp() * p.ep;
     const GroupShape g = group_shape(n, pl.group_stride(GroupKind::kEtpEp), gpn);
     const double gathered = (sp ? T / p.tp : T) * n;  // tokens
-    const double E = m.moe->num_experts;
-    auto cost = [&](CollKind k, double bytes) { return collective_cost(c, k, g, bytes).time_s; };
     out.ep_bytes = gathered * h * kActBytes;
-    const double fwd = cost(CollKind::kAllGather, out.ep_bytes) + cost(CollKind::kAllGather, gathered * E) +
-                       cost(CollKind::kAllGather, gathered * E * 4) + cost(CollKind::kReduceScatter, out.ep_bytes);
-    const double bwd = cost(CollKind::kReduceScatter, out.ep_bytes) + cost(CollKind::kReduceScatter, gathered * E * 4) +
-                       cost(CollKind::kAllGather, out.ep_bytes);
+    out.ep_map_bytes = gathered * m.moe->num_experts;      // 1 byte per expert
+    out.ep_probs_bytes = gathered * m.moe->num_experts * 4;  // fp32
+    auto pass = [&](bool backward) {
+      double s = 0;
+      const DispatchPass d = allgather_dispatch(out, backward);
+      for (int i = 0; i < d.n; ++i) s += collective_cost(c, d.ops[i].kind, g, d.ops[i].bytes).time_s;
+      return s;
+    };
+    const double fwd = pass(false), bwd = pass(true);
     out.ep_dispatch_fwd_s = fwd;
     out.ep_dispatch_bwd_s = bwd;
     out.ep_exposed_s = fwd * (recompute_factor - 1) + bwd + (lc.recompute_block ? fwd : 0.0);

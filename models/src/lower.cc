@@ -328,31 +328,22 @@ class StageBuilder {
     const double flops = (bwd ? 2 : 1) * lc.mlp_flops;
     const std::string name = fmt::format("{} mb{} L{} {}", pass, mb, layer, moe ? "moe" : "mlp");
     if (moe && p_.moe_allgather_dispatcher && p_.expert_tp() * p_.ep > 1) {
-      // The all-gather dispatcher (layer_comm): forward the tokens', routing map's and
-      // probabilities' all-gathers, the experts, the output's reduce-scatter; backward the
-      // output gradient's all-gather, the experts, the tokens' and probabilities' gradients
-      // reduce-scattered.
-      const double tokens_bytes = moe_comm_.ep_bytes;
-      const double tokens = tokens_bytes / (static_cast<double>(m_.hidden_size) * 2);  // 16-bit rows of h
-      const double E = m_.moe->num_experts;
-      auto coll = [&](std::uint32_t after, CollKind k, double bytes, const char* what) {
-        return add(collective(k, GroupKind::kEtpEp, bytes, layer, mb),
-                   fmt::format("ep.{} {} mb{} L{} {}", k == CollKind::kAllGather ? "ag" : "rs", pass, mb, layer, what),
+      // The all-gather dispatcher: its collectives of the pass (allgather_dispatch, the
+      // ones layer_comm prices) before and after the experts.
+      const DispatchPass d = allgather_dispatch(moe_comm_, bwd);
+      auto coll = [&](std::uint32_t after, const DispatchCollective& c) {
+        return add(collective(c.kind, GroupKind::kEtpEp, c.bytes, layer, mb),
+                   fmt::format("ep.{} {} mb{} L{} {}", c.kind == CollKind::kAllGather ? "ag" : "rs", pass, mb, layer,
+                               c.what),
                    {after});
       };
       std::uint32_t x = prev;
-      if (!bwd) {
-        x = coll(x, CollKind::kAllGather, tokens_bytes, "tokens");
-        x = coll(x, CollKind::kAllGather, tokens * E, "routing map");
-        x = coll(x, CollKind::kAllGather, tokens * E * 4, "probs");
-      } else {
-        x = coll(x, CollKind::kAllGather, tokens_bytes, "output grad");
-      }
+      int i = 0;
+      for (; i < d.n && !d.ops[i].after_experts; ++i) x = coll(x, d.ops[i]);
       x = annotate(add(compute(ComputeClass::kGemm, SimTime::from_s(t), flops, layer, mb), name, {x}),
                    (bwd ? 2 : 1) * lc.mlp_elem_s, 0);
-      if (!bwd) return coll(x, CollKind::kReduceScatter, tokens_bytes, "output");
-      x = coll(x, CollKind::kReduceScatter, tokens_bytes, "tokens grad");
-      return coll(x, CollKind::kReduceScatter, tokens * E * 4, "probs grad");
+      for (; i < d.n; ++i) x = coll(x, d.ops[i]);
+      return x;
     }
     if (moe && p_.ep > 1) {
       const double bytes = moe_comm_.ep_bytes;

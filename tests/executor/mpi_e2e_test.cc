@@ -60,6 +60,13 @@ int sh(const std::string& cmd, std::string* out = nullptr) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
+// mpirun as root, with more ranks than this machine's cores.
+void allow_mpirun() {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+}
+
 std::string mpirun(const std::string& args) {
   return std::string(STEPCAST_MPIEXEC) + " -n 4 " + STEPCAST_BIN + " " + args;
 }
@@ -72,9 +79,7 @@ nlohmann::json read_json(const std::string& path) {
 class MpiE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    allow_mpirun();
     const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/";
     // A, B, A, B: both plans see the same machine load on average (other processes,
     // frequency changes), which a calibration on A then predicting B must not mistake
@@ -177,9 +182,7 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
 // samples' total bytes / total time (positive: the oracle for the values themselves is
 // CalibrateWorkflow.OffloadedRunFitsTheHostLinkAndHostOptimizerRates).
 TEST(MpiOffload, OffloadedRunCalibratesTheHostRates) {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+  allow_mpirun();
   const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-tp2dp2-offload.json";
   ASSERT_EQ(sh(mpirun("execute " + s + " --steps 5 --out " + dir() + "/off")), 0);
   const auto m = read_json(dir() + "/off/measured.json");
@@ -205,9 +208,7 @@ TEST(MpiOffload, OffloadedRunCalibratesTheHostRates) {
 // every op ran in every step and every delivered element is the seeded one. The trace
 // names the expert-TP collectives' group, and diagnose reads it.
 TEST(MpiMoe, FoldedExpertGroupsRunAndVerifyOnMpiRanks) {
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+  allow_mpirun();
   const std::string s = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/execute/cpu-dp4-moe-etp2.json";
   ASSERT_EQ(sh(mpirun("execute " + s + " --steps 5 --out " + dir() + "/moe")), 0);
   expect_every_op("cpu-dp4-moe-etp2.json", read_json(dir() + "/moe/measured.json"));
@@ -230,9 +231,7 @@ std::string train_scenario() { return std::string(STEPCAST_SOURCE_DIR) + "/scena
 class MpiTrain : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    allow_mpirun();
     ::setenv("STEPCAST_MPIEXEC", STEPCAST_MPIEXEC, 1);
   }
 };

@@ -418,6 +418,13 @@ stepcast::Placement placement(int tp, int cp, int dp, int pp, int ep, std::array
   return pl;
 }
 
+// The members of rank r's group of kind g, ascending.
+std::vector<int> group_members(const stepcast::Placement& pl, stepcast::GroupKind g, int r) {
+  std::vector<int> out;
+  for (int i = 0; i < pl.group_size(g); ++i) out.push_back(pl.group_member(g, r, i));
+  return out;
+}
+
 }  // namespace
 
 // Every order is a bijection between ranks and coordinates, and group members share the
@@ -483,11 +490,7 @@ TEST(Placement, FoldedExpertGroupsSpanTensorParallelRanks) {
   EXPECT_EQ(stepcast::expert_layout_error(pl).field, "");
   EXPECT_EQ(pl.group_size(stepcast::GroupKind::kEp), 4);
   EXPECT_EQ(pl.group_size(stepcast::GroupKind::kEdp), 2);
-  auto members = [&](stepcast::GroupKind g, int r) {
-    std::vector<int> out;
-    for (int i = 0; i < pl.group_size(g); ++i) out.push_back(pl.group_member(g, r, i));
-    return out;
-  };
+  auto members = [&](stepcast::GroupKind g, int r) { return group_members(pl, g, r); };
   // Stage 0: EP groups {0,1,2,3} and {4,5,6,7} (each holds both TP ranks of two DP
   // replicas); EDP pairs {0,4}, {1,5}, ... Stage 1 the same shifted by 8.
   EXPECT_EQ(members(stepcast::GroupKind::kEp, 2), (std::vector<int>{0, 1, 2, 3}));
@@ -520,11 +523,7 @@ TEST(Placement, ExpertTensorParallelGroupsAreTheInnermostRanksOfTheStage) {
   pl.etp = 4;
   ASSERT_TRUE(pl.folded());
   EXPECT_EQ(stepcast::expert_layout_error(pl).field, "");
-  auto members = [&](stepcast::GroupKind g, int r) {
-    std::vector<int> out;
-    for (int i = 0; i < pl.group_size(g); ++i) out.push_back(pl.group_member(g, r, i));
-    return out;
-  };
+  auto members = [&](stepcast::GroupKind g, int r) { return group_members(pl, g, r); };
   // Rank 13 = stage 1, stage-local 5 = et 1 + 4 * (e 1): ETP {12..15}, EP {9, 13}.
   EXPECT_EQ(members(stepcast::GroupKind::kEtp, 13), (std::vector<int>{12, 13, 14, 15}));
   EXPECT_EQ(members(stepcast::GroupKind::kEtp, 2), (std::vector<int>{0, 1, 2, 3}));

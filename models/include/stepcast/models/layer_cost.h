@@ -4,10 +4,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "stepcast/models/attention.h"
+#include "stepcast/models/collectives.h"
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
@@ -164,6 +166,7 @@ struct LayerComm {
   // ep_dispatch_bwd_s (their transposes); ep_a2a_s is 0.
   double ep_bytes = 0;
   double ep_a2a_s = 0;
+  double ep_map_bytes = 0, ep_probs_bytes = 0;  // all-gather dispatcher: routing map, probabilities
   double ep_dispatch_fwd_s = 0, ep_dispatch_bwd_s = 0;
   // Exposed seconds per microbatch, as the closed form counts them.
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
@@ -190,6 +193,24 @@ double ring_overlap_exposed_s(double c, int n, double g, double f = 0.0);
 
 LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                      std::int64_t seq_len, bool moe_layer, const LayerCost& cost);
+
+// The all-gather dispatcher's collectives of one pass of an MoE block (Megatron-Core's
+// MoEAllGatherTokenDispatcher), in program order on the expert-TP x EP group: forward the
+// tokens', routing map's and probabilities' all-gathers before the experts and the output's
+// reduce-scatter after; backward the output gradient's all-gather before, the tokens' and
+// probabilities' gradients reduce-scattered after. layer_comm sums their costs, the lowering
+// emits them as ops.
+struct DispatchCollective {
+  CollKind kind = CollKind::kAllGather;
+  double bytes = 0;
+  const char* what = "";
+  bool after_experts = false;
+};
+struct DispatchPass {
+  std::array<DispatchCollective, 4> ops{};
+  int n = 0;
+};
+DispatchPass allgather_dispatch(const LayerComm& comm, bool backward);
 
 // All-to-all overlap (Plan::moe_a2a_overlap): one MoE layer of a merged step, a forward and
 // a backward of it from two microbatches, its four all-to-alls (A = LayerComm::ep_a2a_s
