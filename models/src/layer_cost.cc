@@ -477,7 +477,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const GroupShape g = group_shape(n, pl.group_stride(GroupKind::kEtpEp), gpn);
     const double gathered = (sp ? T / p.tp : T) * n;  // tokens
     out.ep_bytes = gathered * h * kActBytes;
-    out.ep_map_bytes = gathered * m.moe->num_experts;      // 1 byte per expert
+    out.ep_map_bytes = gathered * m.moe->num_experts;        // 1 byte per expert
     out.ep_probs_bytes = gathered * m.moe->num_experts * 4;  // fp32
     auto pass = [&](bool backward) {
       double s = 0;

@@ -332,10 +332,10 @@ class StageBuilder {
       // ones layer_comm prices) before and after the experts.
       const DispatchPass d = allgather_dispatch(moe_comm_, bwd);
       auto coll = [&](std::uint32_t after, const DispatchCollective& c) {
-        return add(collective(c.kind, GroupKind::kEtpEp, c.bytes, layer, mb),
-                   fmt::format("ep.{} {} mb{} L{} {}", c.kind == CollKind::kAllGather ? "ag" : "rs", pass, mb, layer,
-                               c.what),
-                   {after});
+        return add(
+            collective(c.kind, GroupKind::kEtpEp, c.bytes, layer, mb),
+            fmt::format("ep.{} {} mb{} L{} {}", c.kind == CollKind::kAllGather ? "ag" : "rs", pass, mb, layer, c.what),
+            {after});
       };
       std::uint32_t x = prev;
       int i = 0;
