@@ -142,9 +142,9 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                                   }});
   addField(plan, tr("MoE token dispatcher"),
            {{"plan", "moe_dispatcher"}, Kind::kChoice, nullptr, nullptr, [](S s) {
-              return QVariant(QString(s.plan.moe_allgather_dispatcher ? "allgather" : "alltoall"));
+              return QVariant(QString::fromStdString(std::string(to_string(s.plan.moe_dispatcher))));
             }});
-  static_cast<QComboBox*>(fields_.back().input)->addItems({"alltoall", "allgather"});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(names<MoeDispatcher>());
   addField(plan, tr("Schedule"), {{"plan", "schedule"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                     return QVariant(QString::fromStdString(std::string(to_string(s.plan.schedule))));
                                   }});

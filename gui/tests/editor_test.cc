@@ -207,6 +207,21 @@ class EditorTest : public QObject {
     QCOMPARE(attention, direct(text).compute.attention);
   }
 
+  void moeDispatcherOffersTheThreeDispatchers() {
+    // The combo lists Megatron-Core's dispatchers as the loader names them; on the dense
+    // shipped scenario DeepEP is refused with the loader's message, shown at the field.
+    auto* dispatcher = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.moe_dispatcher"));
+    QVERIFY(dispatcher);
+    QCOMPARE(dispatcher->count(), 3);
+    QCOMPARE(dispatcher->itemText(2), QStringLiteral("deepep"));
+    QCOMPARE(dispatcher->currentText(), QStringLiteral("alltoall"));
+    dispatcher->setCurrentText(QStringLiteral("deepep"));
+    emit dispatcher->activated(dispatcher->currentIndex());
+    QVERIFY(!doc_->scenario());
+    QVERIFY(editor_->fieldMessage("plan.moe_dispatcher")
+                .startsWith(QStringLiteral("\"deepep\" needs a mixture-of-experts")));
+  }
+
  private:
   ScenarioDocument* doc_ = nullptr;
   QWidget* window_ = nullptr;

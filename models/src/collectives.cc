@@ -182,4 +182,34 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
   return out;
 }
 
+EpRouting ep_routing(int experts, int top_k, int ranks, int nodes, int groups_per_token) {
+  EpRouting r;
+  if (experts <= 0 || top_k <= 0 || ranks <= 0 || nodes <= 0) return r;
+  // Probability that a token's top_k distinct experts, drawn from `pool`, miss a bin of `bin`.
+  auto missed = [top_k](double pool, double bin) {
+    double p = 1;
+    for (int i = 0; i < top_k; ++i) p *= std::max(0.0, pool - bin - i) / (pool - i);
+    return p;
+  };
+  const double per_rank = static_cast<double>(experts) / ranks;
+  const double per_node = static_cast<double>(experts) / nodes;
+  if (groups_per_token > 0 && groups_per_token < nodes) {
+    const double pool = groups_per_token * per_node;
+    r.ranks = groups_per_token * (static_cast<double>(ranks) / nodes) * (1 - missed(pool, per_rank));
+    r.nodes = groups_per_token * (1 - missed(pool, per_node));
+  } else {
+    r.ranks = ranks * (1 - missed(experts, per_rank));
+    r.nodes = nodes * (1 - missed(experts, per_node));
+  }
+  return r;
+}
+
+double deepep_time_s(const ClusterSpec& c, const GroupShape& g, double bytes, double rdma_per_byte) {
+  if (g.ranks <= 1 || bytes <= 0) return 0;
+  const double nv = bytes / (kDeepEpNvlinkEfficiency * c.intra_bandwidth_GBps * 1e9);
+  const double net = g.nodes > 1 ? rdma_per_byte * bytes / (kDeepEpRdmaEfficiency * c.nic_bytes_per_s_per_gpu()) : 0.0;
+  const double alpha = (g.nodes > 1 ? c.inter_latency_us : c.intra_latency_us) * 1e-6;
+  return alpha + std::max(nv, net);
+}
+
 }  // namespace stepcast

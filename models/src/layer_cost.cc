@@ -402,7 +402,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   // dispatched rows after the all-to-all and their reduce-scatter before the combine, on the
   // expert-TP group (the TP group when etp = tp); none with etp = 1.
   double moe_pair = 0;
-  if (moe && (sp || pl.folded()) && p.expert_tp() > 1 && !p.moe_allgather_dispatcher) {
+  if (moe && (sp || pl.folded()) && p.expert_tp() > 1 && !p.moe_allgather_dispatcher()) {
     const GroupShape ge = group_shape(pl.group_size(GroupKind::kEtp), pl.group_stride(GroupKind::kEtp), gpn);
     out.moe_tp_bytes = expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes;
     moe_pair = collective_cost(c, CollKind::kAllGather, ge, out.moe_tp_bytes).time_s +
@@ -466,7 +466,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     cp_fwd = fwd;
     slowed(steps * out.cp_step_fwd_s, steps * out.cp_step_bwd_s, 0);
   }
-  if (moe && p.moe_allgather_dispatcher && p.expert_tp() * p.ep > 1) {
+  if (moe && p.moe_allgather_dispatcher() && p.expert_tp() * p.ep > 1) {
     // Megatron-Core's MoEAllGatherTokenDispatcher: every rank's tokens (with their routing
     // map, 1 byte per expert, and probabilities, 4) gathered over the expert-TP x EP group,
     // each rank computing its local experts' rows, the outputs reduce-scattered back; the
@@ -494,8 +494,17 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const GroupShape g = group_shape(p.ep, pl.group_stride(GroupKind::kEp), gpn);
     const double tokens = sp ? T / p.tp : T;
     // The all-to-all ends when its busiest receiver has its rows: load_imbalance x the mean.
-    out.ep_bytes = tokens * m.moe->top_k * m.moe->load_imbalance * h * kActBytes;
-    out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
+    if (p.moe_deepep_dispatcher()) {
+      // DeepEP sends a token once per destination rank (and once per destination node over
+      // the network), not once per routed copy.
+      const EpRouting r = ep_routing(m.moe->num_experts, m.moe->top_k, p.ep, g.nodes);
+      out.ep_bytes = tokens * r.ranks * m.moe->load_imbalance * h * kActBytes;
+      out.ep_rdma_per_byte = g.nodes > 1 ? r.nodes * (g.nodes - 1) / g.nodes / r.ranks : 0.0;
+      out.ep_a2a_s = deepep_time_s(c, g, out.ep_bytes, out.ep_rdma_per_byte);
+    } else {
+      out.ep_bytes = tokens * m.moe->top_k * m.moe->load_imbalance * h * kActBytes;
+      out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
+    }
     // Dispatch + combine per pass, and once more when the MoE block is recomputed.
     out.ep_exposed_s = 2 * out.ep_a2a_s * (recompute_factor + (lc.recompute_block ? 1 : 0));
     ep_fwd = 2 * out.ep_a2a_s;

@@ -70,6 +70,7 @@ class StageBuilder {
     if (m.moe) {
       moe_ = layer_cost(m, c, p, w.seq_len, true);
       moe_comm_ = layer_comm(m, c, p, w.seq_len, true, moe_);
+      if (p.moe_deepep_dispatcher()) prog.deepep_rdma_per_byte = moe_comm_.ep_rdma_per_byte;
     }
     host_dense_ = host_stall(m, p, dense_, dense_comm_, false);
     if (m.moe) host_moe_ = host_stall(m, p, moe_, moe_comm_, true);
@@ -327,7 +328,7 @@ class StageBuilder {
     const double t = bwd ? lc.mlp_bwd_s() : lc.mlp_fwd_s();
     const double flops = (bwd ? 2 : 1) * lc.mlp_flops;
     const std::string name = fmt::format("{} mb{} L{} {}", pass, mb, layer, moe ? "moe" : "mlp");
-    if (moe && p_.moe_allgather_dispatcher && p_.expert_tp() * p_.ep > 1) {
+    if (moe && p_.moe_allgather_dispatcher() && p_.expert_tp() * p_.ep > 1) {
       // The all-gather dispatcher: its collectives of the pass (allgather_dispatch, the
       // ones layer_comm prices) before and after the experts.
       const DispatchPass d = allgather_dispatch(moe_comm_, bwd);

@@ -23,6 +23,7 @@ std::string recompute_text(const Plan& plan) {
 }
 std::string_view to_string(Precision value) { return name_of(value); }
 std::string_view to_string(Stack value) { return name_of(value); }
+std::string_view to_string(MoeDispatcher value) { return name_of(value); }
 std::string_view to_string(CheckpointMode value) { return name_of(value); }
 std::string_view to_string(Lifetime value) { return name_of(value); }
 std::string_view to_string(FailureCause value) { return name_of(value); }

@@ -155,7 +155,9 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
   if (p.fsdp_no_sync) j["plan"]["fsdp_no_sync"] = true;        // likewise
   if (p.moe_a2a_overlap) j["plan"]["moe_a2a_overlap"] = true;  // likewise
-  if (p.moe_allgather_dispatcher) j["plan"]["moe_dispatcher"] = "allgather";  // listed when not the default
+  if (p.moe_dispatcher != MoeDispatcher::kAllToAll) {          // listed when not the default
+    j["plan"]["moe_dispatcher"] = std::string(to_string(p.moe_dispatcher));
+  }
   if (!p.reshard_after_forward) j["plan"]["reshard_after_forward"] = false;  // listed when not the default
   if (p.recompute == Recompute::kSelective && p.recompute_modules != Plan{}.recompute_modules) {
     j["plan"]["recompute_modules"] = recompute_module_names(p.recompute_modules);  // listed when not the default
@@ -195,7 +197,9 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
       "global_batch={} (m={}) zero={}{} recompute={} precision={}",
       p.tp, p.pp, p.dp, p.cp, p.ep,
       (p.expert_tp() != p.tp ? fmt::format(" etp={}", p.expert_tp()) : "") +
-          (p.moe_a2a_overlap ? " (a2a overlap)" : "") + (p.moe_allgather_dispatcher ? " (allgather dispatcher)" : ""),
+          (p.moe_a2a_overlap ? " (a2a overlap)" : "") +
+          (p.moe_allgather_dispatcher() ? " (allgather dispatcher)" : "") +
+          (p.moe_deepep_dispatcher() ? " (DeepEP dispatcher)" : ""),
       p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off", to_string(p.schedule),
       p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch, p.global_batch, e.microbatches,
       p.zero, std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),

@@ -78,7 +78,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.overlap_p2p_comm, r.boolean("overlap_p2p_comm"));
   set(p.moe_shared_expert_overlap, r.boolean("moe_shared_expert_overlap"));
   set(p.moe_a2a_overlap, r.boolean("moe_a2a_overlap"));
-  if (auto s = r.choice("moe_dispatcher", {"alltoall", "allgather"})) p.moe_allgather_dispatcher = *s == "allgather";
+  if (auto s = r.choice("moe_dispatcher", names_of<MoeDispatcher>())) p.moe_dispatcher = *parse_name<MoeDispatcher>(*s);
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
   if (auto s = r.choice("attention_kernel", {"stack", "fa2", "cudnn", "fa3"})) {
@@ -203,7 +203,9 @@ std::string moe_a2a_overlap_problem(const ModelSpec& m, const Plan& p) {
   if (p.moe_shared_expert_overlap) {
     return "cannot be combined with plan.moe_shared_expert_overlap (Megatron-Core refuses it)";
   }
-  if (p.moe_allgather_dispatcher) return "needs moe_dispatcher \"alltoall\" (Megatron-Core: alltoall or flex)";
+  if (p.moe_allgather_dispatcher()) {
+    return "needs moe_dispatcher \"alltoall\" or \"deepep\" (Megatron-Core: alltoall or flex)";
+  }
   if (p.stack != Stack::kMegatronCore) {
     return fmt::format("is Megatron-Core's (plan.stack \"megatron-core\", got \"{}\")", to_string(p.stack));
   }
@@ -220,20 +222,33 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   if (p.moe_a2a_overlap) {
     if (const std::string why = moe_a2a_overlap_problem(m, p); !why.empty()) add("plan.moe_a2a_overlap: " + why);
   }
-  if (p.moe_allgather_dispatcher) {
+  if (p.moe_allgather_dispatcher()) {
     // Megatron-Core (transformer_config.py): the shared-expert overlap needs the alltoall or
     // flex dispatcher. stepcast prices the dispatcher's group as a block of consecutive ranks.
     const int block = p.expert_tp() * p.ep;
     if (!m.moe) {
       add(fmt::format("plan.moe_dispatcher: \"allgather\" needs a mixture-of-experts model ({} has no moe)", m.name));
     } else if (p.moe_shared_expert_overlap) {
-      add("plan.moe_shared_expert_overlap: needs moe_dispatcher \"alltoall\" (Megatron-Core: alltoall or flex)");
+      add("plan.moe_shared_expert_overlap: needs moe_dispatcher \"alltoall\" or \"deepep\" (Megatron-Core: alltoall or "
+          "flex)");
     } else if (p.tp > 1 && !p.sequence_parallel) {
       add("plan.moe_dispatcher: \"allgather\" with tp > 1 needs sequence_parallel (Megatron-Core requires it for MoE "
           "with tensor parallelism)");
     } else if (block > 1 && (p.placement[3] != 3 || (p.tp > 1 && p.placement[0] != 0))) {
       add("plan.moe_dispatcher: \"allgather\" needs tp innermost and pp outermost in the placement (its expert-TP "
           "x EP group is a block of consecutive ranks)");
+    }
+  }
+  if (p.moe_deepep_dispatcher()) {
+    // Megatron-Core's flex dispatcher runs DeepEP over the expert-TP x EP group; stepcast
+    // prices DeepEP's expert-parallel exchange alone (docs/model-reference.md §5.11).
+    if (!m.moe) {
+      add(fmt::format("plan.moe_dispatcher: \"deepep\" needs a mixture-of-experts model ({} has no moe)", m.name));
+    } else if (p.expert_tp() > 1) {
+      add(
+          fmt::format("plan.moe_dispatcher: \"deepep\" needs etp 1 (got {}): stepcast prices DeepEP's expert-parallel "
+                      "exchange alone",
+                      p.expert_tp()));
     }
   }
   if (m.num_attention_heads % p.tp != 0) {

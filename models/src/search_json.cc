@@ -104,6 +104,7 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = choices<Schedule>(r, "schedule")) q.schedule = *x;
   if (auto x = choices<Recompute>(r, "recompute")) q.recompute = *x;
   if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
+  if (auto x = choices<MoeDispatcher>(r, "moe_dispatcher")) q.moe_dispatcher = *x;
   // A boolean or a list of them.
   auto bools = [&](const char* key, std::vector<bool>& out) {
     const json* raw = r.raw(key);

@@ -27,6 +27,8 @@ const std::vector<std::string>& keys() {
                                              "tp_comm_overlap",
                                              "a2a",
                                              "moe_a2a_overlap",
+                                             "dispatcher",
+                                             "moe_dispatcher",
                                              "schedule",
                                              "v",
                                              "virtual_stages",
@@ -63,8 +65,12 @@ std::string layout_string(const Plan& p) {
                      p.tp, p.pp, p.dp, p.cp, p.ep,
                      p.expert_tp() != p.tp ? fmt::format(",etp={}", p.expert_tp()) : std::string(),
                      p.sequence_parallel ? "true" : "false", p.tp_comm_overlap ? ",tpo=true" : "",
-                     p.moe_a2a_overlap ? ",a2a=true" : "", schedule_name(p.schedule), p.virtual_stages, p.microbatch,
-                     p.global_batch, p.zero, recompute_name(p.recompute),
+                     std::string(p.moe_a2a_overlap ? ",a2a=true" : "") +
+                         (p.moe_dispatcher == MoeDispatcher::kAllToAll
+                              ? std::string()
+                              : ",dispatcher=" + std::string(to_string(p.moe_dispatcher))),
+                     schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
+                     recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
          (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
          (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
@@ -102,7 +108,8 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
       return Error{msg +
-                   " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, schedule, v, mb, gb, zero, recompute, stack, gpus, "
+                   " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, "
+                   "stack, gpus, "
                    "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
@@ -111,6 +118,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
     if (key == "global_batch") key = "gb";
     if (key == "tp_comm_overlap") key = "tpo";
     if (key == "moe_a2a_overlap") key = "a2a";
+    if (key == "moe_dispatcher") key = "dispatcher";
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return Error{fmt::format("{}: {} is given twice", quoted, key)};
     }
@@ -154,6 +162,12 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       (key == "offload_optimizer" ? out.plan.offload_optimizer
        : key == "offload_activations" ? out.plan.offload_activations
                                       : out.plan.offload_weights) = f;
+    } else if (key == "dispatcher") {
+      if (auto x = parse_name<MoeDispatcher>(value)) out.plan.moe_dispatcher = *x;
+      else {
+        return Error{fmt::format("{}: dispatcher: \"{}\" is not one of {}", quoted, printable(value),
+                                 quoted_names<MoeDispatcher>())};
+      }
     } else if (key == "stack") {
       if (auto x = parse_stack(value)) out.plan.stack = *x;
       else {

@@ -63,7 +63,8 @@ void SpaceCounts::add(const SpaceCounts& o) {
   size += o.size;
   feasible += o.feasible;
   estimated += o.estimated;
-  for (int i = 0; i < kRejectReasons; ++i) rejected[static_cast<std::size_t>(i)] += o.rejected[static_cast<std::size_t>(i)];
+  for (int i = 0; i < kRejectReasons; ++i)
+    rejected[static_cast<std::size_t>(i)] += o.rejected[static_cast<std::size_t>(i)];
 }
 
 double objective_value(Objective objective, const Figures& f) {
@@ -97,8 +98,8 @@ void apply_scenario_options(const Plan& scenario, const ModelSpec& m, Plan& p, b
 auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(), static_cast<int>(p.schedule),
                          p.virtual_stages, p.microbatch, p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap,
-                         p.zero, static_cast<int>(p.recompute), static_cast<int>(p.stack), p.offload_optimizer,
-                         p.offload_activations, p.offload_weights);
+                         static_cast<int>(p.moe_dispatcher), p.zero, static_cast<int>(p.recompute),
+                         static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }
@@ -135,11 +136,12 @@ struct Context {
   std::vector<Schedule> schedules;
   std::vector<Recompute> recompute;
   std::vector<bool> sp;
-  std::vector<bool> tpo;  // tp_comm_overlap values
+  std::vector<bool> tpo;   // tp_comm_overlap values
   std::vector<bool> fold;  // fold_experts values (etp 1 when true)
   // (optimizer, activations, weights) offload fractions, every combination of the searched ones.
   std::vector<std::array<double, 3>> offloads;
   std::vector<Stack> stacks;
+  std::vector<MoeDispatcher> dispatchers;
 };
 
 // Ascending.
@@ -221,6 +223,13 @@ std::vector<int> etp_values(const Context& x, int tp) {
   return out;
 }
 
+// The MoE token dispatchers tried at `ep`: search.moe_dispatcher's (else the plan's) for an
+// MoE layout with ep > 1; the plan's alone otherwise (nothing is dispatched across ranks).
+std::vector<MoeDispatcher> dispatcher_values(const Context& x, int ep) {
+  if (!x.s.model.moe || ep == 1) return {x.s.plan.moe_dispatcher};
+  return x.dispatchers;
+}
+
 bool heads_ok(const ModelSpec& m, const Plan& p) {
   if (m.num_attention_heads % p.tp != 0) return false;
   if (m.num_kv_heads % p.tp == 0) return true;
@@ -242,7 +251,8 @@ Reject classify(const std::vector<std::string>& errors) {
     else if (e.rfind("plan.cp:", 0) == 0) r = Reject::kContext;
     else if (e.rfind("plan.ep:", 0) == 0 || e.rfind("plan.etp:", 0) == 0) r = Reject::kExperts;
     else if (e.rfind("plan.pp:", 0) == 0 || e.rfind("plan.schedule:", 0) == 0 ||
-             e.rfind("plan.virtual_stages:", 0) == 0) r = Reject::kPipelineDepth;
+             e.rfind("plan.virtual_stages:", 0) == 0)
+      r = Reject::kPipelineDepth;
     else if (e.rfind("plan.global_batch:", 0) == 0) r = Reject::kBatch;
     if (!any || static_cast<int>(r) < static_cast<int>(best)) best = r;
     any = true;
@@ -250,8 +260,8 @@ Reject classify(const std::vector<std::string>& errors) {
   return best;
 }
 
-Figures figures_for(const Context& x, const World& w, const Plan& p, std::int64_t steps_total,
-                    double step_s, double mfu, const CheckpointCost* cost = nullptr) {
+Figures figures_for(const Context& x, const World& w, const Plan& p, std::int64_t steps_total, double step_s,
+                    double mfu, const CheckpointCost* cost = nullptr) {
   Figures f;
   f.step_time_s = step_s;
   const double tokens_per_step = static_cast<double>(p.global_batch) * static_cast<double>(x.s.workload.seq_len);
@@ -270,8 +280,7 @@ Figures figures_for(const Context& x, const World& w, const Plan& p, std::int64_
   return f;
 }
 
-Candidate make_candidate(const Context& x, const World& w, const Plan& p, const Estimate& e,
-                         std::int64_t steps_total) {
+Candidate make_candidate(const Context& x, const World& w, const Plan& p, const Estimate& e, std::int64_t steps_total) {
   Candidate c;
   c.plan = p;
   c.memory_bytes = e.memory.total;
@@ -302,13 +311,15 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const std::vector<bool> sps = sp_values(x, it.tp);
   std::size_t sp_tpo = 0;  // (sp, tp_comm_overlap) pairs
   for (bool sp : sps) sp_tpo += tpo_values(x, it.tp, sp).size();
-  const std::int64_t per_mb = static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() *
-                                                         x.stacks.size() * x.offloads.size());
+  const std::int64_t per_mb =
+      static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() * x.stacks.size() * x.offloads.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
-  const std::int64_t per_ep = per_variant * static_cast<std::int64_t>(variants.size());
+  const std::int64_t per_dispatcher = per_variant * static_cast<std::int64_t>(variants.size());
   const std::vector<int> etps = etp_values(x, it.tp);
-  const std::int64_t per_fold = per_ep * static_cast<std::int64_t>(etps.size());
-  const std::int64_t leaves = per_fold * static_cast<std::int64_t>(x.ep.size());
+  std::int64_t leaves = 0;
+  for (int ep : x.ep) {
+    leaves += per_dispatcher * static_cast<std::int64_t>(etps.size() * dispatcher_values(x, ep).size());
+  }
   c.size = leaves;
   if (leaves == 0) return out;
   auto reject = [&](Reject r, std::int64_t n) { c.rejected[static_cast<std::size_t>(r)] += n; };
@@ -332,58 +343,62 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   const std::int64_t steps_total = x.steps_total[static_cast<std::size_t>(it.batch)];
   const std::int64_t stage_ranks = std::int64_t{it.tp} * it.cp * it.dp;
   for (int ep : x.ep) {
+    const std::vector<MoeDispatcher> dispatchers = dispatcher_values(x, ep);
     for (int etp : etps) {
       if ((ep > 1 || etp != it.tp) &&
           (!m.moe || m.moe->num_experts % ep != 0 || stage_ranks % (std::int64_t{etp} * ep) != 0)) {
-        reject(Reject::kExperts, per_ep);
+        reject(Reject::kExperts, per_dispatcher * static_cast<std::int64_t>(dispatchers.size()));
         continue;
       }
       p.ep = ep;
       p.etp = etp == it.tp ? 0 : etp;
-      for (const Variant& var : variants) {
-        if (std::int64_t{it.pp} * var.v > m.num_layers) {
-          reject(Reject::kPipelineDepth, per_variant);
-          continue;
-        }
-        p.schedule = var.schedule;
-        p.virtual_stages = var.v;
-        for (int mb : x.microbatch) {
-          const std::int64_t per_step = std::int64_t{mb} * it.dp;
-          if (p.global_batch % per_step != 0 ||
-              (var.schedule == Schedule::kInterleaved && (p.global_batch / per_step) % it.pp != 0)) {
-            reject(Reject::kBatch, per_mb);
+      for (MoeDispatcher dispatcher : dispatchers) {
+        p.moe_dispatcher = dispatcher;
+        for (const Variant& var : variants) {
+          if (std::int64_t{it.pp} * var.v > m.num_layers) {
+            reject(Reject::kPipelineDepth, per_variant);
             continue;
           }
-          p.microbatch = mb;
-          for (bool sp : sps) {
-            p.sequence_parallel = sp;
-            for (bool tpo : tpo_values(x, it.tp, sp)) {
-              p.tp_comm_overlap = tpo;
-              for (Recompute rc : x.recompute) {
-                p.recompute = rc;
-                for (int z : x.zero) {
-                  p.zero = z;
-                  for (Stack st : x.stacks) {
-                    for (const std::array<double, 3>& off : x.offloads) {
-                      p.stack = st;
-                      p.offload_optimizer = off[0];
-                      p.offload_activations = off[1];
-                      p.offload_weights = off[2];
-                      apply_scenario_options(x.s.plan, m, p);
-                      // The loader's rules stay the authority: anything they still find is counted.
-                      const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
-                      if (!errors.empty()) {
-                        reject(classify(errors), 1);
-                        continue;
+          p.schedule = var.schedule;
+          p.virtual_stages = var.v;
+          for (int mb : x.microbatch) {
+            const std::int64_t per_step = std::int64_t{mb} * it.dp;
+            if (p.global_batch % per_step != 0 ||
+                (var.schedule == Schedule::kInterleaved && (p.global_batch / per_step) % it.pp != 0)) {
+              reject(Reject::kBatch, per_mb);
+              continue;
+            }
+            p.microbatch = mb;
+            for (bool sp : sps) {
+              p.sequence_parallel = sp;
+              for (bool tpo : tpo_values(x, it.tp, sp)) {
+                p.tp_comm_overlap = tpo;
+                for (Recompute rc : x.recompute) {
+                  p.recompute = rc;
+                  for (int z : x.zero) {
+                    p.zero = z;
+                    for (Stack st : x.stacks) {
+                      for (const std::array<double, 3>& off : x.offloads) {
+                        p.stack = st;
+                        p.offload_optimizer = off[0];
+                        p.offload_activations = off[1];
+                        p.offload_weights = off[2];
+                        apply_scenario_options(x.s.plan, m, p);
+                        // The loader's rules stay the authority: anything they still find is counted.
+                        const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
+                        if (!errors.empty()) {
+                          reject(classify(errors), 1);
+                          continue;
+                        }
+                        const Estimate e = estimate(m, w.cluster, p, x.s.workload);
+                        ++c.estimated;
+                        if (!e.memory.fits) {
+                          reject(Reject::kMemory, 1);
+                          continue;
+                        }
+                        ++c.feasible;
+                        out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
                       }
-                      const Estimate e = estimate(m, w.cluster, p, x.s.workload);
-                      ++c.estimated;
-                      if (!e.memory.fits) {
-                        reject(Reject::kMemory, 1);
-                        continue;
-                      }
-                      ++c.feasible;
-                      out.candidates.push_back(make_candidate(x, w, p, e, steps_total));
                     }
                   }
                 }
@@ -407,8 +422,7 @@ Error cancelled_error() { return Error{"search cancelled"}; }
 // o.cancel is set no more work is handed out and it returns when the items in hand finish
 // (the caller checks cancelled() and discards the partial outcome).
 template <typename F>
-void parallel_for(std::size_t n, int threads, const F& f, const PlanOptions& o, std::int64_t base,
-                  std::int64_t total) {
+void parallel_for(std::size_t n, int threads, const F& f, const PlanOptions& o, std::int64_t base, std::int64_t total) {
   std::atomic<std::size_t> next{0}, done{0};
   std::mutex mu;
   std::condition_variable cv;
@@ -459,7 +473,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -470,9 +484,10 @@ Result<Context> make_context(const Scenario& s) {
   const bool train = s.workload.train_tokens > 0;
   x.objective = x.q.objective.value_or(train ? Objective::kTimeToTrain : Objective::kTokensPerS);
   if (x.objective != Objective::kTokensPerS && !train) {
-    return Error{fmt::format("search.objective: \"{}\" needs workload.train_tokens (the tokens of the "
-                             "whole run, e.g. 15e12)",
-                             objective_name(x.objective))};
+    return Error{
+        fmt::format("search.objective: \"{}\" needs workload.train_tokens (the tokens of the "
+                    "whole run, e.g. 15e12)",
+                    objective_name(x.objective))};
   }
   if (x.objective == Objective::kCost && !(x.q.price_per_gpu_hour > 0)) {
     return Error{"search.objective: \"cost\" needs search.price_per_gpu_hour (e.g. 2.5)"};
@@ -487,7 +502,8 @@ Result<Context> make_context(const Scenario& s) {
   }
   for (std::int64_t gb : x.q.global_batch) {
     const double tokens_per_step = static_cast<double>(gb) * static_cast<double>(s.workload.seq_len);
-    x.steps_total.push_back(train ? static_cast<std::int64_t>(std::ceil(s.workload.train_tokens / tokens_per_step)) : 0);
+    x.steps_total.push_back(train ? static_cast<std::int64_t>(std::ceil(s.workload.train_tokens / tokens_per_step))
+                                  : 0);
   }
   auto or_default = [](const std::vector<int>& v, std::vector<int> d) { return v.empty() ? d : v; };
   x.microbatch = or_default(x.q.microbatch, {1, 2, 4, 8});
@@ -519,6 +535,7 @@ Result<Context> make_context(const Scenario& s) {
     }
   }
   x.stacks = x.q.stack.empty() ? std::vector<Stack>{s.plan.stack} : x.q.stack;
+  x.dispatchers = x.q.moe_dispatcher.empty() ? std::vector<MoeDispatcher>{s.plan.moe_dispatcher} : x.q.moe_dispatcher;
   if (!x.q.ep.empty()) x.ep = x.q.ep;
   else if (s.model.moe) x.ep = divisors(s.model.moe->num_experts);
   else x.ep = {1};
@@ -655,8 +672,8 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
   r.top_k = top_k;
   std::vector<ItemOut> outs(items.size());
   const std::int64_t total = static_cast<std::int64_t>(items.size()) + top_k;
-  parallel_for(items.size(), threads, [&](std::size_t i) { outs[i] = evaluate_item(x, items[i]); }, o, 0,
-               total);
+  parallel_for(
+      items.size(), threads, [&](std::size_t i) { outs[i] = evaluate_item(x, items[i]); }, o, 0, total);
   if (cancelled(o)) return cancelled_error();
 
   // Merge in item order: the same for any thread count.
@@ -668,16 +685,18 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
   std::size_t feasible = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     r.counts.add(outs[i].counts);
-    r.sweep[static_cast<std::size_t>(items[i].world) * x.q.global_batch.size() + static_cast<std::size_t>(items[i].batch)]
+    r.sweep[static_cast<std::size_t>(items[i].world) * x.q.global_batch.size() +
+            static_cast<std::size_t>(items[i].batch)]
         .counts.add(outs[i].counts);
     feasible += outs[i].candidates.size();
   }
   if (r.counts.size == 0) {
     std::string gpus;
     for (int g : x.q.gpus) gpus += (gpus.empty() ? "" : ", ") + std::to_string(g);
-    return Error{fmt::format("search: the space is empty: no layout on {} GPUs takes its tp, pp, cp and "
-                             "schedule from the listed values",
-                             gpus)};
+    return Error{
+        fmt::format("search: the space is empty: no layout on {} GPUs takes its tp, pp, cp and "
+                    "schedule from the listed values",
+                    gpus)};
   }
   r.ranked.reserve(feasible);
   for (ItemOut& out : outs) {
@@ -737,9 +756,10 @@ Result<PlanResult> search_layouts(const Scenario& s, const PlanOptions& o) {
     if (!n.empty()) r.notes.push_back(std::move(n));
   }
   if (want > 0 && sims == cap && kept < want + 1) {
-    r.notes.push_back(fmt::format("{} of the {} layouts simulated exceeded the usable memory in the engine; "
-                                  "the simulation budget ({} per requested layout) is spent",
-                                  sims - kept, sims, kMaxSimulationsPerSlot));
+    r.notes.push_back(
+        fmt::format("{} of the {} layouts simulated exceeded the usable memory in the engine; "
+                    "the simulation budget ({} per requested layout) is spent",
+                    sims - kept, sims, kMaxSimulationsPerSlot));
   }
   // Rebuild: the kept simulated layouts (re-ranked), then the rest in closed-form order.
   std::vector<Candidate> top, rest;
@@ -841,8 +861,8 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   std::vector<std::string> out;
   auto check = [&](const char* field, const std::vector<int>& list, int v, bool given) {
     if (std::find(list.begin(), list.end(), v) == list.end()) {
-      out.push_back(fmt::format("{} = {} is not searched (search.{}{}: {})", field, v, field,
-                                given ? "" : ", default", list_text(list)));
+      out.push_back(fmt::format("{} = {} is not searched (search.{}{}: {})", field, v, field, given ? "" : ", default",
+                                list_text(list)));
     }
   };
   if (std::find(x.q.gpus.begin(), x.q.gpus.end(), p.world()) == x.q.gpus.end()) {
@@ -877,15 +897,22 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
     }
   }
   if (p.tp > 1 && std::find(x.sp.begin(), x.sp.end(), p.sequence_parallel) == x.sp.end()) {
-    out.push_back(fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));
+    out.push_back(
+        fmt::format("sp = {} is not searched (search.sequence_parallel)", p.sequence_parallel ? "true" : "false"));
   }
   const bool offload_searched = std::any_of(x.offloads.begin(), x.offloads.end(), [&](const std::array<double, 3>& o) {
     return o[0] == p.offload_optimizer && o[1] == p.offload_activations && o[2] == p.offload_weights;
   });
   if (!offload_searched) {
-    out.push_back(fmt::format("offload = {:g}/{:g}/{:g} (optimizer/activations/weights) is not searched "
-                              "(search.offload_optimizer, offload_activations, offload_weights)",
-                              p.offload_optimizer, p.offload_activations, p.offload_weights));
+    out.push_back(
+        fmt::format("offload = {:g}/{:g}/{:g} (optimizer/activations/weights) is not searched "
+                    "(search.offload_optimizer, offload_activations, offload_weights)",
+                    p.offload_optimizer, p.offload_activations, p.offload_weights));
+  }
+  if (const std::vector<MoeDispatcher> ds = dispatcher_values(x, p.ep);
+      std::find(ds.begin(), ds.end(), p.moe_dispatcher) == ds.end()) {
+    out.push_back(fmt::format("moe_dispatcher = {} is not searched (search.moe_dispatcher{})",
+                              to_string(p.moe_dispatcher), x.q.moe_dispatcher.empty() ? ", default: the plan's" : ""));
   }
   if (std::find(x.stacks.begin(), x.stacks.end(), p.stack) == x.stacks.end()) {
     out.push_back(fmt::format("stack = {} is not searched (search.stack{})", to_string(p.stack),
@@ -893,7 +920,8 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   }
   const std::vector<bool> tpos = tpo_values(x, p.tp, p.sequence_parallel);
   if (std::find(tpos.begin(), tpos.end(), p.tp_comm_overlap) == tpos.end()) {
-    out.push_back(fmt::format("tpo = {} is not searched (search.tp_comm_overlap)", p.tp_comm_overlap ? "true" : "false"));
+    out.push_back(
+        fmt::format("tpo = {} is not searched (search.tp_comm_overlap)", p.tp_comm_overlap ? "true" : "false"));
   }
   return out;
 }
@@ -925,10 +953,10 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   }
   // The compute by kind of work (estimate.h ComputeParts), the parts above 0.5% of the step.
   std::string kinds;
-  for (const auto& [t, name] : {std::pair{c.compute.gemm, "GEMMs"}, std::pair{c.compute.attention, "attention core"},
-                                std::pair{c.compute.memory_bound, "memory-bound"},
-                                std::pair{c.compute.recompute, "recompute"}, std::pair{c.compute.output, "output head"},
-                                std::pair{c.compute.interference, "interference"}}) {
+  for (const auto& [t, name] :
+       {std::pair{c.compute.gemm, "GEMMs"}, std::pair{c.compute.attention, "attention core"},
+        std::pair{c.compute.memory_bound, "memory-bound"}, std::pair{c.compute.recompute, "recompute"},
+        std::pair{c.compute.output, "output head"}, std::pair{c.compute.interference, "interference"}}) {
     if (t > 0.005 * step) kinds += fmt::format("{}{} {}", kinds.empty() ? " (" : ", ", name, pct(t, step));
   }
   if (!kinds.empty()) kinds += ")";
@@ -943,18 +971,18 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
   }
   out.push_back(first);
   if (parts.front().first > 0.005 * step) {
-    out.push_back(fmt::format("largest overhead: {} ({} of the step)", parts.front().second,
-                              pct(parts.front().first, step)));
+    out.push_back(
+        fmt::format("largest overhead: {} ({} of the step)", parts.front().second, pct(parts.front().first, step)));
   }
   out.push_back(fmt::format("memory: {:.1f} GiB of {:.1f} GiB usable ({:.1f} GiB spare, {:.0f}% headroom kept; {})",
                             c.peak_bytes() / kGiB, c.usable_bytes / kGiB, c.spare_bytes() / kGiB,
                             c.plan.memory_headroom * 100, c.simulated ? "the engine's peak" : "closed form"));
   if (f.checkpoint_interval_steps > 0) {
-    std::string line = fmt::format("goodput {:.2f}%: {} checkpoint of {:.1f} GB pauses {:.2f} s every {} steps "
-                                   "({:.0f} s), restore {:.1f} s",
-                                   f.goodput * 100, to_string(f.checkpoint_mode),
-                                   c.checkpoint_bytes / 1e9, f.checkpoint_pause_s, f.checkpoint_interval_steps,
-                                   f.checkpoint_interval_s, f.restore_s);
+    std::string line = fmt::format(
+        "goodput {:.2f}%: {} checkpoint of {:.1f} GB pauses {:.2f} s every {} steps "
+        "({:.0f} s), restore {:.1f} s",
+        f.goodput * 100, to_string(f.checkpoint_mode), c.checkpoint_bytes / 1e9, f.checkpoint_pause_s,
+        f.checkpoint_interval_steps, f.checkpoint_interval_s, f.restore_s);
     if (!c.async_fits) {
       line += fmt::format("; async would stage {:.1f} GiB per node in pinned host memory, more than its {:.0f} GiB",
                           c.staging_bytes / kGiB, x.s.cluster.host_memory_GiB);
@@ -972,9 +1000,7 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
       case Objective::kTokensPerS:
         gap = fmt::format("tokens/s {:.1f}% lower", 100.0 * (1 - f.tokens_per_s / bf.tokens_per_s));
         break;
-      case Objective::kCost:
-        gap = fmt::format("cost {:.1f}% higher", 100.0 * (f.cost / bf.cost - 1));
-        break;
+      case Objective::kCost: gap = fmt::format("cost {:.1f}% higher", 100.0 * (f.cost / bf.cost - 1)); break;
     }
     out.push_back(fmt::format("vs #1 ({}): {}", layout_string(best.plan), gap));
   }
@@ -1003,12 +1029,14 @@ std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpe
     const Estimate base = estimate(s.model, c, p, s.workload);
     std::string keys;
     if (q.offload_optimizer != p.offload_optimizer) keys += fmt::format(",offload_optimizer={:g}", q.offload_optimizer);
-    if (q.offload_activations != p.offload_activations) keys += fmt::format(",offload_activations={:g}", q.offload_activations);
+    if (q.offload_activations != p.offload_activations)
+      keys += fmt::format(",offload_activations={:g}", q.offload_activations);
     if (q.offload_weights != p.offload_weights) keys += fmt::format(",offload_weights={:g}", q.offload_weights);
-    return fmt::format("offload would make it fit: with {} stage {} needs {:.1f} GiB ({:.1f} GiB in host memory per "
-                       "GPU) and the step takes {} instead of {}",
-                       keys.substr(1), e.memory.stage, e.memory.total / kGiB, e.memory.host / kGiB,
-                       seconds_text(e.step_time_s), seconds_text(base.step_time_s));
+    return fmt::format(
+        "offload would make it fit: with {} stage {} needs {:.1f} GiB ({:.1f} GiB in host memory per "
+        "GPU) and the step takes {} instead of {}",
+        keys.substr(1), e.memory.stage, e.memory.total / kGiB, e.memory.host / kGiB, seconds_text(e.step_time_s),
+        seconds_text(base.step_time_s));
   }
   return std::nullopt;
 }
@@ -1030,8 +1058,8 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   } else if (x.q.gpus.size() == 1) {
     gpus = x.q.gpus.front();
   } else {
-    return Error{fmt::format("\"{}\": name the GPU count (gpus=N): the search has several ({})",
-                             std::string(text), list_text(x.q.gpus))};
+    return Error{fmt::format("\"{}\": name the GPU count (gpus=N): the search has several ({})", std::string(text),
+                             list_text(x.q.gpus))};
   }
   if (gpus % s.cluster.gpus_per_node != 0) {
     return Error{fmt::format("\"{}\": gpus: {} is not a multiple of cluster.gpus_per_node ({})", std::string(text),
@@ -1061,9 +1089,10 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   if (!x.q.allow_tp_across_nodes && tp_spans_nodes(p, w.cluster.gpus_per_node)) {
     const int stride = Placement::of(p, w.cluster.gpus_per_node).group_stride(GroupKind::kTp);
     const GroupShape g = group_shape(p.tp, stride, w.cluster.gpus_per_node);
-    ex.problems.push_back(fmt::format("plan.tp: the TP group of {} spans {} nodes of {} GPUs; TP stays inside the "
-                                      "scale-up domain unless search.allow_tp_across_nodes is true",
-                                      p.tp, g.nodes, w.cluster.gpus_per_node));
+    ex.problems.push_back(
+        fmt::format("plan.tp: the TP group of {} spans {} nodes of {} GPUs; TP stays inside the "
+                    "scale-up domain unless search.allow_tp_across_nodes is true",
+                    p.tp, g.nodes, w.cluster.gpus_per_node));
     reasons.push_back(Reject::kTpAcrossNodes);
   }
   std::optional<Estimate> e;
@@ -1083,10 +1112,10 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
       reasons.push_back(Reject::kMemory);
     }
     if (!e->memory.fits && e->memory.host > e->memory.host_usable) {
-      ex.problems.push_back(fmt::format("memory: offload needs {:.1f} GiB of host memory per GPU, {:.1f} GiB is "
-                                        "each GPU's share of the node's {:.0f} GiB",
-                                        e->memory.host / kGiB, e->memory.host_usable / kGiB,
-                                        w.cluster.host_memory_GiB));
+      ex.problems.push_back(
+          fmt::format("memory: offload needs {:.1f} GiB of host memory per GPU, {:.1f} GiB is "
+                      "each GPU's share of the node's {:.0f} GiB",
+                      e->memory.host / kGiB, e->memory.host_usable / kGiB, w.cluster.host_memory_GiB));
       reasons.push_back(Reject::kMemory);
     }
   }
@@ -1136,10 +1165,11 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
         seconds_text(e->breakdown.optimizer - without.breakdown.optimizer + e->breakdown.host - without.breakdown.host),
         seconds_text(e->breakdown.optimizer - without.breakdown.optimizer),
         seconds_text(e->breakdown.host - without.breakdown.host),
-        without.memory.fits ? "it also fits without offload"
-                            : fmt::format("offload is what makes it fit: without it stage {} needs {:.1f} GiB, {:.1f} "
-                                          "GiB usable",
-                                          without.memory.stage, without.memory.total / kGiB, without.memory.usable / kGiB)));
+        without.memory.fits
+            ? "it also fits without offload"
+            : fmt::format("offload is what makes it fit: without it stage {} needs {:.1f} GiB, {:.1f} "
+                          "GiB usable",
+                          without.memory.stage, without.memory.total / kGiB, without.memory.usable / kGiB)));
   }
   return ex;
 }

@@ -75,6 +75,7 @@ struct Columns {
   bool train = false, cost = false, failures = false;
   bool stack = false;  // more than one stack searched
   bool etp = false;      // a ranked layout folds its experts (etp != tp)
+  bool dispatcher = false;  // more than one MoE token dispatcher searched
   bool offload = false;  // a ranked layout offloads
 };
 
@@ -84,6 +85,7 @@ Columns columns_of(const Scenario& s, const PlanResult& r) {
   c.cost = r.search.price_per_gpu_hour > 0 && c.train;
   c.failures = s.faults.failures.has_value();
   c.stack = r.search.stack.size() > 1;
+  c.dispatcher = r.search.moe_dispatcher.size() > 1;
   for (const Candidate& x : r.ranked) {
     c.etp = c.etp || x.plan.expert_tp() != x.plan.tp;
     c.offload = c.offload || x.plan.offloads();
@@ -112,6 +114,7 @@ std::string table_header(const Columns& c) {
   if (c.cost) h += fmt::format("  {:>9}", "cost $");
   if (c.stack) h += fmt::format("  {:<14}", "stack");
   if (c.etp) h += fmt::format("  {:>3}", "etp");
+  if (c.dispatcher) h += fmt::format("  {:<10}", "dispatcher");
   if (c.offload) h += fmt::format("  {:<14}", "offload o/a/w");
   return h + "\n";
 }
@@ -132,6 +135,7 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
   if (c.cost) row += fmt::format("  {:>9}", money(f.cost));
   if (c.stack) row += fmt::format("  {:<14}", to_string(p.stack));
   if (c.etp) row += fmt::format("  {:>3}", p.expert_tp());
+  if (c.dispatcher) row += fmt::format("  {:<10}", to_string(p.moe_dispatcher));
   if (c.offload) {
     row += fmt::format("  {:<14}", p.offloads() ? fmt::format("{:g}/{:g}/{:g}", p.offload_optimizer,
                                                              p.offload_activations, p.offload_weights)
@@ -355,6 +359,12 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     if (r.search.stack.empty()) stacks.push_back(to_string(s.plan.stack));
     for (Stack st : r.search.stack) stacks.push_back(to_string(st));
     search["stack"] = stacks;
+  }
+  if (s.model.moe) {
+    ojson dispatchers = ojson::array();
+    if (r.search.moe_dispatcher.empty()) dispatchers.push_back(to_string(s.plan.moe_dispatcher));
+    for (MoeDispatcher d : r.search.moe_dispatcher) dispatchers.push_back(to_string(d));
+    search["moe_dispatcher"] = dispatchers;
   }
   search["top_k"] = r.top_k;
   search["simulated"] = r.simulated;

@@ -6,6 +6,7 @@ SimTime AnalyticBackend::collective_time(const Program& program, const Op& op) {
   const Placement& pl = program.placement;
   const GroupShape g = group_shape(pl.group_size(op.group), pl.group_stride(op.group),
                                    pl.gpus_per_node);
+  if (program.deepep(op)) return SimTime::from_s(deepep_time_s(cluster_, g, op.bytes, program.deepep_rdma_per_byte));
   return SimTime::from_s(collective_cost(cluster_, op.coll, g, op.bytes).time_s);
 }
 

@@ -43,7 +43,9 @@ class SimgridBackend final : public NetworkBackend, public FlowNetwork {
   }
   FlowNetwork* flows() override { return this; }
 
-  bool handles(const Program&, const Op&, std::span<const int> ranks) override {
+  bool handles(const Program& program, const Op& op, std::span<const int> ranks) override {
+    // DeepEP's exchange is not NCCL's pairwise flows: the analytic model prices it.
+    if (op.kind == OpKind::kCollective && program.deepep(op)) return false;
     if (opt_.intra_node_flows) return true;
     const int node = ranks[0] / cluster_.gpus_per_node;
     for (int r : ranks) {

@@ -244,7 +244,7 @@ TEST(Runner, AllGatherDispatcherGathersOverTheExpertBlockAndVerifies) {
   Scenario s = folded_moe();
   s.plan.ep = 2;
   s.plan.etp = 0;
-  s.plan.moe_allgather_dispatcher = true;
+  s.plan.moe_dispatcher = MoeDispatcher::kAllGather;
   // 4 layers x 4 microbatches x (4 forward + 3 backward)
   const auto res = run_checking_group(s, GroupKind::kEtpEp, 4 * 4 * 7);
   // By hand, f32 words each rank checks per layer and microbatch: the T/tp = 128 tokens of 4
@@ -256,6 +256,29 @@ TEST(Runner, AllGatherDispatcherGathersOverTheExpertBlockAndVerifies) {
   for (const RankResult& r : res) {
     EXPECT_EQ(r.wrong_elements, 0);
     EXPECT_GE(r.verified_elements, 4 * 4 * dispatcher);
+  }
+}
+
+TEST(Runner, DeepEpDispatcherRunsItsDeduplicatedAllToAllsAndVerifies) {
+  // With DeepEP's dispatcher the program's all-to-alls carry the rows each rank receives,
+  // one per token and destination rank: a token's 2 of 8 experts miss one of the 4 ranks
+  // (2 experts each) with probability C(6,2)/C(8,2) = 15/28, so it reaches 4 x 13/28 = 13/7
+  // ranks, not 2. The executor runs them as all-to-alls of that size (DeepEP itself is not
+  // linked): 128 x 13/7 x 256 x 2 bytes = 30,427 f32 words, 7,606 per peer, 30,424 checked,
+  // against 128 x 2 x 256 x 2 / 4 = 32,768 for NCCL's; 4 layers x 4 microbatches x 4 of them.
+  Scenario s = folded_moe();
+  s.plan.moe_dispatcher = MoeDispatcher::kDeepEp;
+  const auto res = run_checking_group(s, GroupKind::kEp, 4 * 4 * 4);
+  Scenario nccl = s;
+  nccl.plan.moe_dispatcher = MoeDispatcher::kAllToAll;
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto base = run_all(nccl, o);
+  ASSERT_EQ(res.size(), base.size());
+  for (std::size_t r = 0; r < res.size(); ++r) {
+    EXPECT_EQ(res[r].wrong_elements, 0);
+    EXPECT_EQ(base[r].verified_elements - res[r].verified_elements, 64 * (32'768 - 30'424));
   }
 }
 

@@ -586,7 +586,7 @@ TEST(MoeLayer, AllGatherDispatcherByHand) {
   p.dp = 4;
   p.ep = 4;
   p.sequence_parallel = true;
-  p.moe_allgather_dispatcher = true;
+  p.moe_dispatcher = MoeDispatcher::kAllGather;
   const LayerCost lc = layer_cost(m, c, p, 4096, true);
   const LayerComm cm = layer_comm(m, c, p, 4096, true, lc);
   EXPECT_DOUBLE_EQ(cm.ep_bytes, 134'217'728.0);
@@ -605,12 +605,40 @@ TEST(MoeLayer, AllGatherDispatcherByHand) {
   EXPECT_NEAR(cm.tp_exposed_s, 2 * (cm.tp_allgather_s + cm.tp_reducescatter_s), 1e-15);
   // The experts' rows are the all-to-all dispatcher's: the same FLOPs.
   Plan a = p;
-  a.moe_allgather_dispatcher = false;
+  a.moe_dispatcher = MoeDispatcher::kAllToAll;
   EXPECT_DOUBLE_EQ(layer_cost(m, c, a, 4096, true).mlp_flops, lc.mlp_flops);
   // With full recomputation the forward's collectives run twice.
   p.recompute = Recompute::kFull;
   const LayerComm full = layer_comm(m, c, p, 4096, true, layer_cost(m, c, p, 4096, true));
   EXPECT_NEAR(full.ep_exposed_s, 2 * fwd + bwd, 1e-15);
+}
+
+// DeepEP's dispatcher on Qwen3-30B-A3B, ep 8 in one node: a token's 8 of 128 experts miss a
+// rank's 16 with probability (112/128)(111/127)...(105/121) = 1440882009/4332432280, so it
+// reaches 8 (1 - that) = 5.3394 ranks, not 8: each rank receives 4096 x 5.3394 rows of
+// 2048 x 2 bytes = 89.58 MB, over NVLink at DeepEP's 153/200 of 450 GB/s, plus one hop's
+// latency; dispatch and combine per pass.
+TEST(MoeLayer, DeepEpDispatcherByHand) {
+  const ModelSpec& m = builtin_presets().models.at("qwen3-30b-a3b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.moe_dispatcher = MoeDispatcher::kDeepEp;
+  const LayerCost lc = layer_cost(m, c, p, 4096, true);
+  const LayerComm cm = layer_comm(m, c, p, 4096, true, lc);
+  const double ranks = 8 * (1 - 1440882009.0 / 4332432280.0);
+  EXPECT_NEAR(cm.ep_bytes, 4096 * ranks * 2048 * 2, 1e-6);
+  EXPECT_NEAR(cm.ep_bytes, 89'579'543.93, 0.01);
+  EXPECT_EQ(cm.ep_rdma_per_byte, 0.0);
+  const double a2a = c.intra_latency_us * 1e-6 + cm.ep_bytes / (153.0 / 200.0 * 450e9);
+  EXPECT_NEAR(cm.ep_a2a_s, a2a, 1e-15);
+  EXPECT_NEAR(cm.ep_exposed_s, 4 * a2a, 1e-15);
+  // NCCL's all-to-all moves every routed copy: 8 per token.
+  Plan nccl = p;
+  nccl.moe_dispatcher = MoeDispatcher::kAllToAll;
+  EXPECT_DOUBLE_EQ(layer_comm(m, c, nccl, 4096, true, lc).ep_bytes, 4096 * 8 * 2048 * 2.0);
 }
 
 // The all-to-all dispatcher's memory traffic (Megatron-Core token_dispatcher.py), counted by

@@ -614,9 +614,10 @@ TEST(Lower, AllGatherDispatcherRunsOnTheExpertTpTimesEpBlock) {
     return s.ok() ? std::string("(ok)") : s.error().message;
   };
   EXPECT_EQ(err(R"({"dp":16,"ep":8,"moe_dispatcher":"allgather","moe_shared_expert_overlap":true})"),
-            "plan.moe_shared_expert_overlap: needs moe_dispatcher \"alltoall\" (Megatron-Core: alltoall or flex)");
+            "plan.moe_shared_expert_overlap: needs moe_dispatcher \"alltoall\" or \"deepep\" (Megatron-Core: alltoall "
+            "or flex)");
   EXPECT_EQ(err(R"({"dp":16,"ep":8,"moe_dispatcher":"allgather","moe_a2a_overlap":true})"),
-            "plan.moe_a2a_overlap: needs moe_dispatcher \"alltoall\" (Megatron-Core: alltoall or flex)");
+            "plan.moe_a2a_overlap: needs moe_dispatcher \"alltoall\" or \"deepep\" (Megatron-Core: alltoall or flex)");
   EXPECT_EQ(err(R"({"tp":2,"dp":8,"ep":4,"moe_dispatcher":"allgather"})"),
             "plan.moe_dispatcher: \"allgather\" with tp > 1 needs sequence_parallel (Megatron-Core requires it for MoE "
             "with tensor parallelism)");
@@ -630,6 +631,16 @@ TEST(Lower, AllGatherDispatcherRunsOnTheExpertTpTimesEpBlock) {
   ASSERT_FALSE(dense.ok());
   EXPECT_EQ(dense.error().message,
             "plan.moe_dispatcher: \"allgather\" needs a mixture-of-experts model (llama3-8b has no moe)");
+  // DeepEP: an MoE model and expert-TP 1; the overlaps Megatron-Core runs with flex are kept.
+  EXPECT_EQ(err(R"({"tp":2,"dp":8,"ep":4,"etp":2,"sequence_parallel":true,"moe_dispatcher":"deepep"})"),
+            "plan.moe_dispatcher: \"deepep\" needs etp 1 (got 2): stepcast prices DeepEP's expert-parallel exchange "
+            "alone");
+  EXPECT_EQ(err(R"({"dp":16,"ep":8,"moe_dispatcher":"deepep","moe_shared_expert_overlap":true})"), "(ok)");
+  auto dense_deepep = stepcast::parse_scenario(
+      R"({"model":"llama3-8b","cluster":"dgx-h100","plan":{"dp":8,"moe_dispatcher":"deepep"}})");
+  ASSERT_FALSE(dense_deepep.ok());
+  EXPECT_EQ(dense_deepep.error().message,
+            "plan.moe_dispatcher: \"deepep\" needs a mixture-of-experts model (llama3-8b has no moe)");
 }
 
 TEST(Placement, LoaderAcceptsFoldedExpertLayoutsAsMegatronCoreStatesThem) {

@@ -950,7 +950,8 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   EXPECT_EQ(
       message("tp=8,pq=4,gpus=8"),
       "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
-      "schedule, v, mb, gb, zero, recompute, stack, gpus, offload_optimizer, offload_activations, offload_weights)");
+      "dispatcher, schedule, v, mb, gb, zero, recompute, stack, gpus, offload_optimizer, offload_activations, "
+      "offload_weights)");
   EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");
   EXPECT_EQ(message("tp"), "\"tp\": \"tp\" is not key=value");
   EXPECT_EQ(message("tp=8,tp=4"), "\"tp=8,tp=4\": tp is given twice");
@@ -1029,6 +1030,66 @@ TEST(PlannerStacks, EachLayoutIsEvaluatedUnderEachListedStack) {
   EXPECT_EQ(ex->outside.back(), "stack = deepspeed-zero is not searched (search.stack, default: the plan's)");
 }
 
+// search.moe_dispatcher: each MoE layout with expert parallelism is evaluated with each
+// listed dispatcher (the space of ep 8 doubles, ep 1's does not: nothing crosses ranks); each
+// candidate's figures are the closed form's under its dispatcher, DeepEP's layouts are named
+// so and run shorter steps than their NCCL twins here (Qwen3-30B-A3B's top-8 of 128 experts
+// over 8 ranks reach 5.3 ranks per token, not 8), and explain names a dispatcher that is not
+// searched.
+TEST(PlannerDispatchers, EachExpertParallelLayoutIsEvaluatedWithEachListedDispatcher) {
+  const std::string text = R"({"model": {"preset": "qwen3-30b-a3b", "num_layers": 8},
+      "cluster": {"preset": "dgx-h100", "nodes": 2},
+      "plan": {"dp": 16, "ep": 8, "global_batch": 64, "zero": 1},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [1], "pp": [1], "cp": [1], "ep": EP, "global_batch": [64], "microbatch": [1, 2],
+                 "zero": [1], "recompute": ["none"], "top_k": 0DISPATCHERS}})";
+  auto with = [&](const char* ep, const char* dispatchers) {
+    std::string t = text;
+    t.replace(t.find("EP"), 2, ep);
+    t.replace(t.find("DISPATCHERS"), 11, dispatchers);
+    return load_text(t);
+  };
+  const char* both = R"(, "moe_dispatcher": ["alltoall", "deepep"])";
+  const PlanResult one8 = search(with("[8]", ""), 2, 0), two8 = search(with("[8]", both), 2, 0);
+  const PlanResult one1 = search(with("[1]", ""), 2, 0), two1 = search(with("[1]", both), 2, 0);
+  ASSERT_GT(one8.ranked.size(), 0u);
+  EXPECT_EQ(two8.counts.size, 2 * one8.counts.size);
+  EXPECT_EQ(two1.counts.size, one1.counts.size);
+  expect_counts_add_up(two8);
+  const Scenario s = with("[8]", both);
+  std::map<std::string, double> nccl;
+  for (const Candidate& c : one8.ranked) nccl[layout_string(c.plan)] = c.closed.step_time_s;
+  int deepep = 0;
+  for (const Candidate& c : two8.ranked) {
+    EXPECT_EQ(c.closed.step_time_s, estimate(s.model, s.cluster, c.plan, s.workload).step_time_s);
+    if (c.plan.moe_dispatcher != MoeDispatcher::kDeepEp) continue;
+    ++deepep;
+    EXPECT_NE(layout_string(c.plan).find(",dispatcher=deepep"), std::string::npos);
+    Plan twin = c.plan;
+    twin.moe_dispatcher = MoeDispatcher::kAllToAll;
+    const auto it = nccl.find(layout_string(twin));
+    ASSERT_NE(it, nccl.end()) << layout_string(c.plan);
+    EXPECT_LT(c.closed.step_time_s, it->second) << layout_string(c.plan);
+  }
+  EXPECT_EQ(deepep, static_cast<int>(one8.ranked.size()));
+  const auto j = plan_report_value(s, two8, ReportOptions{});
+  EXPECT_EQ(j["search"]["moe_dispatcher"], nlohmann::ordered_json({"alltoall", "deepep"}));
+  EXPECT_NE(plan_report_text(s, two8, ReportOptions{}).find("dispatcher"), std::string::npos);
+  const auto ex = explain_layout(s, two8, "tp=1,pp=1,dp=16,ep=8,mb=1,dispatcher=allgather");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  ASSERT_FALSE(ex->outside.empty());
+  EXPECT_EQ(ex->outside.back(), "moe_dispatcher = allgather is not searched (search.moe_dispatcher)");
+  // The layout string names a dispatcher other than alltoall and parses it back.
+  const auto first_deepep = std::find_if(two8.ranked.begin(), two8.ranked.end(), [](const Candidate& c) {
+    return c.plan.moe_dispatcher == MoeDispatcher::kDeepEp;
+  });
+  ASSERT_NE(first_deepep, two8.ranked.end());
+  const Plan p = first_deepep->plan;
+  EXPECT_EQ(parse_layout(layout_string(p), Plan{})->plan.moe_dispatcher, MoeDispatcher::kDeepEp);
+  EXPECT_EQ(parse_layout("ep=8,dispatcher=nccl", Plan{}).error().message,
+            "\"ep=8,dispatcher=nccl\": dispatcher: \"nccl\" is not one of \"alltoall\", \"allgather\", \"deepep\"");
+}
+
 // ---------------------------------------------------------------------------------------
 // The `search` section: bad input, whole messages.
 
@@ -1067,6 +1128,9 @@ TEST(SearchSpecInput, BadValuesAreNamedWithTheirPath) {
   EXPECT_EQ(load_error(R"({"stack": ["megatron-core", "fsdp2-eagre"]})"),
             "search.stack[1]: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", \"fsdp2-compile\", "
             "\"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\"; did you mean \"fsdp2-eager\"?");
+  EXPECT_EQ(load_error(R"({"moe_dispatcher": ["deepe"]})"),
+            "search.moe_dispatcher[0]: \"deepe\" is not one of \"alltoall\", \"allgather\", \"deepep\"; did you mean "
+            "\"deepep\"?");
   EXPECT_EQ(load_error("5"), "search: expected an object, got 5");
 }
 

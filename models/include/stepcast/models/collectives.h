@@ -51,4 +51,31 @@ double bus_factor(CollKind kind, int n);
 CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g,
                                double bytes, CollAlgo algo = CollAlgo::kAuto);
 
+// Where one token's top_k routed copies go when `experts` experts are spread evenly over
+// `ranks` ranks on `nodes` nodes, each token choosing top_k distinct experts uniformly: the
+// expected number of distinct destination ranks and nodes (a bin of b of the E experts is
+// missed with probability prod_{i<k} (E - b - i) / (E - i)). With 0 < groups_per_token <
+// nodes, each token first chooses that many nodes and its experts among theirs (device-limited
+// routing, one expert group per node; DeepEP's benchmark, DeepSeek-V3's top-4 groups).
+struct EpRouting {
+  double ranks = 0;
+  double nodes = 0;
+};
+EpRouting ep_routing(int experts, int top_k, int ranks, int nodes, int groups_per_token = 0);
+
+// DeepEP's normal dispatch and combine kernels (deepseek-ai/DeepEP docs/legacy.md "Normal
+// kernels with NVLink and RDMA forwarding"; docs/model-reference.md §5.11). `bytes` = the rows
+// one rank receives, one per token and destination rank (its own rows included), as DeepEP's
+// benchmark counts them; `rdma_per_byte` = the share of that sent through the NICs (a token
+// crosses the network once per destination node other than its own, then is forwarded over
+// NVLink). time = alpha + max(bytes / (eta_nv B_nv), rdma_per_byte bytes / (eta_rdma B_net)),
+// with B_nv the scale-up bandwidth per GPU per direction, B_net the GPU's share of its node's
+// NICs, alpha one latency of the slower fabric in use.
+double deepep_time_s(const ClusterSpec& cluster, const GroupShape& g, double bytes, double rdma_per_byte);
+// eta_nv: 153 GB/s of dispatch within 8 H800 (NVLink 400 GB/s both ways: 200 per direction).
+inline constexpr double kDeepEpNvlinkEfficiency = 153.0 / 200.0;
+// eta_rdma: 58 GB/s of dispatch at EP 32 (4 nodes) counted over every destination node, of
+// which 3/4 leave the node, against the 400 Gb/s (50 GB/s) CX7 NIC per GPU.
+inline constexpr double kDeepEpRdmaEfficiency = 58.0 * 3.0 / 4.0 / 50.0;
+
 }  // namespace stepcast

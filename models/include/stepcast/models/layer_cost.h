@@ -164,8 +164,12 @@ struct LayerComm {
   // a pass's collectives on the expert-TP x EP group take ep_dispatch_fwd_s (the tokens',
   // routing map's and probabilities' all-gathers, the output's reduce-scatter) and
   // ep_dispatch_bwd_s (their transposes); ep_a2a_s is 0.
+  // With DeepEP (Plan::moe_deepep_dispatcher) `ep_bytes` is the rows a rank receives, one per
+  // token and destination rank, and `ep_rdma_per_byte` the share of them that crosses the
+  // network (collectives.h deepep_time_s); ep_a2a_s is DeepEP's time.
   double ep_bytes = 0;
   double ep_a2a_s = 0;
+  double ep_rdma_per_byte = 0;
   double ep_map_bytes = 0, ep_probs_bytes = 0;  // all-gather dispatcher: routing map, probabilities
   double ep_dispatch_fwd_s = 0, ep_dispatch_bwd_s = 0;
   // Exposed seconds per microbatch, as the closed form counts them.

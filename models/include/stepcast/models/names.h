@@ -69,6 +69,12 @@ struct Names<Stack> {
                                                            {Stack::kMegatronDeepspeed, "megatron-deepspeed"}}};
 };
 template <>
+struct Names<MoeDispatcher> {
+  static constexpr std::array<NameEntry<MoeDispatcher>, 3> kTable{{{MoeDispatcher::kAllToAll, "alltoall"},
+                                                                   {MoeDispatcher::kAllGather, "allgather"},
+                                                                   {MoeDispatcher::kDeepEp, "deepep"}}};
+};
+template <>
 struct Names<CheckpointMode> {
   static constexpr std::array<NameEntry<CheckpointMode>, 2> kTable{{
       {CheckpointMode::kSync, "sync"}, {CheckpointMode::kAsync, "async"}}};
@@ -150,6 +156,7 @@ std::vector<std::string> recompute_module_names(std::uint32_t bits);
 std::string recompute_text(const Plan& plan);
 std::string_view to_string(Precision value);
 std::string_view to_string(Stack value);
+std::string_view to_string(MoeDispatcher value);
 std::string_view to_string(CheckpointMode value);
 std::string_view to_string(Lifetime value);
 std::string_view to_string(FailureCause value);

@@ -162,6 +162,13 @@ struct Program {
   // s / (1 + s), s = GpuSpec::overlap_slowdown: the compute time an overlapped collective of
   // duration C adds, per second of C (estimate.h overlap_interference).
   double interference = 0;
+  // plan.moe_dispatcher "deepep": the EP group's all-to-alls are DeepEP's (collectives.h
+  // deepep_time_s), `bytes` the rows a rank receives and this the share of them that crosses
+  // the network. < 0: NCCL's all-to-all.
+  double deepep_rdma_per_byte = -1;
+  bool deepep(const Op& op) const {
+    return deepep_rdma_per_byte >= 0 && op.coll == CollKind::kAllToAll && op.group == GroupKind::kEp;
+  }
 
   int stage_of(int rank) const { return placement.coords(rank).p; }
   std::uint32_t intern(std::string name);

@@ -51,6 +51,10 @@ struct SearchSpec {
   // Software stacks (plan.stack, models/data/stacks.json), in enum order; empty: the plan's
   // own only. Each layout is evaluated under each listed stack.
   std::vector<Stack> stack;
+  // MoE token dispatchers (Plan::moe_dispatcher), in enum order; empty: the plan's own only.
+  // Each MoE layout with ep > 1 is evaluated with each; dense and ep = 1 layouts keep the
+  // plan's.
+  std::vector<MoeDispatcher> moe_dispatcher;
   bool allow_tp_across_nodes = false;   // else a TP group must sit inside one node
   int top_k = 20;                       // closed-form best re-simulated by the engine (0: none)
   // nullopt: time_to_train when workload.train_tokens > 0, else tokens_per_s.

@@ -186,6 +186,7 @@ enum class Optimizer { kAdam, kSgd };
 // The software stack that runs the plan (docs/model-reference.md section 4.3): its
 // implementation parameters are the profile of models/data/stacks.json (stack.h).
 enum class Stack { kMegatronCore, kFsdp2Eager, kFsdp2Compile, kDeepspeedZero, kDeepspeedZero2021, kMegatronDeepspeed };
+enum class MoeDispatcher : std::uint8_t { kAllToAll, kAllGather, kDeepEp };
 
 struct Plan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
@@ -249,13 +250,18 @@ struct Plan {
   // overlap, the megatron-core stack; not expressed with zero 3, cp > 1 or offload.
   bool moe_a2a_overlap = false;
   // Megatron-Core's token dispatcher for the MoE layers (moe_token_dispatcher_type):
-  // "alltoall" sends each rank's routed copies to the experts' ranks; "allgather" gathers
-  // every token of the expert-TP x EP group to each of its ranks and reduce-scatters the
-  // outputs back (docs/model-reference.md §5.3). REQUIRES (loader): allgather keeps neither
+  // kAllToAll ("alltoall") sends each rank's routed copies to the experts' ranks with NCCL's
+  // all-to-all; kAllGather ("allgather") gathers every token of the expert-TP x EP group to
+  // each of its ranks and reduce-scatters the outputs back (docs/model-reference.md §5.3);
+  // kDeepEp ("deepep": moe_token_dispatcher_type "flex" with moe_flex_dispatcher_backend
+  // "deepep") sends each token once per destination rank with DeepEP's normal kernels, once
+  // per destination node over the network (§5.11). REQUIRES (loader): allgather keeps neither
   // all-to-all overlap nor shared-expert overlap (Megatron-Core needs alltoall or flex for
   // both) and, with etp x ep > 1, tp innermost and pp outermost in the placement (its group is
-  // a block of consecutive ranks).
-  bool moe_allgather_dispatcher = false;
+  // a block of consecutive ranks); deepep needs etp 1.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  bool moe_allgather_dispatcher() const { return moe_dispatcher == MoeDispatcher::kAllGather; }
+  bool moe_deepep_dispatcher() const { return moe_dispatcher == MoeDispatcher::kDeepEp; }
   double memory_headroom = 0.05;       // fraction of HBM kept free (fragmentation), 0..0.9
   // Rank order, innermost first: dimensions t=0, c=1, d=2, p=3 ("tp-cp-ep-dp-pp").
   std::array<int, 4> placement = {0, 1, 2, 3};
