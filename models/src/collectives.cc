@@ -182,25 +182,47 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
   return out;
 }
 
-EpRouting ep_routing(int experts, int top_k, int ranks, int nodes, int groups_per_token) {
+EpRouting ep_routing(int experts, int top_k, int ranks, int nodes, int groups, int groups_per_token) {
   EpRouting r;
   if (experts <= 0 || top_k <= 0 || ranks <= 0 || nodes <= 0) return r;
-  // Probability that a token's top_k distinct experts, drawn from `pool`, miss a bin of `bin`.
-  auto missed = [top_k](double pool, double bin) {
+  // Probability that top_k distinct experts drawn from `pool` miss `bin` of them.
+  auto missed_in = [top_k](double pool, double bin) {
     double p = 1;
     for (int i = 0; i < top_k; ++i) p *= std::max(0.0, pool - bin - i) / (pool - i);
     return p;
   };
-  const double per_rank = static_cast<double>(experts) / ranks;
-  const double per_node = static_cast<double>(experts) / nodes;
-  if (groups_per_token > 0 && groups_per_token < nodes) {
-    const double pool = groups_per_token * per_node;
-    r.ranks = groups_per_token * (static_cast<double>(ranks) / nodes) * (1 - missed(pool, per_rank));
-    r.nodes = groups_per_token * (1 - missed(pool, per_node));
-  } else {
-    r.ranks = ranks * (1 - missed(experts, per_rank));
-    r.nodes = nodes * (1 - missed(experts, per_node));
-  }
+  const bool limited = groups > 0 && groups_per_token > 0 && groups_per_token < groups && experts % groups == 0;
+  const int group = limited ? experts / groups : 0;
+  auto missed = [&](int bin) {
+    if (!limited) return missed_in(experts, bin);
+    const double pool = static_cast<double>(groups_per_token) * group;
+    if (bin % group == 0) {
+      // The bin holds c whole groups: j of them among the token's chosen groups
+      // (hypergeometric), then its top_k miss those j groups' experts.
+      const int c = bin / group;
+      auto choose = [](int n, int k) {
+        if (k < 0 || k > n) return 0.0;
+        double x = 1;
+        for (int i = 1; i <= k; ++i) x = x * (n - k + i) / i;
+        return x;
+      };
+      double p = 0;
+      for (int j = 0; j <= std::min(c, groups_per_token); ++j) {
+        p += choose(c, j) * choose(groups - c, groups_per_token - j) / choose(groups, groups_per_token) *
+             missed_in(pool, static_cast<double>(j) * group);
+      }
+      return p;
+    }
+    if (group % bin == 0) {
+      // The bin lies within one group: missed when its group is not chosen, or chosen and
+      // its experts are not.
+      const double chosen = static_cast<double>(groups_per_token) / groups;
+      return (1 - chosen) + chosen * missed_in(pool, bin);
+    }
+    return missed_in(experts, bin);
+  };
+  r.ranks = ranks * (1 - missed(experts / ranks));
+  r.nodes = nodes * (1 - missed(experts / nodes));
   return r;
 }
 

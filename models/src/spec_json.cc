@@ -98,11 +98,26 @@ static std::optional<MoeSpec> read_moe(ObjectReader& parent, std::optional<MoeSp
   set(m.capacity_factor, r.number("capacity_factor", 0, 1000, /*allow_null=*/true));
   set(m.router_bias, r.boolean("router_bias"));
   set(m.load_imbalance, r.number("load_imbalance", 1, 100));
-  r.ignore({"router", "expert_groups", "limited_groups", "route_scale"});
+  set(m.expert_groups, r.integer("expert_groups", 1, 1'000'000));
+  set(m.limited_groups, r.integer("limited_groups", 1, 1'000'000));
+  r.ignore({"router", "route_scale"});
   r.finish();
   if (fresh) {
     if (!r.has("num_experts")) r.diag().add(r.path_of("num_experts"), "required");
     if (!r.has("expert_ffn_hidden_size")) r.diag().add(r.path_of("expert_ffn_hidden_size"), "required");
+  }
+  if (m.expert_groups > 0 && m.num_experts > 0 && m.num_experts % m.expert_groups != 0) {
+    r.diag().add(r.path_of("expert_groups"),
+                 fmt::format("{} does not divide num_experts ({})", m.expert_groups, m.num_experts));
+  } else if (m.limited_groups > 0 && m.expert_groups == 0) {
+    r.diag().add(r.path_of("limited_groups"), "needs expert_groups (the groups it chooses among)");
+  } else if (m.limited_groups > m.expert_groups) {
+    r.diag().add(r.path_of("limited_groups"),
+                 fmt::format("{} exceeds expert_groups ({})", m.limited_groups, m.expert_groups));
+  } else if (m.limited_groups > 0 && m.top_k > m.limited_groups * (m.num_experts / m.expert_groups)) {
+    r.diag().add(r.path_of("top_k"),
+                 fmt::format("{} exceeds the {} experts of limited_groups ({}) groups", m.top_k,
+                             m.limited_groups * (m.num_experts / m.expert_groups), m.limited_groups));
   }
   if (m.top_k > m.num_experts && m.num_experts > 0) {
     r.diag().add(r.path_of("top_k"),

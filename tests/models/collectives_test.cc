@@ -261,9 +261,21 @@ TEST(DeepEp, RoutingDestinationsByHand) {
   EXPECT_NEAR(ep_routing(16, 16, 8, 2).ranks, 8.0, 1e-15);
   // Device-limited: 8 experts on 4 nodes (2 each), each token picks 2 nodes then top-2 of
   // their 4 experts: it misses one of its two nodes with probability C(2,2)/C(4,2) = 1/6.
-  const EpRouting g = ep_routing(8, 2, 4, 4, 2);
+  const EpRouting g = ep_routing(8, 2, 4, 4, 4, 2);
   EXPECT_NEAR(g.nodes, 2 * 5.0 / 6.0, 1e-15);
   EXPECT_NEAR(g.ranks, 2 * 5.0 / 6.0, 1e-15);  // one rank per node
+  // Groups smaller than a node: 8 experts in 4 groups of 2, 2 nodes of 2 ranks, each token
+  // picks 2 groups then top-2 of their 4 experts. A node (2 groups) holds j of the chosen
+  // groups with probability 1/6, 4/6, 1/6 (j = 0, 1, 2) and is then missed with probability
+  // 1, (2/4)(1/3) = 1/6, 0: 5/18, so 2 x 13/18 nodes; a rank (1 group) 1/2 + 1/2 x 1/6 = 7/12,
+  // so 4 x 5/12 ranks. A bin within a group (8 ranks of 1 expert): its group is chosen with
+  // probability 1/2, then missed with probability (3/4)(2/3) = 1/2: 8 x (1 - 3/4) ranks.
+  const EpRouting small = ep_routing(8, 2, 4, 2, 4, 2);
+  EXPECT_NEAR(small.nodes, 2 * 13.0 / 18.0, 1e-15);
+  EXPECT_NEAR(small.ranks, 4 * 5.0 / 12.0, 1e-15);
+  EXPECT_NEAR(ep_routing(8, 2, 8, 2, 4, 2).ranks, 8 * 0.25, 1e-15);
+  // Every group chosen is no limit.
+  EXPECT_EQ(ep_routing(8, 2, 4, 2, 4, 4).ranks, ep_routing(8, 2, 4, 2).ranks);
 }
 
 // DeepEP's published normal-kernel table (deepseek-ai/DeepEP docs/legacy.md: H800, NVLink
@@ -284,7 +296,7 @@ TEST(DeepEp, TimesReproduceDeepEpsPublishedBandwidths) {
     const int nodes = std::max(1, t.ep / 8);
     const GroupShape g = group_shape(t.ep, 1, 8);
     ASSERT_EQ(g.nodes, nodes);
-    const EpRouting r = ep_routing(256, 8, t.ep, nodes, 4);
+    const EpRouting r = ep_routing(256, 8, t.ep, nodes, nodes, 4);
     const double bytes = tokens * r.ranks * row;
     const double rdma = nodes > 1 ? r.nodes * (nodes - 1) / nodes / r.ranks : 0.0;
     const double time = deepep_time_s(h800, g, bytes, rdma) - (nodes > 1 ? kAnet : kAnv);

@@ -602,6 +602,20 @@ TEST(ScenarioErrors, MoeTopKMustNotExceedExperts) {
             "model.moe.top_k: 9 exceeds num_experts (8)");
 }
 
+TEST(ScenarioErrors, MoeRouterGroupsAreWholeAndHoldTheTopK) {
+  auto err = [](const std::string& moe) {
+    return load_error(scenario(R"({"preset": "mixtral-8x7b", "moe": )" + moe + "}", R"("dgx-h100")", R"({"tp": 8})"));
+  };
+  EXPECT_EQ(err(R"({"expert_groups": 3})"), "model.moe.expert_groups: 3 does not divide num_experts (8)");
+  EXPECT_EQ(err(R"({"limited_groups": 2})"),
+            "model.moe.limited_groups: needs expert_groups (the groups it chooses among)");
+  EXPECT_EQ(err(R"({"expert_groups": 4, "limited_groups": 5})"),
+            "model.moe.limited_groups: 5 exceeds expert_groups (4)");
+  EXPECT_EQ(err(R"({"expert_groups": 8, "limited_groups": 1})"),
+            "model.moe.top_k: 2 exceeds the 1 experts of limited_groups (1) groups");
+  EXPECT_EQ(err(R"({"expert_groups": 4, "limited_groups": 2})"), "(loaded without error)");
+}
+
 TEST(ScenarioErrors, NewMoeSectionNeedsExpertCountAndSize) {
   EXPECT_EQ(load_error(scenario(R"({"preset": "llama3-8b", "moe": {"top_k": 2}})",
                                 R"("dgx-h100")", R"({"tp": 8})")),

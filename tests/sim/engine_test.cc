@@ -1321,8 +1321,9 @@ TEST(Engine, DeepEpDispatcherRunsAsTheClosedFormPricesIt) {
   const Scenario s = with("deepep"), nccl = with("alltoall");
   const Simulated r = run(s);
   // The rows: 4096 / 2 tokens per rank (sequence parallel) x the expected distinct ranks of
-  // 8 of 256 experts over 16 ranks on 2 nodes x 7168 x 2 bytes.
-  const EpRouting routing = ep_routing(256, 8, 16, 2);
+  // 8 of 256 experts over 16 ranks on 2 nodes, each token within 4 of 8 expert groups
+  // (DeepSeek-V3's router) x 7168 x 2 bytes.
+  const EpRouting routing = ep_routing(256, 8, 16, 2, 8, 4);
   const double bytes = 2048 * routing.ranks * 7168 * 2.0;
   const double rdma = routing.nodes * 0.5 / routing.ranks;
   EXPECT_NEAR(r.program.deepep_rdma_per_byte, rdma, 1e-15);

@@ -54,14 +54,16 @@ CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const 
 // Where one token's top_k routed copies go when `experts` experts are spread evenly over
 // `ranks` ranks on `nodes` nodes, each token choosing top_k distinct experts uniformly: the
 // expected number of distinct destination ranks and nodes (a bin of b of the E experts is
-// missed with probability prod_{i<k} (E - b - i) / (E - i)). With 0 < groups_per_token <
-// nodes, each token first chooses that many nodes and its experts among theirs (device-limited
-// routing, one expert group per node; DeepEP's benchmark, DeepSeek-V3's top-4 groups).
+// missed with probability prod_{i<k} (E - b - i) / (E - i)). With group-limited routing
+// (`groups` equal groups of consecutive experts, each token choosing `groups_per_token` of
+// them uniformly, then its top_k among their experts; MoeSpec::expert_groups, limited_groups)
+// a bin of whole groups, or within one group, is missed as docs/model-reference.md §5.11
+// states; bins that straddle groups are counted as without the limit (more destinations).
 struct EpRouting {
   double ranks = 0;
   double nodes = 0;
 };
-EpRouting ep_routing(int experts, int top_k, int ranks, int nodes, int groups_per_token = 0);
+EpRouting ep_routing(int experts, int top_k, int ranks, int nodes, int groups = 0, int groups_per_token = 0);
 
 // DeepEP's normal dispatch and combine kernels (deepseek-ai/DeepEP docs/legacy.md "Normal
 // kernels with NVLink and RDMA forwarding"; docs/model-reference.md §5.11). `bytes` = the rows

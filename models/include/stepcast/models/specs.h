@@ -21,6 +21,13 @@ struct MoeSpec {
   int num_dense_layers = 0;            // the first layers keep a dense FFN of ffn_hidden_size
   double capacity_factor = 0;          // 0 = dropless
   bool router_bias = false;            // per-expert score bias (DeepSeek-V3)
+  // Group-limited routing (DeepSeek-V3's n_group / topk_group; Megatron-Core
+  // moe_router_num_groups / moe_router_group_topk): the experts form `expert_groups` equal
+  // groups of consecutive experts, and each token chooses its top_k among the experts of
+  // `limited_groups` of them. 0: no groups. Only the traffic of DeepEP's dispatcher depends
+  // on it (collectives.h ep_routing).
+  int expert_groups = 0;
+  int limited_groups = 0;
   // The busiest rank's routed rows over the mean, per MoE layer and microbatch (>= 1; 1 =
   // tokens spread evenly, as the published recipes' benchmark runs force them). A stated
   // figure, not a model of the router: it sets the pace of each expert-parallel group
