@@ -47,6 +47,15 @@ void BM_Estimate_DeepSeekV3_EP64(benchmark::State& state) {
 }
 BENCHMARK(BM_Estimate_DeepSeekV3_EP64);
 
+// The same with DeepEP's dispatcher (docs/model-reference.md §5.11): the routing statistics
+// of the router's 4 of 8 expert groups in each layer_comm.
+void BM_Estimate_DeepSeekV3_EP64_DeepEP(benchmark::State& state) {
+  run(state, R"({"model":"deepseek-v3","cluster":{"preset":"dgx-h100","nodes":256},
+    "plan":{"tp":1,"pp":16,"dp":128,"ep":64,"global_batch":15360,"zero":1,"precision":"fp8",
+            "recompute":"full","moe_dispatcher":"deepep"}})");
+}
+BENCHMARK(BM_Estimate_DeepSeekV3_EP64_DeepEP);
+
 // GPT-3 175B on DeepSpeed's 2021 ZeRO-3 (stack deepspeed-zero-2021): the per-module fetch
 // walks the coordinator over one microbatch's trace (96 layers: 1,160 module uses).
 void BM_Estimate_Gpt3_175B_Zero3_DeepSpeed2021_384xA100(benchmark::State& state) {
