@@ -914,6 +914,15 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       tg.nodes > 1) {
     e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));
   }
+  if (m.moe && p.moe_deepep_dispatcher() && p.ep > 1) {
+    const GroupShape eg = group_shape(p.ep, Placement::of(p, gpn).group_stride(GroupKind::kEp), gpn);
+    const EpRouting r =
+        ep_routing(m.moe->num_experts, m.moe->top_k, p.ep, eg.nodes, m.moe->expert_groups, m.moe->limited_groups);
+    e.notes.push_back(fmt::format(
+        "DeepEP dispatcher: a token's {} routed copies reach {:.2f} of {} ranks{}, sent "
+        "once per rank (docs/model-reference.md 5.11)",
+        m.moe->top_k, r.ranks, p.ep, eg.nodes > 1 ? fmt::format(" on {:.2f} of {} nodes", r.nodes, eg.nodes) : ""));
+  }
   if (slowest.zero3_syncs > 0) {
     e.notes.push_back(
         slowest.zero3_issue_s > 0
