@@ -916,8 +916,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   }
   if (m.moe && p.moe_deepep_dispatcher() && p.ep > 1) {
     const GroupShape eg = group_shape(p.ep, Placement::of(p, gpn).group_stride(GroupKind::kEp), gpn);
-    const EpRouting r =
-        ep_routing(m.moe->num_experts, m.moe->top_k, p.ep, eg.nodes, m.moe->expert_groups, m.moe->limited_groups);
+    const EpRouting& r = L.moe_comm.ep_routing;  // as layer_comm priced the exchanges
     e.notes.push_back(fmt::format(
         "DeepEP dispatcher: a token's {} routed copies reach {:.2f} of {} ranks{}, sent "
         "once per rank (docs/model-reference.md 5.11)",

@@ -497,7 +497,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     if (p.moe_deepep_dispatcher()) {
       // DeepEP sends a token once per destination rank (and once per destination node over
       // the network), not once per routed copy.
-      const EpRouting r =
+      const EpRouting r = out.ep_routing =
           ep_routing(m.moe->num_experts, m.moe->top_k, p.ep, g.nodes, m.moe->expert_groups, m.moe->limited_groups);
       out.ep_bytes = tokens * r.ranks * m.moe->load_imbalance * h * kActBytes;
       out.ep_rdma_per_byte = g.nodes > 1 ? r.nodes * (g.nodes - 1) / g.nodes / r.ranks : 0.0;

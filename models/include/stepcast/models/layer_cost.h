@@ -170,6 +170,7 @@ struct LayerComm {
   double ep_bytes = 0;
   double ep_a2a_s = 0;
   double ep_rdma_per_byte = 0;
+  EpRouting ep_routing;                         // DeepEP: the expected destination ranks and nodes per token
   double ep_map_bytes = 0, ep_probs_bytes = 0;  // all-gather dispatcher: routing map, probabilities
   double ep_dispatch_fwd_s = 0, ep_dispatch_bwd_s = 0;
   // Exposed seconds per microbatch, as the closed form counts them.
