@@ -60,6 +60,7 @@ CollectiveRow price(const ClusterSpec& c, CollKind kind, const GroupShape& g, st
   const CollectiveCost point = collective_cost(c, kind, g, static_cast<double>(bytes), algo);
   CollectiveRow row;
   row.algo = point.algo;
+  row.proto = point.proto;
   row.size_bytes = bytes;
   row.time_s = point.time_s;
   row.algbw_GBps = point.algbw_GBps;
@@ -72,6 +73,7 @@ CollectiveRow price(const ClusterSpec& c, CollKind kind, const GroupShape& g, st
         ClusterSpec corner = c;
         corner.intra_latency_us *= a;
         corner.inter_latency_us *= a;
+        corner.nccl_latency_scale *= a;
         corner.intra_efficiency = ei;
         corner.inter_efficiency = en;
         const double t = collective_cost(corner, kind, g, static_cast<double>(bytes), point.algo).time_s;
@@ -99,6 +101,13 @@ std::string bus_factor_formula(CollKind kind) {
 }
 
 std::string algo_name(CollAlgo a) { return a == CollAlgo::kAuto ? "calibrated" : std::string(to_string(a)); }
+
+// "ring (LL128)": the algorithm and NCCL's protocol where one priced it.
+std::string algo_label(const CollectiveRow& row) {
+  std::string s = algo_name(row.algo);
+  if (row.proto != NcclProto::kNone) s += " (" + std::string(to_string(row.proto)) + ")";
+  return s;
+}
 
 std::string placement_text(const CollectiveReport& r) {
   const GroupShape& g = r.shape;
@@ -316,14 +325,19 @@ std::string collective_text(const CollectiveReport& r) {
                      c.intra_bandwidth_GBps, c.intra_efficiency, c.intra_latency_us,
                      c.nic_bytes_per_s_per_gpu() / 1e9, c.nics_per_node, c.nic_Gbps, c.gpus_per_node,
                      c.inter_efficiency, c.inter_latency_us);
+  if (c.collectives == CollectiveModel::kNccl) {
+    out +=
+        "ring and tree: NCCL's tuner (src/graph/tuning.cc 2.19-2.28): the fastest of its LL, LL128 and Simple "
+        "protocols, each with its own latencies and share of the links; the alphas price the others\n";
+  }
   out += fmt::format("sizes as nccl-tests: algbw = size / time; busbw = algbw x {} = algbw x {:g}\n\n",
                      bus_factor_formula(r.kind), r.bus_factor);
-  out += fmt::format("  {:<15}{:>14}{:>14}{:>14}   {}\n", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
+  out += fmt::format("  {:<22}{:>14}{:>14}{:>14}   {}\n", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
                      "band (us)");
   for (const CollectiveRow& row : r.algorithms) {
-    out += fmt::format("  {:<15}{:>14.2f}{:>14.2f}{:>14.2f}   {:.2f} - {:.2f}\n",
-                       algo_name(row.algo) + (row.is_auto ? " *" : ""), row.time_s * 1e6, row.algbw_GBps,
-                       row.busbw_GBps, row.band_low_s * 1e6, row.band_high_s * 1e6);
+    out += fmt::format("  {:<22}{:>14.2f}{:>14.2f}{:>14.2f}   {:.2f} - {:.2f}\n",
+                       algo_label(row) + (row.is_auto ? " *" : ""), row.time_s * 1e6, row.algbw_GBps, row.busbw_GBps,
+                       row.band_low_s * 1e6, row.band_high_s * 1e6);
   }
   if (r.kind == CollKind::kAllGather || r.kind == CollKind::kReduceScatter) {
     out += fmt::format("  * = what auto picks ({}: NCCL runs {} as one ring; the others are what-ifs)\n",
@@ -345,13 +359,12 @@ std::string collective_text(const CollectiveReport& r) {
   }
   if (!r.sweep.empty()) {
     out += fmt::format("\nsweep (8 B doubling up to {}):\n", format_size(r.size_bytes));
-    out += fmt::format("  {:>16}{:>14}{:>14}{:>14}  {:<15}{}\n", "size (B)", "time (us)", "algbw (GB/s)",
+    out += fmt::format("  {:>16}{:>14}{:>14}{:>14}  {:<22}{}\n", "size (B)", "time (us)", "algbw (GB/s)",
                        "busbw (GB/s)", "algorithm", "band (us)");
     for (const CollectiveRow& row : r.sweep) {
-      out += fmt::format("  {:>16}{:>14.2f}{:>14.2f}{:>14.2f}  {:<15}{:.2f} - {:.2f}\n", row.size_bytes,
-                         row.time_s * 1e6, row.algbw_GBps, row.busbw_GBps,
-                         algo_name(row.algo) + (row.is_auto ? " *" : ""), row.band_low_s * 1e6,
-                         row.band_high_s * 1e6);
+      out += fmt::format("  {:>16}{:>14.2f}{:>14.2f}{:>14.2f}  {:<22}{:.2f} - {:.2f}\n", row.size_bytes,
+                         row.time_s * 1e6, row.algbw_GBps, row.busbw_GBps, algo_label(row) + (row.is_auto ? " *" : ""),
+                         row.band_low_s * 1e6, row.band_high_s * 1e6);
     }
   }
   if (!r.notes.empty()) out += "\n";
@@ -365,6 +378,8 @@ double finite(double x) { return std::isfinite(x) ? x : 0.0; }
 
 nlohmann::ordered_json row_json(const CollectiveRow& row) {
   return {{"algo", algo_name(row.algo)},
+          {"protocol", row.proto == NcclProto::kNone ? nlohmann::ordered_json(nullptr)
+                                                     : nlohmann::ordered_json(std::string(to_string(row.proto)))},
           {"size_bytes", row.size_bytes},
           {"time_us", finite(row.time_s * 1e6)},
           {"algbw_GBps", finite(row.algbw_GBps)},
@@ -391,7 +406,8 @@ std::string collective_json(const CollectiveReport& r) {
                 {"intra_latency_us", r.cluster.intra_latency_us},
                 {"inter_bandwidth_per_gpu_GBps", finite(r.cluster.nic_bytes_per_s_per_gpu() / 1e9)},
                 {"inter_efficiency", r.cluster.inter_efficiency},
-                {"inter_latency_us", r.cluster.inter_latency_us}};
+                {"inter_latency_us", r.cluster.inter_latency_us},
+                {"collectives", r.cluster.collectives == CollectiveModel::kNccl ? "nccl" : "alpha_beta"}};
   j["bus_factor"] = r.bus_factor;
   j["band_rule"] = {{"what", r.band.calibrated ? "none: a calibration's fit priced the collective"
                                                : "band from input uncertainty (not a statistical interval)"},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace stepcast {
@@ -14,6 +15,16 @@ std::string_view to_string(CollKind kind) {
     case CollKind::kAllToAll: return "all_to_all";
     case CollKind::kBroadcast: return "broadcast";
     case CollKind::kSendRecv: return "send_recv";
+  }
+  return "?";
+}
+
+std::string_view to_string(NcclProto proto) {
+  switch (proto) {
+    case NcclProto::kNone: return "none";
+    case NcclProto::kLL: return "LL";
+    case NcclProto::kLL128: return "LL128";
+    case NcclProto::kSimple: return "Simple";
   }
   return "?";
 }
@@ -71,11 +82,84 @@ Links links(const ClusterSpec& c) {
   return l;
 }
 
+// NCCL's tuner, NVIDIA/nccl src/graph/tuning.cc as released in 2.19 to 2.28 [S]; indices
+// [tree, ring][LL, LL128, Simple]; latencies in microseconds.
+constexpr double kNcclBaseLatUs[2][3] = {{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}};
+constexpr double kNcclNvlinkLatUs[2][3] = {{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}};
+constexpr double kNcclNetLatUs[2][3] = {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}};
+// getNetOverhead: an inter-node ring launches every step through the network proxy, 1 us on
+// an x86 Intel host (2 on AMD, not modelled), 3x that for Simple; the floor of a step's latency.
+constexpr double kNcclNetOverheadUs = 1.0;
+// llMaxBws, GB/s of bus bandwidth for LL: one node of Ampere or Hopper GPUs 87.7; on Intel
+// hosts 39.0 across 2 nodes, 20.4 across more.
+constexpr double kNcclLlMaxBusGBps[3] = {87.7, 39.0, 20.4};
+// treeCorrectionFactor[proto][log2(bytes / 64)], 64 B to 256 MB: the tree's bandwidth at
+// medium sizes.
+constexpr double kNcclTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+// ncclTopoGetAlgoTime: a multi-node ring all-reduce on Simple pays its latency 1.4x (Ampere and
+// later; "plateau effect of ring") once each rank's share per channel reaches 64 B; stepcast
+// does not model channels and takes NCCL's 16 default channels of a DGX-class node.
+constexpr double kNcclRingPlateau = 1.4;
+constexpr double kNcclPlateauBytesPerRank = 64.0 * 16;
+
+int log2i(double x) {
+  int l = 0;
+  for (auto v = static_cast<std::uint64_t>(std::max(1.0, x)); v >>= 1;) ++l;
+  return l;
+}
+
+struct Priced {
+  double latency_s = 0, share = 1, time_s = 0;
+};
+
+// One (algorithm, protocol) as ncclTopoTuneModel and ncclTopoGetAlgoTime price it, on the
+// links' bandwidth `bw` (bytes/s).
+Priced nccl_priced(const ClusterSpec& c, CollKind kind, const GroupShape& g, double S, double bw, bool tree, int p) {
+  const int n = g.ranks, N = g.nodes, q = g.ranks_per_node;
+  const int a = tree ? 0 : 1;
+  const bool ar = kind == CollKind::kAllReduce;
+  double intra = kNcclNvlinkLatUs[a][p], inter = kNcclNetLatUs[a][p];
+  double lat = kNcclBaseLatUs[a][p];
+  Priced out;
+  const double ll_max = kNcclLlMaxBusGBps[N <= 2 ? N - 1 : 2] * 1e9;
+  if (!tree) {
+    const int steps = ar ? 2 * (n - 1) : n - 1;
+    const int inter_steps = ar ? (N > 1 ? 2 * N : 0) : N - 1;
+    if (N > 1) intra = std::max(intra, kNcclNetOverheadUs * (p == 2 ? 3 : 1));
+    // NCCL's count gives an all-reduce with one rank per node 2N network steps of 2(N - 1):
+    // the intra-node steps are not let go below zero here.
+    lat += std::max(0, steps - inter_steps) * intra + inter_steps * inter;
+    if (p == 2 && ar && N > 1 && S / n >= kNcclPlateauBytesPerRank) lat *= kNcclRingPlateau;
+    if (p == 0) out.share = std::min(ll_max / bw, N > 1 || ar ? 1.0 / 4.0 : 1.0 / 3.0);
+    if (p == 1) out.share = q < 2 ? 0.7 : 0.92;
+    out.latency_s = lat * 1e-6 * c.nccl_latency_scale;
+    out.time_s = out.latency_s + bus_factor(kind, n) * S / (bw * out.share);
+  } else {
+    lat += 2.0 * ((q - 1) * intra + log2i(N) * inter);
+    double share = 0.92;
+    if (p == 0) share = std::min(share / 3.8, ll_max / bw);
+    if (p == 1) share *= N == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+    const int log_size = log2i(S / 64);
+    if (log_size < 23) share *= kNcclTreeCorrection[p][log_size];
+    out.share = share;
+    out.latency_s = lat * 1e-6 * c.nccl_latency_scale;
+    out.time_s = out.latency_s + 2.0 * S / (bw * out.share);
+  }
+  return out;
+}
+
+double ring_tree_bw(const GroupShape& g, const Links& l) {
+  return g.nodes == 1 ? l.nv : std::min(l.nv, l.net * g.ranks_per_node);
+}
+
 double ring_time(CollKind kind, const GroupShape& g, const Links& l, double S) {
   const int n = g.ranks;
   // Ring bottleneck: inside a node the scale-up link; across nodes each ring hop that
   // leaves a node uses one NIC, and the ranks_per_node rings run on as many NICs.
-  const double bw = g.nodes == 1 ? l.nv : std::min(l.nv, l.net * g.ranks_per_node);
+  const double bw = ring_tree_bw(g, l);
   const double hop_alpha = g.nodes == 1 ? l.a_nv
                                         : ((n - g.nodes) * l.a_nv + g.nodes * l.a_net) / n;
   const double steps = kind == CollKind::kAllReduce ? 2.0 * (n - 1) : (n - 1);
@@ -86,7 +170,7 @@ double ring_time(CollKind kind, const GroupShape& g, const Links& l, double S) {
 double tree_time(const GroupShape& g, const Links& l, double S) {
   // NCCL double binary tree all-reduce: latency grows with log2(nodes), intra-node chain;
   // bandwidth term ~ 2S/B (docs/cost-model-sources.md section 5.1).
-  const double bw = g.nodes == 1 ? l.nv : std::min(l.nv, l.net * g.ranks_per_node);
+  const double bw = ring_tree_bw(g, l);
   const double lat = 2.0 * (std::ceil(std::log2(std::max(g.nodes, 1))) * l.a_net +
                             (g.ranks_per_node - 1) * l.a_nv);
   return lat + 2.0 * S / bw;
@@ -108,6 +192,34 @@ double hierarchical_time(CollKind kind, const GroupShape& g, const Links& l, dou
 
 }  // namespace
 
+CollectiveCost nccl_ring_tree_cost(const ClusterSpec& c, CollKind kind, const GroupShape& g, double bytes,
+                                   CollAlgo algo, NcclProto proto) {
+  CollectiveCost out;
+  const bool ring_kind =
+      kind == CollKind::kAllReduce || kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+  const bool tree = algo == CollAlgo::kTree;
+  if (!ring_kind || (algo != CollAlgo::kRing && !tree) || (tree && (kind != CollKind::kAllReduce || g.nodes < 2)) ||
+      g.ranks <= 1 || !(bytes > 0)) {
+    return out;
+  }
+  const double bw = ring_tree_bw(g, links(c));
+  for (int p = 0; p < 3; ++p) {
+    const auto this_proto = static_cast<NcclProto>(p + 1);
+    if (proto != NcclProto::kNone && proto != this_proto) continue;
+    const Priced x = nccl_priced(c, kind, g, bytes, bw, tree, p);
+    if (out.time_s == 0 || x.time_s < out.time_s) {
+      out.time_s = x.time_s;
+      out.algo = algo;
+      out.proto = this_proto;
+      out.latency_s = x.latency_s;
+      out.bw_share = x.share;
+    }
+  }
+  out.algbw_GBps = bytes / out.time_s / 1e9;
+  out.busbw_GBps = out.algbw_GBps * bus_factor(kind, g.ranks);
+  return out;
+}
+
 CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupShape& g,
                                double bytes, CollAlgo algo) {
   CollectiveCost out;
@@ -119,6 +231,7 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
     for (const CollectiveFit& f : c.collective_fits) {
       if (f.kind != static_cast<int>(kind) || f.scope != scope) continue;
       out.time_s = f.alpha_s + f.beta_s_per_byte * bytes * bus_factor(kind, std::max(n, 2));
+      out.latency_s = f.alpha_s;
       out.algo = CollAlgo::kAuto;
       out.algbw_GBps = bytes / out.time_s / 1e9;
       out.busbw_GBps = out.algbw_GBps * bus_factor(kind, std::max(n, 2));
@@ -127,23 +240,37 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
   }
   const Links l = links(c);
   const double S = bytes;
-  auto consider = [&](CollAlgo a, double t) {
+  const bool nccl = c.collectives == CollectiveModel::kNccl;
+  // A candidate: its time, and the latency part of it (the time with unbounded links).
+  auto consider = [&](CollAlgo a, double t, double latency) {
     if (algo != CollAlgo::kAuto && algo != a) return;
     if (out.time_s == 0 || t < out.time_s) {
+      out = CollectiveCost{};
       out.time_s = t;
       out.algo = a;
+      out.latency_s = latency;
     }
+  };
+  auto consider_nccl = [&](CollAlgo a) {
+    if (algo != CollAlgo::kAuto && algo != a) return;
+    const CollectiveCost x = nccl_ring_tree_cost(c, kind, g, S, a);
+    if (x.time_s > 0 && (out.time_s == 0 || x.time_s < out.time_s)) out = x;
   };
   // NCCL has no hierarchical algorithm: priced only when asked for, as a what-if.
   auto what_if_hierarchical = [&] {
     if (algo == CollAlgo::kHierarchical && g.nodes > 1 && g.ranks_per_node > 1) {
-      consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S));
+      consider(CollAlgo::kHierarchical, hierarchical_time(kind, g, l, S), hierarchical_time(kind, g, l, 0));
     }
   };
   switch (kind) {
     case CollKind::kAllReduce:
-      consider(CollAlgo::kRing, ring_time(kind, g, l, S));
-      if (g.nodes > 1) consider(CollAlgo::kTree, tree_time(g, l, S));
+      if (nccl) {
+        consider_nccl(CollAlgo::kRing);
+        if (g.nodes > 1) consider_nccl(CollAlgo::kTree);
+      } else {
+        consider(CollAlgo::kRing, ring_time(kind, g, l, S), ring_time(kind, g, l, 0));
+        if (g.nodes > 1) consider(CollAlgo::kTree, tree_time(g, l, S), tree_time(g, l, 0));
+      }
       what_if_hierarchical();
       break;
     case CollKind::kAllGather:
@@ -151,7 +278,11 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
       // NCCL runs all-gather and reduce-scatter as one ring over every rank ("Only disable
       // algo for Allreduce since others only have one", src/graph/tuning.cc): the tuner picks
       // among algorithms for the all-reduce alone.
-      consider(CollAlgo::kRing, ring_time(kind, g, l, S));
+      if (nccl) {
+        consider_nccl(CollAlgo::kRing);
+      } else {
+        consider(CollAlgo::kRing, ring_time(kind, g, l, S), ring_time(kind, g, l, 0));
+      }
       what_if_hierarchical();
       break;
     case CollKind::kAllToAll: {
@@ -161,18 +292,20 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
       const double local = (g.ranks_per_node - 1) * chunk / l.nv;
       const double remote = g.nodes > 1 ? (n - g.ranks_per_node) * chunk / l.net : 0.0;
       const double alpha = g.nodes > 1 ? l.a_net : l.a_nv;
-      consider(CollAlgo::kPairwise, (n - 1) * alpha + std::max(local, remote));
+      consider(CollAlgo::kPairwise, (n - 1) * alpha + std::max(local, remote), (n - 1) * alpha);
       break;
     }
     case CollKind::kBroadcast: {
       // Pipelined ring broadcast: S crosses each hop once.
       const double bw = g.nodes == 1 ? l.nv : std::min(l.nv, l.net);
-      consider(CollAlgo::kRing, (n - 1) * (g.nodes == 1 ? l.a_nv : l.a_net) + S / bw);
+      const double lat = (n - 1) * (g.nodes == 1 ? l.a_nv : l.a_net);
+      consider(CollAlgo::kRing, lat + S / bw, lat);
       break;
     }
     case CollKind::kSendRecv: {
       const bool inter = g.nodes > 1;
-      consider(CollAlgo::kDirect, (inter ? l.a_net : l.a_nv) + S / (inter ? l.net : l.nv));
+      const double lat = inter ? l.a_net : l.a_nv;
+      consider(CollAlgo::kDirect, lat + S / (inter ? l.net : l.nv), lat);
       break;
     }
   }

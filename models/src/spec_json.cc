@@ -371,6 +371,9 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
     }
   }
   set(c.gpu_speed_sigma, r.number("gpu_speed_sigma", 0, 0.5));
+  if (auto m = r.choice("collectives", {"nccl", "alpha_beta"})) {
+    c.collectives = *m == "nccl" ? CollectiveModel::kNccl : CollectiveModel::kAlphaBeta;
+  }
   set(c.source, r.string("source"));
   r.ignore({"preset"});
   if (!from_preset && r.diag().size() == before) {

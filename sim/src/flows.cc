@@ -38,14 +38,12 @@ FlowPlan plan_flows(const ClusterSpec& c, CollKind kind, std::span<const int> ra
   g.ranks_per_node = std::max(1, n / std::max(1, g.nodes));
   const CollectiveCost cost = collective_cost(c, kind, g, S, algo);
   plan.algo = kind == CollKind::kSendRecv ? CollAlgo::kDirect : cost.algo;
-  // Latency part: the same algorithm on the same cluster with zero bandwidth time.
-  {
-    ClusterSpec fast = c;
-    fast.intra_bandwidth_GBps = 1e12;
-    fast.nic_Gbps = 1e15;
-    const double alpha = collective_cost(fast, kind, g, S, plan.algo).time_s;
-    plan.latency = SimTime::from_s(alpha);
-  }
+  // Latency part: what the closed form prices beside the links' bandwidth (NCCL's protocol
+  // latencies on a kNccl cluster, the per-hop alphas otherwise).
+  plan.latency = SimTime::from_s(cost.latency_s);
+  // The protocol's share of the links (LL, LL128, the tree's corrections): the flows carry
+  // their bytes / share, so that alone on the fabric they take what the closed form prices.
+  const double share = cost.bw_share > 0 ? cost.bw_share : 1.0;
   if (kind == CollKind::kSendRecv) {
     plan.phases.push_back({{ranks[0], ranks[1], S}});
     return plan;
@@ -88,9 +86,10 @@ FlowPlan plan_flows(const ClusterSpec& c, CollKind kind, std::span<const int> ra
     default: {  // ring (and tree, priced as the ring's bandwidth with the tree's latency)
       // NCCL's double binary tree moves about 2S per rank (docs/cost-model-sources.md section 5.1):
       // the ring's flows carry that volume so the bandwidth terms agree.
-      const double volume = kind == CollKind::kBroadcast      ? S
-                            : plan.algo == CollAlgo::kTree     ? 2 * S
-                                                               : bus_factor(kind, n) * S;
+      const double volume = (kind == CollKind::kBroadcast   ? S
+                             : plan.algo == CollAlgo::kTree ? 2 * S
+                                                            : bus_factor(kind, n) * S) /
+                            share;
       std::vector<Flow> f;
       if (nodes.size() == 1) {
         ring(f, nodes[0], volume);

@@ -58,16 +58,20 @@ TEST(Collective, PresetNumbersAreThoseTheHandCalculationsUse) {
 }
 
 TEST(Collective, RingAllReduceInOneNodeMatchesTheHandCalculation) {
-  // 8 GPUs in one node, S = 1 GiB, ring: t = 2(n-1) alpha_nv + 2(n-1)/n S / (450e9 x 0.82)
-  //   = 14 x 2.5e-6 + 1.75 x 1073741824 / 369e9 = 35e-6 + 5.092271...e-3 s.
+  // 8 GPUs in one node, S = 1 GiB, ring, priced as NCCL's tuner (src/graph/tuning.cc) prices
+  // it: Simple, base 8.4 us + 14 steps x 3.4 us over NVLink, on the whole link:
+  //   56e-6 + 1.75 x 1073741824 / (450e9 x 0.82) = 56e-6 + 5.092271...e-3 s.
+  // LL128 (14 + 14 x 1.9 = 40.6 us at 0.92 of the link, 5.576 ms) and LL (a quarter, capped
+  // at 87.7 GB/s: 21.4 ms) are slower at this size.
   CollectiveRequest q = all_reduce(std::int64_t{1} << 30, 8);
   q.algo = CollAlgo::kRing;
   const CollectiveReport r = run_ok(q);
   ASSERT_EQ(r.algorithms.size(), 1u);
   const CollectiveRow& row = r.algorithms[0];
-  const double t = 14 * 2.5e-6 + 1.75 * kGiB / (450e9 * 0.82);
+  const double t = (8.4 + 14 * 3.4) * 1e-6 + 1.75 * kGiB / (450e9 * 0.82);
+  EXPECT_EQ(row.proto, stepcast::NcclProto::kSimple);
   EXPECT_NEAR(row.time_s, t, 1e-12);
-  EXPECT_NEAR(row.time_s, 5.127271e-3, 1e-9);
+  EXPECT_NEAR(row.time_s, 5.148271e-3, 1e-9);
   // algbw = S / t; busbw = algbw x 2(n-1)/n = algbw x 1.75.
   EXPECT_NEAR(row.algbw_GBps, kGiB / t / 1e9, 1e-9);
   EXPECT_NEAR(row.busbw_GBps / row.algbw_GBps, 2.0 * 7 / 8, 1e-12);
@@ -82,14 +86,14 @@ TEST(Collective, RingAllReduceInOneNodeMatchesTheHandCalculation) {
 }
 
 TEST(Collective, BandIsTheModelAtTheCornersOfTheInputRanges) {
-  // Same case. Low corner: alpha x 0.5, intra_efficiency 0.82 + 0.05; high corner: alpha x 2,
-  // 0.82 - 0.05 (one node: inter_efficiency does not enter).
+  // Same case. Low corner: latencies x 0.5, intra_efficiency 0.82 + 0.05; high corner:
+  // latencies x 2, 0.82 - 0.05 (one node: inter_efficiency does not enter). Simple at both.
   CollectiveRequest q = all_reduce(std::int64_t{1} << 30, 8);
   q.algo = CollAlgo::kRing;
   const CollectiveReport r = run_ok(q);
   const CollectiveRow& row = r.algorithms.at(0);
-  EXPECT_NEAR(row.band_low_s, 14 * 1.25e-6 + 1.75 * kGiB / (450e9 * 0.87), 1e-12);
-  EXPECT_NEAR(row.band_high_s, 14 * 5e-6 + 1.75 * kGiB / (450e9 * 0.77), 1e-12);
+  EXPECT_NEAR(row.band_low_s, 0.5 * 56e-6 + 1.75 * kGiB / (450e9 * 0.87), 1e-12);
+  EXPECT_NEAR(row.band_high_s, 2 * 56e-6 + 1.75 * kGiB / (450e9 * 0.77), 1e-12);
   EXPECT_NEAR(r.band.intra_low, 0.77, 1e-12);
   EXPECT_NEAR(r.band.intra_high, 0.87, 1e-12);
   EXPECT_NEAR(r.band.inter_low, 0.80, 1e-12);
@@ -140,13 +144,24 @@ TEST(Collective, SixtyFourGpusListEveryAllReduceAndAutoPicksTheFastest) {
     EXPECT_EQ(r.auto_algo, fastest->algo) << bytes;
     EXPECT_TRUE(fastest->is_auto);
   }
-  // 1 GiB by hand: B_nv = 369e9, B_net = 8 x 400e9/8 / 8 x 0.9 = 45e9 B/s per GPU,
-  // ring over nodes at min(B_nv, 8 B_net) = 360e9 with alpha_hop = (56 x 2.5 + 8 x 5)/64 us:
-  //   126 x 2.8125e-6 + (126/64) S / 360e9.
+  // 1 GiB by hand: B_nv = 369e9, B_net = 8 x 400e9/8 / 8 x 0.9 = 45e9 B/s per GPU, the ring
+  // over nodes at min(B_nv, 8 B_net) = 360e9. NCCL's tuner: 126 ring steps, 16 of them across
+  // nodes (2N), 110 over NVLink.
+  //   ring Simple (8.4 + 110 x 3.4 + 16 x 14) us x 1.4 (plateau) + (126/64) S / 360e9 = 6.721 ms;
+  //   ring LL128  (14 + 110 x 1.9 + 16 x 4) us + (126/64) S / (0.92 x 360e9) = 6.670 ms;
+  //   tree Simple 2 (7 x 28 + 3 x 28) us + 2 S / (0.92 x 360e9) = 7.044 ms;
+  //   tree LL128  (14 + 2 (7 x 1.25 + 3 x 8.5)) us + 2 S / (0.92 x 120/128 x 360e9) = 6.999 ms.
   const CollectiveReport r = run_ok(all_reduce(std::int64_t{1} << 30, 64));
-  EXPECT_NEAR(find(r, CollAlgo::kRing)->time_s, 126 * 2.8125e-6 + 126.0 / 64 * kGiB / 360e9, 1e-12);
-  // Tree: 2 (ceil(log2 8) x 5 + 7 x 2.5) us + 2 S / 360e9.
-  EXPECT_NEAR(find(r, CollAlgo::kTree)->time_s, 2 * (3 * 5e-6 + 7 * 2.5e-6) + 2 * kGiB / 360e9, 1e-12);
+  const double ring_simple = (8.4 + 110 * 3.4 + 16 * 14) * 1.4e-6 + 126.0 / 64 * kGiB / 360e9;
+  const double ring_ll128 = (14 + 110 * 1.9 + 16 * 4) * 1e-6 + 126.0 / 64 * kGiB / (0.92 * 360e9);
+  const double tree_simple = 2 * (7 * 28 + 3 * 28) * 1e-6 + 2 * kGiB / (0.92 * 360e9);
+  const double tree_ll128 = (14 + 2 * (7 * 1.25 + 3 * 8.5)) * 1e-6 + 2 * kGiB / (0.92 * 120 / 128 * 360e9);
+  EXPECT_NEAR(find(r, CollAlgo::kRing)->time_s, std::min(ring_simple, ring_ll128), 1e-12);
+  EXPECT_EQ(find(r, CollAlgo::kRing)->proto, stepcast::NcclProto::kLL128);
+  EXPECT_NEAR(find(r, CollAlgo::kTree)->time_s, std::min(tree_simple, tree_ll128), 1e-12);
+  EXPECT_EQ(find(r, CollAlgo::kTree)->proto, stepcast::NcclProto::kLL128);
+  EXPECT_NEAR(find(r, CollAlgo::kRing)->time_s, 6.6696e-3, 0.0001e-3);
+  EXPECT_EQ(find(r, CollAlgo::kHierarchical)->proto, stepcast::NcclProto::kNone);
   // Hierarchical: 2 [7/8 S / 369e9 + 7 x 2.5e-6] + 2 x 7/8 x (S/8) / 45e9 + 14 x 5e-6.
   EXPECT_NEAR(find(r, CollAlgo::kHierarchical)->time_s,
               2 * (0.875 * kGiB / 369e9 + 7 * 2.5e-6) + 2 * 0.875 * (kGiB / 8) / 45e9 + 14 * 5e-6, 1e-12);

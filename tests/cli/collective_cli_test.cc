@@ -67,7 +67,7 @@ TEST_F(CollectiveCli, ClusterFileTakesTheScenariosCluster) {
 
 // The text rows "  NAME[ *]  time  algbw  busbw   low - high" as numbers, by algorithm name.
 struct TextRow {
-  std::string algo;
+  std::string algo, protocol;
   double time_us = 0, algbw = 0, busbw = 0, low = 0, high = 0;
   bool is_auto = false;
 };
@@ -88,6 +88,10 @@ std::vector<TextRow> algorithm_rows(const std::string& text) {
     TextRow r;
     std::string tok, dash;
     f >> r.algo >> tok;
+    if (!tok.empty() && tok.front() == '(') {  // NCCL's protocol: "ring (LL128)"
+      r.protocol = tok.substr(1, tok.size() - 2);
+      f >> tok;
+    }
     if (tok == "*") {
       r.is_auto = true;
       f >> tok;
@@ -118,6 +122,7 @@ TEST_F(CollectiveCli, JsonParsesAndCarriesTheNumbersOfTheText) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& a = j["algorithms"][i];
     EXPECT_EQ(rows[i].algo, a["algo"].get<std::string>());
+    EXPECT_EQ(rows[i].protocol, a["protocol"].is_null() ? "" : a["protocol"].get<std::string>());
     EXPECT_EQ(rows[i].is_auto, a["auto"].get<bool>());
     // The text prints two decimals: the same number, rounded.
     EXPECT_NEAR(rows[i].time_us, a["time_us"].get<double>(), 0.0051);

@@ -1,10 +1,14 @@
-// Alpha-beta collective costs (docs/cost-model-sources.md section 5), computed by hand on a cluster
-// object whose every figure the test sets.
+// Collective costs (docs/model-reference.md section 5.2), computed by hand on a cluster object
+// whose every figure the test sets: the alpha-beta model (ClusterSpec::collectives kAlphaBeta)
+// and NCCL's tuner (kNccl) with the constants of NVIDIA/nccl src/graph/tuning.cc written out.
 #include "stepcast/models/collectives.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+
+#include "stepcast/models/scenario.h"
 
 namespace stepcast {
 namespace {
@@ -12,10 +16,12 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // 8 GPUs per node; NVLink 450 GB/s per direction at 82 % achieved, 2.5 us per hop;
-// 8 x 400 Gb/s NICs per node (50 GB/s per GPU) at 90 % achieved, 5 us per hop.
-ClusterSpec test_cluster(int nodes) {
+// 8 x 400 Gb/s NICs per node (50 GB/s per GPU) at 90 % achieved, 5 us per hop. The alpha-beta
+// model unless asked for NCCL's tuner.
+ClusterSpec test_cluster(int nodes, CollectiveModel model = CollectiveModel::kAlphaBeta) {
   ClusterSpec c;
   c.name = "test";
+  c.collectives = model;
   c.nodes = nodes;
   c.gpus_per_node = 8;
   c.intra_bandwidth_GBps = 450;
@@ -240,6 +246,146 @@ TEST(Collective, AGroupOfOneRankCostsNothing) {
     EXPECT_EQ(r.time_s, 0.0) << to_string(k);
     EXPECT_EQ(r.busbw_GBps, 0.0) << to_string(k);
   }
+}
+
+// NCCL's tuner (NVIDIA/nccl src/graph/tuning.cc, 2.19-2.28), written out: base latency per
+// (algorithm, protocol), then per step NVLink and network latencies [tree, ring][LL, LL128,
+// Simple], in microseconds.
+constexpr double kBase[2][3] = {{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}};
+constexpr double kNvl[2][3] = {{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}};
+constexpr double kNet[2][3] = {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}};
+constexpr double kUs = 1e-6;
+
+// All-gather of S bytes over 4 nodes x 8 (32 ranks): 31 steps, 3 of them across nodes. The
+// intra-node steps of an inter-node ring cost at least the network proxy's 1 us (3 us for
+// Simple). The ring's links: min(369, 8 x 45) = 360 GB/s; LL gets a quarter of it, capped at
+// NCCL's 20.4 GB/s across more than 2 nodes; LL128 0.92 of it; Simple all of it.
+TEST(NcclTuner, RingAllGatherAcrossNodesByHand) {
+  const ClusterSpec c = test_cluster(4, CollectiveModel::kNccl);
+  const GroupShape g = group_shape(32, 1, 8);
+  const double B = std::min(kBnv, 8 * kBnet);
+  ASSERT_DOUBLE_EQ(B, 360e9);
+  const double lat_ll = (kBase[1][0] + 28 * std::max(kNvl[1][0], 1.0) + 3 * kNet[1][0]) * kUs;      // 42.7 us
+  const double lat_ll128 = (kBase[1][1] + 28 * std::max(kNvl[1][1], 1.0) + 3 * kNet[1][1]) * kUs;   // 79.2 us
+  const double lat_simple = (kBase[1][2] + 28 * std::max(kNvl[1][2], 3.0) + 3 * kNet[1][2]) * kUs;  // 145.6 us
+  EXPECT_NEAR(lat_ll, 42.7e-6, 1e-12);
+  EXPECT_NEAR(lat_ll128, 79.2e-6, 1e-12);
+  EXPECT_NEAR(lat_simple, 145.6e-6, 1e-12);
+  auto by_hand = [&](double S, NcclProto p) {
+    const double bus = 31.0 / 32 * S;
+    switch (p) {
+      case NcclProto::kLL: return lat_ll + bus / 20.4e9;
+      case NcclProto::kLL128: return lat_ll128 + bus / (0.92 * B);
+      default: return lat_simple + bus / B;
+    }
+  };
+  for (NcclProto p : {NcclProto::kLL, NcclProto::kLL128, NcclProto::kSimple}) {
+    for (double S : {8.0, 1e6, kGiB}) {
+      const CollectiveCost x = nccl_ring_tree_cost(c, CollKind::kAllGather, g, S, CollAlgo::kRing, p);
+      EXPECT_EQ(x.proto, p);
+      expect_rel(x.time_s, by_hand(S, p), 1e-12);
+    }
+  }
+  // 1 MB: LL 42.7 + 47.49 = 90.19 us, LL128 79.2 + 2.925 = 82.13 us, Simple 145.6 + 2.691 =
+  // 148.29 us: auto runs LL128. 8 B: LL. 1 GiB: Simple (2889 us of bandwidth against LL128's 3141).
+  const CollectiveCost mb = collective_cost(c, CollKind::kAllGather, g, 1e6);
+  EXPECT_EQ(mb.algo, CollAlgo::kRing);
+  EXPECT_EQ(mb.proto, NcclProto::kLL128);
+  EXPECT_NEAR(mb.time_s, 82.125e-6, 0.001e-6);
+  EXPECT_NEAR(mb.latency_s, 79.2e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(mb.bw_share, 0.92);
+  EXPECT_EQ(collective_cost(c, CollKind::kAllGather, g, 8).proto, NcclProto::kLL);
+  const CollectiveCost big = collective_cost(c, CollKind::kReduceScatter, g, kGiB);
+  EXPECT_EQ(big.proto, NcclProto::kSimple);
+  expect_rel(big.time_s, by_hand(kGiB, NcclProto::kSimple), 1e-12);
+}
+
+// The all-reduce: ring 2(n-1) steps of which 2N cross nodes (NCCL's count), its Simple latency
+// 1.4x once each rank has at least 64 B per channel (the "plateau effect", 16 channels
+// assumed); tree 2((q - 1) NVLink + log2(N) network) steps at 0.92 of the links for 2S, LL at
+// 1/3.8 of that (capped at 20.4 GB/s), LL128 at 120/128, scaled by NCCL's tree correction at
+// medium sizes (2^k x 64 B: Simple 0.5 at 1 MB = 2^14 x 64).
+TEST(NcclTuner, AllReduceRingAndTreeByHand) {
+  const ClusterSpec c = test_cluster(4, CollectiveModel::kNccl);
+  const GroupShape g = group_shape(32, 1, 8);
+  const double B = 360e9;
+  // Ring Simple, 1 MiB (32 KiB per rank): (8.4 + 54 x 3.4 + 8 x 14) x 1.4 = 425.6 us latency.
+  const double S = 1048576;
+  const double ring_simple = (kBase[1][2] + 54 * 3.4 + 8 * kNet[1][2]) * 1.4 * kUs + 2 * 31.0 / 32 * S / B;
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kRing, NcclProto::kSimple).time_s,
+             ring_simple, 1e-12);
+  // Tree Simple, 1 MiB: latency 0 + 2 (7 x 28 + 2 x 28) = 504 us; 2S / (360e9 x 0.92 x 0.5).
+  const double tree_simple = 2 * (7 * kNvl[0][2] + 2 * kNet[0][2]) * kUs + 2 * S / (B * 0.92 * 0.5);
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kTree, NcclProto::kSimple).time_s,
+             tree_simple, 1e-12);
+  // Tree LL, 1 kB (log2(1000/64) = 3: correction 1.0): 6.8 + 2 (7 x 0.6 + 2 x 5) = 35.2 us,
+  // 2 x 1000 / 20.4e9; the ring's LL: 6.6 + 54 x 1 + 8 x 2.7 = 82.2 us. Auto runs the tree.
+  const double tree_ll = (kBase[0][0] + 2 * (7 * kNvl[0][0] + 2 * kNet[0][0])) * kUs + 2 * 1000 / 20.4e9;
+  const CollectiveCost small = collective_cost(c, CollKind::kAllReduce, g, 1000);
+  EXPECT_EQ(small.algo, CollAlgo::kTree);
+  EXPECT_EQ(small.proto, NcclProto::kLL);
+  expect_rel(small.time_s, tree_ll, 1e-12);
+  EXPECT_NEAR(small.time_s, 35.298e-6, 0.001e-6);
+  const double ring_ll = (kBase[1][0] + 54 * 1.0 + 8 * kNet[1][0]) * kUs + 2 * 31.0 / 32 * 1000 / 20.4e9;
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllReduce, g, 1000, CollAlgo::kRing, NcclProto::kLL).time_s, ring_ll,
+             1e-12);
+  // Auto is the fastest of the six (algorithm, protocol) pairs at every size.
+  for (double size : {8.0, 1e4, 1e6, 1e8, 4e9}) {
+    double best = 1e300;
+    for (CollAlgo a : {CollAlgo::kRing, CollAlgo::kTree}) {
+      for (NcclProto p : {NcclProto::kLL, NcclProto::kLL128, NcclProto::kSimple}) {
+        best = std::min(best, nccl_ring_tree_cost(c, CollKind::kAllReduce, g, size, a, p).time_s);
+      }
+    }
+    EXPECT_DOUBLE_EQ(collective_cost(c, CollKind::kAllReduce, g, size).time_s, best) << size;
+  }
+}
+
+// Inside one node: LL gets a third of the links for an all-gather (a quarter for an
+// all-reduce), capped at NCCL's 87.7 GB/s for one node of Ampere or Hopper GPUs; no proxy
+// floor on the steps; no tree. nccl_latency_scale multiplies every latency (the bands).
+TEST(NcclTuner, InsideOneNodeAndScaled) {
+  ClusterSpec c = test_cluster(1, CollectiveModel::kNccl);
+  const GroupShape g = group_shape(8, 1, 8);
+  const double S = 1e5;
+  const CollectiveCost ll = nccl_ring_tree_cost(c, CollKind::kAllGather, g, S, CollAlgo::kRing, NcclProto::kLL);
+  EXPECT_DOUBLE_EQ(ll.bw_share, 87.7e9 / kBnv);  // 0.2377 < 1/3
+  expect_rel(ll.time_s, (kBase[1][0] + 7 * kNvl[1][0]) * kUs + 7.0 / 8 * S / 87.7e9, 1e-12);
+  EXPECT_EQ(nccl_ring_tree_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kTree).time_s, 0.0);
+  const double simple = nccl_ring_tree_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kRing, NcclProto::kSimple).time_s;
+  expect_rel(simple, (kBase[1][2] + 14 * kNvl[1][2]) * kUs + 2 * 7.0 / 8 * S / kBnv, 1e-12);
+  c.nccl_latency_scale = 2;
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllReduce, g, S, CollAlgo::kRing, NcclProto::kSimple).time_s,
+             2 * (kBase[1][2] + 14 * kNvl[1][2]) * kUs + 2 * 7.0 / 8 * S / kBnv, 1e-12);
+  // The alpha-beta model ignores it and keeps no protocol.
+  ClusterSpec ab = test_cluster(1);
+  ab.nccl_latency_scale = 2;
+  const CollectiveCost r = collective_cost(ab, CollKind::kAllReduce, g, S);
+  EXPECT_EQ(r.proto, NcclProto::kNone);
+  expect_rel(r.time_s, 14 * kAnv + 2 * 7.0 / 8 * S / kBnv, 1e-12);
+}
+
+// The GPU presets price with NCCL's tuner, the cpu_mpi executor's host with per-hop alphas (MPI
+// is not NCCL); a scenario may say which with cluster.collectives, and a wrong value is named.
+TEST(NcclTuner, PresetsAndTheScenarioField) {
+  auto cluster_of = [](const std::string& cluster) {
+    auto s = parse_scenario(R"({"model": "llama3-8b", "cluster": )" + cluster +
+                            R"(, "plan": {"global_batch": 8, "microbatch": 1}, "workload": {"seq_len": 1024}})");
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+    return s.ok() ? s->cluster : ClusterSpec{};
+  };
+  EXPECT_EQ(cluster_of(R"({"preset": "dgx-h100"})").collectives, CollectiveModel::kNccl);
+  EXPECT_EQ(cluster_of(R"({"preset": "cpu-host"})").collectives, CollectiveModel::kAlphaBeta);
+  const ClusterSpec ab = cluster_of(R"({"preset": "dgx-h100", "collectives": "alpha_beta"})");
+  EXPECT_EQ(ab.collectives, CollectiveModel::kAlphaBeta);
+  // dgx-h100's alphas (2.5 us): 7 x 2.5 us + 7/8 x 1 MB / 369e9 for an all-gather in a node.
+  const GroupShape g = group_shape(8, 1, 8);
+  expect_rel(collective_cost(ab, CollKind::kAllGather, g, 1e6).time_s, 7 * 2.5e-6 + 7.0 / 8 * 1e6 / kBnv, 1e-12);
+  auto bad = parse_scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "collectives": "mpi"},
+      "plan": {"global_batch": 8, "microbatch": 1}, "workload": {"seq_len": 1024}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("cluster.collectives"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("alpha_beta"), std::string::npos) << bad.error().message;
 }
 
 }  // namespace

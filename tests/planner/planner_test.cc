@@ -418,8 +418,9 @@ TEST(PlannerObjective, CostIsPriceTimesGpuHoursOverTheSweep) {
     }
   }
   // The cheapest run is the smallest, 64 GPUs with TP2 PP2 CP4 interleaved v = 8 (each
-  // rank's attention kernel sees 2,048 tokens); 128 GPUs' best is the same layout with twice
-  // the data parallelism, within 2% dearer (its gradient reduction crosses more nodes). CP8
+  // rank's attention kernel sees 2,048 tokens); 128 GPUs' best keeps tensor x context
+  // parallelism inside a node (TP1 CP8 PP4 or TP2 CP4 PP2, within 0.5 % of each other),
+  // within 2% dearer (its gradient reduction crosses more nodes). CP8
   // at 1,024 tokens per kernel (a lower cuDNN efficiency, models/data/attention.json) and
   // twice the ring exchanges beside it (their interference, docs/model-reference.md 4.5a)
   // ranks below it.
@@ -428,9 +429,8 @@ TEST(PlannerObjective, CostIsPriceTimesGpuHoursOverTheSweep) {
   EXPECT_EQ(r.ranked.front().plan.cp, 4);
   const auto best128 = std::find_if(r.ranked.begin(), r.ranked.end(), [](const Candidate& c) { return c.gpus() == 128; });
   ASSERT_NE(best128, r.ranked.end());
-  EXPECT_EQ(best128->plan.tp, 2);
-  EXPECT_EQ(best128->plan.pp, 2);
-  EXPECT_EQ(best128->plan.cp, 4);
+  EXPECT_EQ(best128->plan.tp * best128->plan.cp, 8);
+  EXPECT_GE(best128->plan.cp, 4);
   EXPECT_GT(best128->figures().cost, r.ranked.front().figures().cost);
   EXPECT_LT(best128->figures().cost, 1.02 * r.ranked.front().figures().cost);
   EXPECT_EQ(r.ranked[r.best_by_tokens].gpus(), 512);
@@ -654,7 +654,7 @@ TEST(PlannerExplain, SaysWhatDoesNotFitOrWhereALayoutRanks) {
   ASSERT_TRUE(r.scenario_layout.has_value());
   EXPECT_EQ(own->rank, r.scenario_layout);
   EXPECT_EQ(own->limits.size(), 5u);  // step parts, largest overhead, memory, goodput, vs #1
-  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
+  EXPECT_EQ(own->limits[1], "largest overhead: exposed TP communication (21.4% of the step)");
   EXPECT_TRUE(own->folded.empty());
   // Selective recomputation of the core attention with FlashAttention is not searched.
   std::string selective = layout_string(s.plan);
@@ -720,8 +720,8 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
       ASSERT_TRUE(c.plan.sequence_parallel && c.plan.tp > 1) << layout_string(c.plan);
     }
   }
-  // The scenario's TP8 PP4: exposed TP communication 20.7% of the step without the overlap,
-  // 2.2% with it (the rest hides behind the split GEMMs, which it slows: interference 3.9%,
+  // The scenario's TP8 PP4: exposed TP communication 21.4% of the step without the overlap,
+  // 2.5% with it (the rest hides behind the split GEMMs, which it slows: interference 4.1%,
   // docs/model-reference.md 4.5a); it ranks far better with it.
   auto off = explain_layout(s, r, "tp=8,pp=4,sp=true,zero=1");
   auto on = explain_layout(s, r, "tp=8,pp=4,sp=true,tpo=true,zero=1");
@@ -729,9 +729,9 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
   ASSERT_TRUE(off->rank.has_value() && on->rank.has_value());
   EXPECT_EQ(on->layout, "tp=8,pp=4,dp=2,cp=1,ep=1,sp=true,tpo=true,schedule=1f1b,v=1,mb=1,gb=64,zero=1,recompute=none");
   EXPECT_LT(*on->rank * 2, *off->rank);
-  EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (20.7% of the step)");
-  EXPECT_NE(on->limits[0].find("exposed TP communication 2.2%"), std::string::npos) << on->limits[0];
-  EXPECT_NE(on->limits[0].find("interference 3.9%"), std::string::npos) << on->limits[0];
+  EXPECT_EQ(off->limits[1], "largest overhead: exposed TP communication (21.4% of the step)");
+  EXPECT_NE(on->limits[0].find("exposed TP communication 2.5%"), std::string::npos) << on->limits[0];
+  EXPECT_NE(on->limits[0].find("interference 4.1%"), std::string::npos) << on->limits[0];
   // The compute by kind of work, as the estimate reports it (estimate.h ComputeParts).
   const Estimate eo = estimate(s.model, s.cluster, on->plan, s.workload);
   EXPECT_NE(on->limits[0].find(fmt::format("(GEMMs {:.1f}%, attention core {:.1f}%", 100 * eo.compute.gemm / eo.step_time_s,

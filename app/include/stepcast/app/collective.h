@@ -55,6 +55,7 @@ struct CollectiveBandRule {
 // One priced collective: `algo` at `size_bytes`.
 struct CollectiveRow {
   CollAlgo algo = CollAlgo::kRing;  // kAuto only when a calibration's fit priced it
+  NcclProto proto = NcclProto::kNone;  // NCCL's protocol (kNccl clusters' ring and tree)
   std::int64_t size_bytes = 0;
   double time_s = 0;
   double algbw_GBps = 0;  // size / time / 1e9

@@ -14,9 +14,13 @@ namespace stepcast {
 
 enum class CollKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 enum class CollAlgo { kAuto, kRing, kTree, kHierarchical, kPairwise, kDirect };
+// NCCL's protocols (ClusterSpec::collectives kNccl); kNone where none applies (the alpha-beta
+// model, all-to-all, send/recv, the hierarchical what-ifs, a calibrated fit).
+enum class NcclProto : std::uint8_t { kNone, kLL, kLL128, kSimple };
 
 std::string_view to_string(CollKind kind);
 std::string_view to_string(CollAlgo algo);
+std::string_view to_string(NcclProto proto);
 
 // Where a group's ranks sit: `ranks` in total, `ranks_per_node` of them on each of
 // `nodes` nodes (ranks = ranks_per_node * nodes).
@@ -33,6 +37,12 @@ GroupShape group_shape(int size, int stride, int gpus_per_node);
 struct CollectiveCost {
   double time_s = 0;
   CollAlgo algo = CollAlgo::kRing;
+  NcclProto proto = NcclProto::kNone;
+  double latency_s = 0;  // the part of time_s that does not depend on the links' bandwidth
+  // The share of the links' bandwidth the algorithm and protocol achieve: time_s = latency_s
+  // + (its bytes on the busiest link) / (link bandwidth x bw_share). The SimGrid backend's
+  // flows carry their bytes / bw_share.
+  double bw_share = 1;
   double algbw_GBps = 0;   // bytes / time / 1e9
   double busbw_GBps = 0;   // algbw * bus_factor
 };
@@ -44,12 +54,23 @@ double bus_factor(CollKind kind, int n);
 // Time of one collective of `bytes` on a group of shape `g`, alone on the fabric (no
 // other traffic: leaf uplinks and their oversubscription are not a bottleneck for one
 // group's ring; contention is the simgrid backend's job). kAuto picks the fastest
-// algorithm available for the kind, as NCCL's tuner does. Bandwidths: scale-up per GPU per
+// algorithm available for the kind, as NCCL's tuner does; on a kNccl cluster the ring and
+// tree are priced per protocol with NCCL's tuner latencies and bandwidth factors
+// (nccl_ring_tree_cost) and the fastest (algorithm, protocol) is taken. Bandwidths: scale-up per GPU per
 // direction x intra efficiency; scale-out per GPU (node NICs shared by its GPUs) x inter
 // efficiency. A group with one rank costs 0; an algorithm not available for the kind
 // (e.g. kTree inside one node) costs 0.
 CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g,
                                double bytes, CollAlgo algo = CollAlgo::kAuto);
+
+// NCCL's tuner for one ring or tree collective (NVIDIA/nccl src/graph/tuning.cc, 2.19 to
+// 2.28; docs/model-reference.md section 5.2): latency = base[algo][proto] + the steps' hardware
+// latencies (ring: (steps - inter)·intra + inter·net; tree: 2·((q - 1)·intra + log2(N)·net)),
+// time = latency + bus bytes / (B · share[algo][proto] · tree correction(size)), B the links'
+// bandwidth as the alpha-beta model has it. `proto` kNone = the fastest protocol. Only for
+// kRing (all-reduce, all-gather, reduce-scatter) and kTree (all-reduce on N > 1 nodes).
+CollectiveCost nccl_ring_tree_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g, double bytes,
+                                   CollAlgo algo, NcclProto proto = NcclProto::kNone);
 
 // Where one token's top_k routed copies go when `experts` experts are spread evenly over
 // `ranks` ranks on `nodes` nodes, each token choosing top_k distinct experts uniformly: the

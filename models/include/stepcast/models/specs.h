@@ -130,6 +130,13 @@ struct CollectiveFit {
 
 enum class Topology { kSingleSwitch, kFatTree, kRailOptimized };
 
+// How ring and tree collectives (all-reduce, all-gather, reduce-scatter) are priced
+// (docs/model-reference.md section 5.2): kNccl as NCCL's tuner prices them, per protocol (LL,
+// LL128, Simple) with its own latencies, the fastest protocol and algorithm taken; kAlphaBeta
+// with the cluster's per-hop latencies (intra_latency_us, inter_latency_us) and no protocols,
+// for fabrics that are not NCCL's (the cpu_mpi executor's MPI ranks).
+enum class CollectiveModel : std::uint8_t { kNccl, kAlphaBeta };
+
 struct ClusterSpec {
   std::string name;                    // preset key or "custom"
   GpuSpec gpu;
@@ -142,6 +149,10 @@ struct ClusterSpec {
   int nics_per_node = 0;
   double inter_latency_us = 5.0;
   double inter_efficiency = 0.9;       // achieved/nominal busbw on the scale-out fabric
+  CollectiveModel collectives = CollectiveModel::kNccl;
+  // Multiplies NCCL's tuner latencies (kNccl only); 1 = NCCL's own. The prediction bands
+  // move it with the alpha latencies (docs/model-reference.md, Prediction bands).
+  double nccl_latency_scale = 1.0;
   Topology topology = Topology::kFatTree;
   double oversubscription = 1.0;       // leaf uplink oversubscription (>= 1)
   int nodes_per_leaf = 16;
