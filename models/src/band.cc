@@ -20,8 +20,9 @@ const PartUncertainty& part_uncertainty() {
   static const PartUncertainty u{
       0.10,  // compute: GEMM ceilings are MAMF microbenchmarks [V]; attention efficiency 0.6
              // and HBM efficiency 0.8 (elementwise work, a minority of a layer) are [U]
-      0.25,  // exposed communication: alpha latencies are NCCL-tuner priors [U], link
-             // efficiencies stepcast defaults; the SimGrid/analytic split is [D]
+      0.25,  // exposed communication: ring/tree latencies are NCCL's tuner (a model of its
+             // kernels), the other alphas NCCL-tuner-magnitude priors [U], link efficiencies
+             // stepcast defaults; the SimGrid/analytic split is [D]
       0.10,  // pipeline bubble: stage compute times (as compute) in a schedule formula [D]
       0.25,  // optimizer: memory-bound at HBM efficiency 0.8 [U]
       0.50,  // straggler wait: from the scenario's stated straggler model
