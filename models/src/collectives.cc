@@ -88,11 +88,11 @@ constexpr double kNcclBaseLatUs[2][3] = {{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}};
 constexpr double kNcclNvlinkLatUs[2][3] = {{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}};
 constexpr double kNcclNetLatUs[2][3] = {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}};
 // getNetOverhead: an inter-node ring launches every step through the network proxy, 1 us on
-// an x86 Intel host (2 on AMD, not modelled), 3x that for Simple; the floor of a step's latency.
-constexpr double kNcclNetOverheadUs = 1.0;
-// llMaxBws, GB/s of bus bandwidth for LL: one node of Ampere or Hopper GPUs 87.7; on Intel
-// hosts 39.0 across 2 nodes, 20.4 across more.
-constexpr double kNcclLlMaxBusGBps[3] = {87.7, 39.0, 20.4};
+// an x86 Intel host, 2 on AMD, 3x that for Simple; the floor of a step's latency.
+constexpr double kNcclNetOverheadUs[2] = {1.0, 2.0};  // [Intel, AMD]
+// llMaxBws, GB/s of bus bandwidth for LL: one node of Ampere or Hopper GPUs 87.7; across 2
+// nodes and across more, 39.0 and 20.4 on Intel hosts, 22.5 and 19.0 on AMD ones.
+constexpr double kNcclLlMaxBusGBps[2][3] = {{87.7, 39.0, 20.4}, {87.7, 22.5, 19.0}};
 // treeCorrectionFactor[proto][log2(bytes / 64)], 64 B to 256 MB: the tree's bandwidth at
 // medium sizes.
 constexpr double kNcclTreeCorrection[3][23] = {
@@ -124,11 +124,12 @@ Priced nccl_priced(const ClusterSpec& c, CollKind kind, const GroupShape& g, dou
   double intra = kNcclNvlinkLatUs[a][p], inter = kNcclNetLatUs[a][p];
   double lat = kNcclBaseLatUs[a][p];
   Priced out;
-  const double ll_max = kNcclLlMaxBusGBps[N <= 2 ? N - 1 : 2] * 1e9;
+  const int cpu = c.host_cpu == HostCpu::kAmd ? 1 : 0;
+  const double ll_max = kNcclLlMaxBusGBps[cpu][N <= 2 ? N - 1 : 2] * 1e9;
   if (!tree) {
     const int steps = ar ? 2 * (n - 1) : n - 1;
     const int inter_steps = ar ? (N > 1 ? 2 * N : 0) : N - 1;
-    if (N > 1) intra = std::max(intra, kNcclNetOverheadUs * (p == 2 ? 3 : 1));
+    if (N > 1) intra = std::max(intra, kNcclNetOverheadUs[cpu] * (p == 2 ? 3 : 1));
     // NCCL's count gives an all-reduce with one rank per node 2N network steps of 2(N - 1):
     // the intra-node steps are not let go below zero here.
     lat += std::max(0, steps - inter_steps) * intra + inter_steps * inter;

@@ -367,6 +367,7 @@ ClusterSpec read_cluster(ObjectReader& r, ClusterSpec c, bool from_preset,
       set(c.host_link_GBps, physical(s, "link_GBps", kLinkGBpsRange));
       set(c.host_memory_bandwidth_GBps, physical(s, "memory_bandwidth_GBps", kLinkGBpsRange));
       set(c.host_efficiency, physical(s, "efficiency", kEfficiencyRange));
+      if (auto cpu = s.choice("cpu", {"intel", "amd"})) c.host_cpu = *cpu == "amd" ? HostCpu::kAmd : HostCpu::kIntel;
       s.finish();
     }
   }

@@ -300,6 +300,26 @@ TEST(NcclTuner, RingAllGatherAcrossNodesByHand) {
   expect_rel(big.time_s, by_hand(kGiB, NcclProto::kSimple), 1e-12);
 }
 
+// An AMD host (DGX A100's EPYC CPUs): the network proxy's floor per step is 2 us (6 for
+// Simple) and LL's cap across more than 2 nodes 19.0 GB/s (NCCL's getNetOverhead, llMaxBws).
+TEST(NcclTuner, AmdHostsRaiseTheStepFloorAndLowerLlsCap) {
+  ClusterSpec c = test_cluster(4, CollectiveModel::kNccl);
+  c.host_cpu = HostCpu::kAmd;
+  const GroupShape g = group_shape(32, 1, 8);
+  const double S = 1e6, bus = 31.0 / 32 * S, B = 360e9;
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllGather, g, S, CollAlgo::kRing, NcclProto::kLL).time_s,
+             (kBase[1][0] + 28 * 2.0 + 3 * kNet[1][0]) * kUs + bus / 19.0e9, 1e-12);
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllGather, g, S, CollAlgo::kRing, NcclProto::kLL128).time_s,
+             (kBase[1][1] + 28 * 2.0 + 3 * kNet[1][1]) * kUs + bus / (0.92 * B), 1e-12);
+  expect_rel(nccl_ring_tree_cost(c, CollKind::kAllGather, g, S, CollAlgo::kRing, NcclProto::kSimple).time_s,
+             (kBase[1][2] + 28 * 6.0 + 3 * kNet[1][2]) * kUs + bus / B, 1e-12);
+  // Inside one node the host does not enter.
+  ClusterSpec one = test_cluster(1, CollectiveModel::kNccl);
+  const double intel = nccl_ring_tree_cost(one, CollKind::kAllGather, group_shape(8, 1, 8), S, CollAlgo::kRing).time_s;
+  one.host_cpu = HostCpu::kAmd;
+  EXPECT_EQ(nccl_ring_tree_cost(one, CollKind::kAllGather, group_shape(8, 1, 8), S, CollAlgo::kRing).time_s, intel);
+}
+
 // The all-reduce: ring 2(n-1) steps of which 2N cross nodes (NCCL's count), its Simple latency
 // 1.4x once each rank has at least 64 B per channel (the "plateau effect", 16 channels
 // assumed); tree 2((q - 1) NVLink + log2(N) network) steps at 0.92 of the links for 2S, LL at
@@ -376,6 +396,9 @@ TEST(NcclTuner, PresetsAndTheScenarioField) {
   };
   EXPECT_EQ(cluster_of(R"({"preset": "dgx-h100"})").collectives, CollectiveModel::kNccl);
   EXPECT_EQ(cluster_of(R"({"preset": "cpu-host"})").collectives, CollectiveModel::kAlphaBeta);
+  EXPECT_EQ(cluster_of(R"({"preset": "dgx-a100"})").host_cpu, HostCpu::kAmd);  // 2x AMD EPYC 7742
+  EXPECT_EQ(cluster_of(R"({"preset": "dgx-h100"})").host_cpu, HostCpu::kIntel);
+  EXPECT_EQ(cluster_of(R"({"preset": "dgx-h100", "host": {"cpu": "amd"}})").host_cpu, HostCpu::kAmd);
   const ClusterSpec ab = cluster_of(R"({"preset": "dgx-h100", "collectives": "alpha_beta"})");
   EXPECT_EQ(ab.collectives, CollectiveModel::kAlphaBeta);
   // dgx-h100's alphas (2.5 us): 7 x 2.5 us + 7/8 x 1 MB / 369e9 for an all-gather in a node.
@@ -386,6 +409,10 @@ TEST(NcclTuner, PresetsAndTheScenarioField) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("cluster.collectives"), std::string::npos) << bad.error().message;
   EXPECT_NE(bad.error().message.find("alpha_beta"), std::string::npos) << bad.error().message;
+  auto bad_cpu = parse_scenario(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "host": {"cpu": "arm"}},
+      "plan": {"global_batch": 8, "microbatch": 1}, "workload": {"seq_len": 1024}})");
+  ASSERT_FALSE(bad_cpu.ok());
+  EXPECT_NE(bad_cpu.error().message.find("cluster.host.cpu"), std::string::npos) << bad_cpu.error().message;
 }
 
 }  // namespace

@@ -137,6 +137,11 @@ enum class Topology { kSingleSwitch, kFatTree, kRailOptimized };
 // for fabrics that are not NCCL's (the cpu_mpi executor's MPI ranks).
 enum class CollectiveModel : std::uint8_t { kNccl, kAlphaBeta };
 
+// The hosts' CPU vendor, which NCCL's tuner reads (src/graph/tuning.cc getNetOverhead and
+// llMaxBws: an AMD host's network proxy costs 2 us per ring step where an Intel one costs 1,
+// and LL's bandwidth caps across nodes are lower).
+enum class HostCpu : std::uint8_t { kIntel, kAmd };
+
 struct ClusterSpec {
   std::string name;                    // preset key or "custom"
   GpuSpec gpu;
@@ -174,6 +179,7 @@ struct ClusterSpec {
   double host_link_GBps = 63;
   double host_memory_bandwidth_GBps = 614.4;
   double host_efficiency = 0.8;
+  HostCpu host_cpu = HostCpu::kIntel;  // cluster "host": {"cpu": "intel" | "amd"}
   // GPU-to-GPU speed spread of a healthy cluster (relative 1-sigma of a GPU's sustained
   // speed, same SKU): a synchronous job runs at the pace of its slowest GPU (compute.h
   // job_pace). 0.0148 derives from Sinha et al., SC'22 (arXiv 2208.11035): 8 % average
