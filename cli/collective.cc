@@ -1,5 +1,5 @@
 // stepcast collective KIND SIZE --gpus N [--cluster NAME | --cluster-file FILE] [--stride K]
-//                     [--algo ALGO] [--sweep] [--json]
+//                     [--algo ALGO] [--proto LL|LL128|Simple] [--sweep] [--json]
 #include "commands.h"
 #include "stepcast/app/collective.h"
 
@@ -7,7 +7,7 @@ namespace stepcast::cli {
 
 Command add_collective(CLI::App& app) {
   struct Args {
-    std::string kind, size, cluster = "dgx-h100", cluster_file, algo;
+    std::string kind, size, cluster = "dgx-h100", cluster_file, algo, proto;
     int gpus = 0, stride = 1;
     bool sweep = false, json = false;
   };
@@ -33,6 +33,9 @@ Command add_collective(CLI::App& app) {
                   "ring, tree, hierarchical, pairwise, direct or auto; default: every algorithm the model has for "
                   "KIND, the one auto picks marked (auto runs what NCCL runs: the faster of ring and tree for "
                   "all_reduce, one ring for all_gather and reduce_scatter; hierarchical is a what-if)");
+  sub->add_option("--proto", a->proto,
+                  "LL, LL128 or Simple: price NCCL's ring and tree with this protocol only, as NCCL_PROTO forces it "
+                  "(default: each algorithm's fastest, as NCCL's tuner picks)");
   sub->add_flag("--sweep", a->sweep, "Also the size curve: 8 B doubling up to SIZE, as nccl-tests -b 8 -e SIZE -f 2");
   sub->add_flag("--json", a->json, "Print the JSON report");
   return {sub, [a] {
@@ -45,6 +48,11 @@ Command add_collective(CLI::App& app) {
               auto algo = app::parse_coll_algo(a->algo);
               if (!algo.ok()) return input_error("--algo: " + algo.error().message);
               q.algo = *algo;
+            }
+            if (!a->proto.empty()) {
+              auto proto = app::parse_nccl_proto(a->proto);
+              if (!proto.ok()) return input_error("--proto: " + proto.error().message);
+              q.proto = *proto;
             }
             q.kind = *kind;
             q.size_bytes = *size;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -55,9 +56,9 @@ constexpr std::array<CollAlgo, 5> kAlgos{CollAlgo::kRing, CollAlgo::kTree, CollA
 // One algorithm (or kAuto) at `bytes`, with its band: the model at the corners of the input
 // ranges. For a fixed algorithm every formula of section 5.2 rises with each latency and falls
 // with each efficiency, so the corners bound it; all eight are evaluated anyway.
-CollectiveRow price(const ClusterSpec& c, CollKind kind, const GroupShape& g, std::int64_t bytes,
-                    CollAlgo algo, const CollectiveBandRule& band) {
-  const CollectiveCost point = collective_cost(c, kind, g, static_cast<double>(bytes), algo);
+CollectiveRow price(const ClusterSpec& c, CollKind kind, const GroupShape& g, std::int64_t bytes, CollAlgo algo,
+                    const CollectiveBandRule& band, NcclProto proto) {
+  const CollectiveCost point = collective_cost(c, kind, g, static_cast<double>(bytes), algo, proto);
   CollectiveRow row;
   row.algo = point.algo;
   row.proto = point.proto;
@@ -76,7 +77,7 @@ CollectiveRow price(const ClusterSpec& c, CollKind kind, const GroupShape& g, st
         corner.nccl_latency_scale *= a;
         corner.intra_efficiency = ei;
         corner.inter_efficiency = en;
-        const double t = collective_cost(corner, kind, g, static_cast<double>(bytes), point.algo).time_s;
+        const double t = collective_cost(corner, kind, g, static_cast<double>(bytes), point.algo, proto).time_s;
         if (!std::isfinite(t) || t <= 0) continue;
         row.band_low_s = std::min(row.band_low_s, t);
         row.band_high_s = std::max(row.band_high_s, t);
@@ -170,6 +171,15 @@ Result<CollAlgo> parse_coll_algo(std::string_view text) {
   return Error{"unknown algorithm \"" + printable(text) + "\" (algorithms: auto, ring, tree, hierarchical, pairwise, direct)"};
 }
 
+Result<NcclProto> parse_nccl_proto(std::string_view text) {
+  std::string lower;
+  for (char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "ll") return NcclProto::kLL;
+  if (lower == "ll128") return NcclProto::kLL128;
+  if (lower == "simple") return NcclProto::kSimple;
+  return Error{"unknown protocol \"" + printable(text) + "\" (NCCL's protocols: LL, LL128, Simple)"};
+}
+
 std::string format_size(std::int64_t bytes) {
   static constexpr std::array<const char*, 5> kNames{"KiB", "MiB", "GiB", "TiB", "PiB"};
   std::string best = fmt::format("{} B", bytes);
@@ -245,6 +255,21 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
   }
   r.shape = group_shape(r.ranks, r.stride, gpn);
   r.bus_factor = bus_factor(q.kind, std::max(r.ranks, 2));
+  const NcclProto proto = q.proto.value_or(NcclProto::kNone);
+  if (q.proto) {
+    if (r.cluster.collectives != CollectiveModel::kNccl) {
+      return Error{
+          "--proto: the cluster prices its collectives with per-hop alphas (\"collectives\": \"alpha_beta\"); "
+          "NCCL's protocols need \"collectives\": \"nccl\""};
+    }
+    if (q.kind != CollKind::kAllReduce && q.kind != CollKind::kAllGather && q.kind != CollKind::kReduceScatter) {
+      return Error{
+          fmt::format("--proto: NCCL's tuner prices protocols for all_reduce, all_gather and reduce_scatter, "
+                      "not {}",
+                      to_string(q.kind))};
+    }
+    r.forced_proto = proto;
+  }
 
   r.band.calibrated = collective_cost(r.cluster, q.kind, r.shape, static_cast<double>(q.size_bytes)).algo ==
                       CollAlgo::kAuto;
@@ -261,7 +286,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
     r.band.alpha_high = kAlphaHigh;
   }
 
-  const CollectiveRow chosen = price(r.cluster, q.kind, r.shape, q.size_bytes, CollAlgo::kAuto, r.band);
+  const CollectiveRow chosen = price(r.cluster, q.kind, r.shape, q.size_bytes, CollAlgo::kAuto, r.band, proto);
   if (!usable(chosen)) return Error{"the model has no algorithm for " + std::string(to_string(q.kind))};
   r.auto_algo = chosen.algo;
   if (r.band.calibrated) {
@@ -273,7 +298,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
   } else {
     std::string available;
     for (CollAlgo a : kAlgos) {
-      CollectiveRow row = price(r.cluster, q.kind, r.shape, q.size_bytes, a, r.band);
+      CollectiveRow row = price(r.cluster, q.kind, r.shape, q.size_bytes, a, r.band, proto);
       if (!usable(row)) continue;
       available += (available.empty() ? "" : ", ") + std::string(to_string(a));
       row.is_auto = a == r.auto_algo;
@@ -290,7 +315,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
     // that algorithm; without, each size gets what auto picks there.
     const CollAlgo sweep_algo = q.algo && !r.band.calibrated ? *q.algo : CollAlgo::kAuto;
     for (std::int64_t b = kSweepStartBytes; b <= q.size_bytes; b *= 2) {
-      CollectiveRow row = price(r.cluster, q.kind, r.shape, b, sweep_algo, r.band);
+      CollectiveRow row = price(r.cluster, q.kind, r.shape, b, sweep_algo, r.band, proto);
       row.is_auto = row.algo == collective_cost(r.cluster, q.kind, r.shape, static_cast<double>(b)).algo;
       r.sweep.push_back(row);
     }
@@ -325,7 +350,12 @@ std::string collective_text(const CollectiveReport& r) {
                      c.intra_bandwidth_GBps, c.intra_efficiency, c.intra_latency_us,
                      c.nic_bytes_per_s_per_gpu() / 1e9, c.nics_per_node, c.nic_Gbps, c.gpus_per_node,
                      c.inter_efficiency, c.inter_latency_us);
-  if (c.collectives == CollectiveModel::kNccl) {
+  if (r.forced_proto != NcclProto::kNone) {
+    out += fmt::format(
+        "ring and tree: NCCL's tuner (src/graph/tuning.cc 2.19-2.28) on its {} protocol only, as "
+        "NCCL_PROTO={} forces it; the alphas price the others\n",
+        to_string(r.forced_proto), to_string(r.forced_proto));
+  } else if (c.collectives == CollectiveModel::kNccl) {
     out +=
         "ring and tree: NCCL's tuner (src/graph/tuning.cc 2.19-2.28): the fastest of its LL, LL128 and Simple "
         "protocols, each with its own latencies and share of the links; the alphas price the others\n";
@@ -408,6 +438,9 @@ std::string collective_json(const CollectiveReport& r) {
                 {"inter_efficiency", r.cluster.inter_efficiency},
                 {"inter_latency_us", r.cluster.inter_latency_us},
                 {"collectives", r.cluster.collectives == CollectiveModel::kNccl ? "nccl" : "alpha_beta"}};
+  j["forced_protocol"] = r.forced_proto == NcclProto::kNone
+                             ? nlohmann::ordered_json(nullptr)
+                             : nlohmann::ordered_json(std::string(to_string(r.forced_proto)));
   j["bus_factor"] = r.bus_factor;
   j["band_rule"] = {{"what", r.band.calibrated ? "none: a calibration's fit priced the collective"
                                                : "band from input uncertainty (not a statistical interval)"},

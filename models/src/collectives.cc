@@ -221,8 +221,8 @@ CollectiveCost nccl_ring_tree_cost(const ClusterSpec& c, CollKind kind, const Gr
   return out;
 }
 
-CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupShape& g,
-                               double bytes, CollAlgo algo) {
+CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupShape& g, double bytes, CollAlgo algo,
+                               NcclProto proto) {
   CollectiveCost out;
   const int n = g.ranks;
   if (kind != CollKind::kSendRecv && n <= 1) return out;
@@ -254,7 +254,7 @@ CollectiveCost collective_cost(const ClusterSpec& c, CollKind kind, const GroupS
   };
   auto consider_nccl = [&](CollAlgo a) {
     if (algo != CollAlgo::kAuto && algo != a) return;
-    const CollectiveCost x = nccl_ring_tree_cost(c, kind, g, S, a);
+    const CollectiveCost x = nccl_ring_tree_cost(c, kind, g, S, a, proto);
     if (x.time_s > 0 && (out.time_s == 0 || x.time_s < out.time_s)) out = x;
   };
   // NCCL has no hierarchical algorithm: priced only when asked for, as a what-if.

@@ -271,6 +271,76 @@ TEST(Collective, BadRequestsNameTheArgument) {
   EXPECT_EQ(message(q).rfind("--stride:", 0), 0u) << message(q);
 }
 
+TEST(Collective, ForcedProtocolIsPricedWithItsOwnLatenciesAndLinkShare) {
+  // all_gather of 1 MB (10^6 B) on 32 GPUs = 4 nodes of 8, ring, NCCL_PROTO=Simple: 31 steps,
+  // 3 of them between nodes; base 8.4 us + 28 x 3.4 us (NVLink) + 3 x 14.0 us (network)
+  // = 145.6 us (the proxy's floor on Intel hosts, 3 x 1 us, is below NVLink's 3.4 us). The
+  // ring's slowest link is the network: a node's 8 x 400 Gb/s NICs (one per channel) x 0.9
+  // = 360 GB/s for (n-1)/n of the bytes: 31/32 x 10^6 / 360e9 = 2.69 us. 148.29 us in all.
+  CollectiveRequest q;
+  q.kind = CollKind::kAllGather;
+  q.size_bytes = 1000000;
+  q.gpus = 32;
+  q.algo = CollAlgo::kRing;
+  q.proto = stepcast::NcclProto::kSimple;
+  const CollectiveReport r = run_ok(q);
+  ASSERT_EQ(r.algorithms.size(), 1u);
+  const CollectiveRow& simple = r.algorithms[0];
+  const double t = (8.4 + 28 * 3.4 + 3 * 14.0) * 1e-6 + 31.0 / 32.0 * 1e6 / (8 * 50e9 * 0.9);
+  EXPECT_EQ(simple.proto, stepcast::NcclProto::kSimple);
+  EXPECT_NEAR(simple.time_s, t, 1e-12);
+  EXPECT_NEAR(simple.time_s, 148.29e-6, 0.01e-6);
+  EXPECT_LE(simple.band_low_s, simple.time_s);
+  EXPECT_GE(simple.band_high_s, simple.time_s);
+  EXPECT_EQ(r.forced_proto, stepcast::NcclProto::kSimple);
+  EXPECT_NE(stepcast::app::collective_text(r).find("on its Simple protocol only, as NCCL_PROTO=Simple forces it"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(stepcast::app::collective_json(r))["forced_protocol"], "Simple");
+
+  // Unforced, the tuner takes the fastest protocol: at 1 MB that is not Simple, and no forced
+  // protocol is faster than it.
+  q.proto.reset();
+  const CollectiveReport best = run_ok(q);
+  ASSERT_EQ(best.algorithms.size(), 1u);
+  EXPECT_NE(best.algorithms[0].proto, stepcast::NcclProto::kSimple);
+  EXPECT_LT(best.algorithms[0].time_s, simple.time_s);
+  EXPECT_TRUE(nlohmann::json::parse(stepcast::app::collective_json(best))["forced_protocol"].is_null());
+  for (auto p : {stepcast::NcclProto::kLL, stepcast::NcclProto::kLL128, stepcast::NcclProto::kSimple}) {
+    q.proto = p;
+    const CollectiveReport forced = run_ok(q);
+    EXPECT_EQ(forced.algorithms[0].proto, p);
+    EXPECT_GE(forced.algorithms[0].time_s, best.algorithms[0].time_s);
+    if (p == best.algorithms[0].proto) {
+      EXPECT_EQ(forced.algorithms[0].time_s, best.algorithms[0].time_s);
+    }
+  }
+}
+
+TEST(Collective, ForcedProtocolNeedsNcclsTunerAndAKindItPrices) {
+  auto message = [](const CollectiveRequest& q) {
+    auto r = run_collective(q);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  CollectiveRequest q = all_reduce(1 << 20, 8);
+  q.proto = stepcast::NcclProto::kLL;
+  EXPECT_EQ(message(q), "ok");
+  q.kind = CollKind::kAllToAll;
+  EXPECT_EQ(message(q).rfind("--proto: NCCL's tuner prices protocols for all_reduce, all_gather and "
+                             "reduce_scatter, not all_to_all",
+                             0),
+            0u)
+      << message(q);
+  q = all_reduce(1 << 20, 8);
+  q.proto = stepcast::NcclProto::kLL;
+  q.cluster = "cpu-host";
+  EXPECT_EQ(message(q).rfind("--proto: the cluster prices its collectives with per-hop alphas", 0), 0u) << message(q);
+  EXPECT_EQ(*stepcast::app::parse_nccl_proto("ll128"), stepcast::NcclProto::kLL128);
+  EXPECT_EQ(*stepcast::app::parse_nccl_proto("SIMPLE"), stepcast::NcclProto::kSimple);
+  EXPECT_EQ(*stepcast::app::parse_nccl_proto("LL"), stepcast::NcclProto::kLL);
+  EXPECT_EQ(stepcast::app::parse_nccl_proto("LL64").error().message,
+            "unknown protocol \"LL64\" (NCCL's protocols: LL, LL128, Simple)");
+}
+
 TEST(Collective, JsonCarriesTheReportsNumbers) {
   CollectiveRequest q = all_reduce(std::int64_t{1} << 30, 64);
   q.sweep = true;

@@ -41,6 +41,12 @@ TEST_F(CollectiveCli, BadInputsExitTwoNamingTheArgument) {
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "8", "--stride", "0"}), "--stride: expected");
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "8", "--cluster", "dgx-h1000"}),
                      "--cluster: unknown cluster preset \"dgx-h1000\" (did you mean \"dgx-h100\"?)");
+  expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "8", "--proto", "LL64"}),
+                     "--proto: unknown protocol \"LL64\" (NCCL's protocols: LL, LL128, Simple)");
+  expect_input_error(run({"collective", "send_recv", "1GiB", "--proto", "LL"}),
+                     "--proto: NCCL's tuner prices protocols for all_reduce");
+  expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "4", "--cluster", "cpu-host", "--proto", "LL"}),
+                     "--proto: the cluster prices its collectives with per-hop alphas");
   // CLI11 converts --gpus: its message names the option too.
   const Outcome word = run({"collective", "all_reduce", "1GiB", "--gpus", "eight"});
   expect_input_error(word, "");

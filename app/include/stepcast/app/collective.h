@@ -28,6 +28,8 @@ Result<std::int64_t> parse_size_bytes(std::string_view text);
 Result<CollKind> parse_coll_kind(std::string_view text);
 // "auto", "ring", "tree", "hierarchical", "pairwise", "direct".
 Result<CollAlgo> parse_coll_algo(std::string_view text);
+// "LL", "LL128" or "Simple" (case-insensitive, as NCCL_PROTO reads them).
+Result<NcclProto> parse_nccl_proto(std::string_view text);
 // Bytes as "1 GiB", "512 MiB" when an exact multiple of a binary unit, else "1000000000 B".
 std::string format_size(std::int64_t bytes);
 
@@ -41,6 +43,9 @@ struct CollectiveRequest {
   std::string cluster = "dgx-h100";          // a cluster preset, used when cluster_file is unset
   std::optional<ScenarioInput> cluster_file;  // a scenario whose `cluster` is used instead
   std::optional<CollAlgo> algo;  // unset: every algorithm the model has; kAuto: the one auto picks
+  // Set: NCCL's ring and tree priced with this protocol only (as NCCL_PROTO forces it); needs
+  // a cluster with `"collectives": "nccl"` and a kind NCCL's tuner prices.
+  std::optional<NcclProto> proto;
   bool sweep = false;            // also the sizes 8, 16, ... <= size_bytes (REQUIRES size >= 8)
 };
 
@@ -75,6 +80,7 @@ struct CollectiveReport {
   CollectiveBandRule band;
   std::vector<CollectiveRow> algorithms;  // at size_bytes; the ones asked for, model order
   CollAlgo auto_algo = CollAlgo::kRing;   // what kAuto picks at size_bytes
+  NcclProto forced_proto = NcclProto::kNone;  // --proto, else kNone (each row's fastest)
   std::vector<CollectiveRow> sweep;       // empty without request.sweep
   std::vector<std::string> notes;         // what the numbers leave out, one sentence each
 };

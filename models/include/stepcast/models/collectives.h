@@ -60,8 +60,10 @@ double bus_factor(CollKind kind, int n);
 // direction x intra efficiency; scale-out per GPU (node NICs shared by its GPUs) x inter
 // efficiency. A group with one rank costs 0; an algorithm not available for the kind
 // (e.g. kTree inside one node) costs 0.
-CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g,
-                               double bytes, CollAlgo algo = CollAlgo::kAuto);
+// `proto` other than kNone prices NCCL's ring and tree with that protocol only, as NCCL_PROTO
+// forces it (the other algorithms and kAlphaBeta clusters have no protocol and ignore it).
+CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g, double bytes,
+                               CollAlgo algo = CollAlgo::kAuto, NcclProto proto = NcclProto::kNone);
 
 // NCCL's tuner for one ring or tree collective (NVIDIA/nccl src/graph/tuning.cc, 2.19 to
 // 2.28; docs/model-reference.md section 5.2): latency = base[algo][proto] + the steps' hardware
