@@ -103,13 +103,6 @@ std::string bus_factor_formula(CollKind kind) {
 
 std::string algo_name(CollAlgo a) { return a == CollAlgo::kAuto ? "calibrated" : std::string(to_string(a)); }
 
-// "ring (LL128)": the algorithm and NCCL's protocol where one priced it.
-std::string algo_label(const CollectiveRow& row) {
-  std::string s = algo_name(row.algo);
-  if (row.proto != NcclProto::kNone) s += " (" + std::string(to_string(row.proto)) + ")";
-  return s;
-}
-
 std::string placement_text(const CollectiveReport& r) {
   const GroupShape& g = r.shape;
   const std::string how = r.stride == 1 ? "contiguous (stride 1)" : fmt::format("stride {}", r.stride);
@@ -339,6 +332,12 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
   return r;
 }
 
+std::string collective_row_label(const CollectiveRow& row) {
+  std::string s = algo_name(row.algo);
+  if (row.proto != NcclProto::kNone) s += " (" + std::string(to_string(row.proto)) + ")";
+  return s;
+}
+
 std::string collective_text(const CollectiveReport& r) {
   const ClusterSpec& c = r.cluster;
   std::string out;
@@ -366,8 +365,8 @@ std::string collective_text(const CollectiveReport& r) {
                      "band (us)");
   for (const CollectiveRow& row : r.algorithms) {
     out += fmt::format("  {:<22}{:>14.2f}{:>14.2f}{:>14.2f}   {:.2f} - {:.2f}\n",
-                       algo_label(row) + (row.is_auto ? " *" : ""), row.time_s * 1e6, row.algbw_GBps, row.busbw_GBps,
-                       row.band_low_s * 1e6, row.band_high_s * 1e6);
+                       collective_row_label(row) + (row.is_auto ? " *" : ""), row.time_s * 1e6, row.algbw_GBps,
+                       row.busbw_GBps, row.band_low_s * 1e6, row.band_high_s * 1e6);
   }
   if (r.kind == CollKind::kAllGather || r.kind == CollKind::kReduceScatter) {
     out += fmt::format("  * = what auto picks ({}: NCCL runs {} as one ring; the others are what-ifs)\n",
@@ -392,9 +391,10 @@ std::string collective_text(const CollectiveReport& r) {
     out += fmt::format("  {:>16}{:>14}{:>14}{:>14}  {:<22}{}\n", "size (B)", "time (us)", "algbw (GB/s)",
                        "busbw (GB/s)", "algorithm", "band (us)");
     for (const CollectiveRow& row : r.sweep) {
-      out += fmt::format("  {:>16}{:>14.2f}{:>14.2f}{:>14.2f}  {:<22}{:.2f} - {:.2f}\n", row.size_bytes,
-                         row.time_s * 1e6, row.algbw_GBps, row.busbw_GBps, algo_label(row) + (row.is_auto ? " *" : ""),
-                         row.band_low_s * 1e6, row.band_high_s * 1e6);
+      out +=
+          fmt::format("  {:>16}{:>14.2f}{:>14.2f}{:>14.2f}  {:<22}{:.2f} - {:.2f}\n", row.size_bytes, row.time_s * 1e6,
+                      row.algbw_GBps, row.busbw_GBps, collective_row_label(row) + (row.is_auto ? " *" : ""),
+                      row.band_low_s * 1e6, row.band_high_s * 1e6);
     }
   }
   if (!r.notes.empty()) out += "\n";

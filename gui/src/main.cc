@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   cli.addOption(shots);
   const QCommandLineOption views(QStringLiteral("views"),
                                  QStringLiteral("With --screenshots: only these views (scenario, timeline, planner, "
-                                                "reliability, incidents), comma-separated."),
+                                                "reliability, incidents, collectives), comma-separated."),
                                  QStringLiteral("LIST"));
   const QCommandLineOption prefix(QStringLiteral("prefix"), QStringLiteral("With --screenshots: file name prefix."),
                                   QStringLiteral("P"));

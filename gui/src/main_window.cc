@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QTabWidget>
 
+#include "collectives_view.h"
 #include "document.h"
 #include "editor_view.h"
 #include "estimate_panel.h"
@@ -41,10 +42,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), doc_(new Scenario
   planner_ = new PlannerView(doc_, tabs_);
   reliability_ = new ReliabilityView(doc_, tabs_);
   incidents_ = new IncidentsView(doc_, tabs_);
+  collectives_ = new CollectivesView(doc_, tabs_);
   tabs_->addTab(timeline_, tr("Timeline"));
   tabs_->addTab(planner_, tr("Planner"));
   tabs_->addTab(reliability_, tr("Reliability"));
   tabs_->addTab(incidents_, tr("Incidents"));
+  tabs_->addTab(collectives_, tr("Collectives"));
   setCentralWidget(tabs_);
 
   // "Use this layout": back to the editor, where the estimate shows the adopted layout.
@@ -139,11 +142,9 @@ bool MainWindow::saveScreenshots(const QString& dir, const QStringList& views, c
     View* view;
     const char* name;
   };
-  const Shot shots[] = {{0, estimate_, "scenario"},
-                        {1, timeline_, "timeline"},
-                        {2, planner_, "planner"},
-                        {3, reliability_, "reliability"},
-                        {4, incidents_, "incidents"}};
+  const Shot shots[] = {{0, estimate_, "scenario"},   {1, timeline_, "timeline"},
+                        {2, planner_, "planner"},     {3, reliability_, "reliability"},
+                        {4, incidents_, "incidents"}, {5, collectives_, "collectives"}};
   for (const QString& v : views) {
     bool known = false;
     for (const Shot& s : shots) known = known || v == QLatin1String(s.name);

@@ -1,5 +1,5 @@
 // The main window: the scenario editor beside its live estimate, then the timeline,
-// planner, reliability and incidents views, all over one ScenarioDocument; File (open,
+// planner, reliability, incidents and collectives views, all over one ScenarioDocument; File (open,
 // save, save as) and Edit (undo, redo) menus.
 #pragma once
 
@@ -18,6 +18,7 @@ class TimelineView;
 class PlannerView;
 class ReliabilityView;
 class IncidentsView;
+class CollectivesView;
 class View;
 
 class MainWindow : public QMainWindow {
@@ -30,7 +31,7 @@ class MainWindow : public QMainWindow {
   // Opens a scenario file; false with a message box (unless quiet) when it cannot be read.
   bool openFile(const QString& path, bool quiet = false);
   // Writes one PNG per view into `dir` (each view prepared and idle first): scenario.png,
-  // timeline.png, planner.png, reliability.png, incidents.png, each name after `prefix`;
+  // timeline.png, planner.png, reliability.png, incidents.png, collectives.png, each name after `prefix`;
   // only the views named in `views` when it is not empty. False on a write error, an
   // unknown view name, or a view that stays busy for `timeout_ms`.
   bool saveScreenshots(const QString& dir, const QStringList& views = {}, const QString& prefix = {},
@@ -44,6 +45,7 @@ class MainWindow : public QMainWindow {
   PlannerView* planner() const { return planner_; }
   ReliabilityView* reliability() const { return reliability_; }
   IncidentsView* incidents() const { return incidents_; }
+  CollectivesView* collectives() const { return collectives_; }
 
  protected:
   void closeEvent(class QCloseEvent* event) override;
@@ -65,6 +67,7 @@ class MainWindow : public QMainWindow {
   PlannerView* planner_;
   ReliabilityView* reliability_;
   IncidentsView* incidents_;
+  CollectivesView* collectives_;
 };
 
 }  // namespace stepcast::gui

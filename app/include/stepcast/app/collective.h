@@ -90,6 +90,10 @@ struct CollectiveReport {
 // "SIZE: ..." (sweep below 8 B).
 Result<CollectiveReport> run_collective(const CollectiveRequest& request);
 
+// "ring (LL128)": the row's algorithm ("calibrated" for a fit) and NCCL's protocol where one
+// priced it, as the text report and the GUI label rows.
+std::string collective_row_label(const CollectiveRow& row);
+
 // The readable report: the question, the placement, the links, one row per algorithm, the
 // band rule, then the sweep and the notes.
 std::string collective_text(const CollectiveReport& report);
