@@ -24,6 +24,7 @@
 
 #include "document.h"
 #include "stepcast/models/presets.h"
+#include "stepcast/models/program.h"
 
 namespace stepcast::gui {
 namespace {
@@ -34,6 +35,9 @@ constexpr std::array<CollAlgo, 6> kAlgos{CollAlgo::kAuto,         CollAlgo::kRin
                                          CollAlgo::kHierarchical, CollAlgo::kPairwise, CollAlgo::kDirect};
 constexpr std::array<NcclProto, 3> kProtos{NcclProto::kLL, NcclProto::kLL128, NcclProto::kSimple};
 constexpr int kScenarioCluster = 0;
+// The plan's groups the group box offers, with their names.
+constexpr std::array<std::pair<GroupKind, const char*>, 4> kGroups{
+    {{GroupKind::kTp, "TP"}, {GroupKind::kCp, "CP"}, {GroupKind::kEp, "EP"}, {GroupKind::kDp, "DP"}}};
 // One colour per table row (the chart's curves), in the table's order.
 const std::array<QColor, 6> kCurveColors{QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
                                          QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
@@ -72,6 +76,8 @@ CollectivesView::CollectivesView(ScenarioDocument* doc, QWidget* parent) : View(
   stride_ = new QSpinBox(this);
   stride_->setObjectName(QStringLiteral("stride"));
   stride_->setRange(1, 1048576);
+  group_ = new QComboBox(this);
+  group_->setObjectName(QStringLiteral("group"));
   cluster_ = new QComboBox(this);
   cluster_->setObjectName(QStringLiteral("cluster"));
   cluster_->addItem(tr("the scenario's cluster"));
@@ -91,6 +97,8 @@ CollectivesView::CollectivesView(ScenarioDocument* doc, QWidget* parent) : View(
          "(bytes)"));
   add(0, 4, tr("GPUs"), gpus_, tr("Ranks in the group (send_recv: one transfer between two ranks)"));
   add(0, 6, tr("Stride"), stride_, tr("Members this many GPUs apart in rank order (8 on 8-GPU nodes: one per node)"));
+  add(1, 6, tr("Group"), group_,
+      tr("A group of the scenario's plan: its size and stride (Megatron's rank order, the plan's placement)"));
   add(1, 0, tr("Cluster"), cluster_, tr("The open scenario's cluster (calibration included), or a cluster preset"));
   add(1, 2, tr("Algorithm"), algo_, tr("Every algorithm the model has for the collective, or one (auto: NCCL's pick)"));
   add(1, 4, tr("NCCL protocol"), proto_,
@@ -145,17 +153,63 @@ CollectivesView::CollectivesView(ScenarioDocument* doc, QWidget* parent) : View(
   for (QComboBox* box : {kind_, cluster_, algo_, proto_}) {
     connect(box, &QComboBox::currentIndexChanged, this, &CollectivesView::recompute);
   }
-  for (QSpinBox* box : {gpus_, stride_}) connect(box, &QSpinBox::valueChanged, this, &CollectivesView::recompute);
+  for (QSpinBox* box : {gpus_, stride_}) {
+    connect(box, &QSpinBox::valueChanged, this, [this] {
+      const QSignalBlocker keep(group_);
+      group_->setCurrentIndex(0);  // edited by hand: no longer the plan's group
+      recompute();
+    });
+  }
+  connect(group_, &QComboBox::currentIndexChanged, this, &CollectivesView::groupChosen);
   connect(size_, &QLineEdit::editingFinished, this, &CollectivesView::recompute);
   connect(doc, &ScenarioDocument::changed, this, [this] {
+    syncGroups();
     syncClusters();
     if (cluster_->currentIndex() == kScenarioCluster) recompute();
   });
+  syncGroups();
   syncClusters();
   recompute();
 }
 
 CollectivesView::~CollectivesView() = default;
+
+void CollectivesView::syncGroups() {
+  const QSignalBlocker keep(group_);
+  const QString was = group_->currentIndex() > 0 ? group_->currentText().section(QLatin1Char(':'), 0, 0) : QString();
+  group_->clear();
+  group_->addItem(tr("custom"));
+  const std::optional<Scenario>& s = document()->scenario();
+  if (!s) return;
+  const Placement place = Placement::of(s->plan, s->cluster.gpus_per_node);
+  for (const auto& [kind, name] : kGroups) {
+    const int size = place.group_size(kind);
+    if (size < 2) continue;
+    const int stride = place.group_stride(kind);
+    group_->addItem(tr("%1 group: %2 GPUs, stride %3").arg(QString::fromLatin1(name)).arg(size).arg(stride),
+                    QVariantList{size, stride});
+  }
+  // The same group stays chosen while it exists (its size or stride may have changed).
+  for (int i = 1; i < group_->count() && !was.isEmpty(); ++i) {
+    if (group_->itemText(i).startsWith(was + QLatin1Char(':'))) {
+      group_->setCurrentIndex(i);
+      groupChosen(i);
+      return;
+    }
+  }
+}
+
+void CollectivesView::groupChosen(int index) {
+  if (index <= 0) return;
+  const QVariantList v = group_->itemData(index).toList();
+  if (v.size() != 2) return;
+  {
+    const QSignalBlocker keep_gpus(gpus_), keep_stride(stride_);
+    gpus_->setValue(v[0].toInt());
+    stride_->setValue(v[1].toInt());
+  }
+  recompute();
+}
 
 void CollectivesView::syncClusters() {
   // The scenario's cluster is offered while the scenario is valid; an invalid one falls
@@ -306,7 +360,8 @@ void CollectivesView::showReport() {
 
 void CollectivesView::prepareScreenshot() {
   const QSignalBlocker b_kind(kind_), b_gpus(gpus_), b_stride(stride_), b_cluster(cluster_), b_algo(algo_),
-      b_proto(proto_);
+      b_proto(proto_), b_group(group_);
+  group_->setCurrentIndex(0);
   kind_->setCurrentIndex(0);
   size_->setText(QStringLiteral("1GiB"));
   gpus_->setValue(64);

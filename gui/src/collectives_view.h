@@ -38,6 +38,9 @@ class CollectivesView : public View {
   QLineEdit* sizeEdit() const { return size_; }
   QSpinBox* gpusBox() const { return gpus_; }
   QSpinBox* strideBox() const { return stride_; }
+  // "custom", then the scenario plan's groups of more than one rank ("TP group: 8 GPUs,
+  // stride 1"), which set GPUs and stride; editing either goes back to "custom".
+  QComboBox* groupBox() const { return group_; }
   // Item 0 is the scenario's cluster (disabled while the scenario is invalid), then the
   // cluster presets by name.
   QComboBox* clusterBox() const { return cluster_; }
@@ -61,11 +64,14 @@ class CollectivesView : public View {
   void recompute();
   void showReport();
   void syncClusters();
+  void syncGroups();
+  void groupChosen(int index);
 
   QComboBox* kind_ = nullptr;
   QLineEdit* size_ = nullptr;
   QSpinBox* gpus_ = nullptr;
   QSpinBox* stride_ = nullptr;
+  QComboBox* group_ = nullptr;
   QComboBox* cluster_ = nullptr;
   QComboBox* algo_ = nullptr;
   QComboBox* proto_ = nullptr;

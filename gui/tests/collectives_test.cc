@@ -53,6 +53,7 @@ class CollectivesTest : public QObject {
   void allGatherOnSimpleMatchesTheHandCalculation();
   void badInputIsAMessageAndNoRows();
   void anInvalidScenarioFallsBackToAPreset();
+  void thePlansGroupsSetGpusAndStride();
 };
 
 void CollectivesTest::tableAndCurvesMatchADirectRun() {
@@ -171,6 +172,35 @@ void CollectivesTest::anInvalidScenarioFallsBackToAPreset() {
   doc.undoStack()->undo();
   QVERIFY(doc.scenario().has_value());
   QVERIFY(model->item(0)->isEnabled());
+}
+
+void CollectivesTest::thePlansGroupsSetGpusAndStride() {
+  ScenarioDocument doc;
+  QVERIFY(open(doc));
+  CollectivesView view(&doc);
+  // tp 8, pp 4, dp 2 in Megatron's order (tp innermost): the TP group is 8 consecutive
+  // GPUs, the DP group 2 GPUs 8 apart; cp and ep are 1 (no group).
+  QCOMPARE(view.groupBox()->count(), 3);
+  QCOMPARE(view.groupBox()->itemText(1), QStringLiteral("TP group: 8 GPUs, stride 1"));
+  QCOMPARE(view.groupBox()->itemText(2), QStringLiteral("DP group: 2 GPUs, stride 8"));
+  choose(view.groupBox(), QStringLiteral("DP group: 2 GPUs, stride 8"));
+  QCOMPARE(view.gpusBox()->value(), 2);
+  QCOMPARE(view.strideBox()->value(), 8);
+  QVERIFY(view.report() != nullptr);
+  QCOMPARE(view.report()->shape.ranks_per_node, 1);  // one rank on each of two nodes
+  QCOMPARE(view.report()->shape.nodes, 2);
+  // The plan changes: the DP group stays chosen, with its new size and stride.
+  const ScenarioDocument::Edits edits{{{"plan", "tp"}, 4}, {{"plan", "dp"}, 4}};
+  QVERIFY(doc.setValues(edits, QStringLiteral("tp 4, dp 4")));
+  QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
+  QCOMPARE(view.groupBox()->currentText(), QStringLiteral("DP group: 4 GPUs, stride 4"));
+  QCOMPARE(view.gpusBox()->value(), 4);
+  QCOMPARE(view.strideBox()->value(), 4);
+  QCOMPARE(view.report()->ranks, 4);
+  // GPUs edited by hand: no longer the plan's group.
+  view.gpusBox()->setValue(16);
+  QCOMPARE(view.groupBox()->currentIndex(), 0);
+  QCOMPARE(view.report()->ranks, 16);
 }
 
 QTEST_MAIN(CollectivesTest)
