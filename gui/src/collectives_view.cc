@@ -25,6 +25,7 @@
 #include "document.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/program.h"
+#include "style.h"
 
 namespace stepcast::gui {
 namespace {
@@ -106,11 +107,7 @@ CollectivesView::CollectivesView(ScenarioDocument* doc, QWidget* parent) : View(
   grid->setColumnStretch(8, 1);
   top->addLayout(grid);
 
-  message_ = new QLabel(this);
-  message_->setObjectName(QStringLiteral("message"));
-  message_->setWordWrap(true);
-  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  message_->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  message_ = message_label(QStringLiteral("message"), this);
   top->addWidget(message_);
   summary_ = new QLabel(this);
   summary_->setObjectName(QStringLiteral("summary"));

@@ -89,11 +89,7 @@ ReliabilityView::ReliabilityView(ScenarioDocument* doc, QWidget* parent)
     : View(doc, parent), knobs_(kKnobs), written_(kKnobs, kNaN) {
   setObjectName(QStringLiteral("reliability"));
   auto* top = new QVBoxLayout(this);
-  message_ = new QLabel(this);
-  message_->setObjectName(QStringLiteral("message"));
-  message_->setWordWrap(true);
-  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  message_->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  message_ = message_label(QStringLiteral("message"), this);
   top->addWidget(message_);
 
   auto* grid = new QGridLayout();

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <QLabel>
+
 namespace stepcast::gui {
 
 QColor part_color(std::string_view part) {
@@ -48,6 +50,15 @@ QString format_count(double v) {
   QString digits = QString::number(n < 0 ? -n : n);
   for (int i = digits.size() - 3; i > 0; i -= 3) digits.insert(i, QLatin1Char(','));
   return n < 0 ? QStringLiteral("-") + digits : digits;
+}
+
+QLabel* message_label(const QString& name, QWidget* parent) {
+  auto* label = new QLabel(parent);
+  label->setObjectName(name);
+  label->setWordWrap(true);
+  label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  label->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  return label;
 }
 
 }  // namespace stepcast::gui

@@ -7,6 +7,9 @@
 #include <QColor>
 #include <QString>
 
+class QLabel;
+class QWidget;
+
 namespace stepcast::gui {
 
 // The colour of a breakdown part or timeline stream: "compute", "tp", "dp", "pp", "cp",
@@ -18,5 +21,8 @@ QString format_seconds(double s);
 QString format_gib(double bytes);
 // A count with thousands separators: "91,624".
 QString format_count(double v);
+// A label for messages (input errors): word-wrapped, selectable, in the error colour;
+// `name` is its object name (tests find it by name).
+QLabel* message_label(const QString& name, QWidget* parent);
 
 }  // namespace stepcast::gui
