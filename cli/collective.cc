@@ -1,5 +1,5 @@
 // stepcast collective KIND SIZE --gpus N [--cluster NAME | --cluster-file FILE] [--stride K]
-//                     [--algo ALGO] [--proto LL|LL128|Simple] [--sweep] [--json]
+//                     [--group tp|cp|ep|dp] [--algo ALGO] [--proto LL|LL128|Simple] [--sweep] [--json]
 #include "commands.h"
 #include "stepcast/app/collective.h"
 
@@ -7,7 +7,7 @@ namespace stepcast::cli {
 
 Command add_collective(CLI::App& app) {
   struct Args {
-    std::string kind, size, cluster = "dgx-h100", cluster_file, algo, proto;
+    std::string kind, size, cluster = "dgx-h100", cluster_file, algo, proto, group;
     int gpus = 0, stride = 1;
     bool sweep = false, json = false;
   };
@@ -29,6 +29,9 @@ Command add_collective(CLI::App& app) {
                   "nodes of 8)");
   auto* preset = sub->add_option("--cluster", a->cluster, "Cluster preset (stepcast presets); default dgx-h100");
   sub->add_option("--cluster-file", a->cluster_file, "Scenario file whose cluster is used")->excludes(preset);
+  sub->add_option("--group", a->group,
+                  "tp, cp, ep or dp: the group of the --cluster-file scenario's plan (its size and stride, in "
+                  "Megatron's rank order and the plan's placement) instead of --gpus and --stride");
   sub->add_option("--algo", a->algo,
                   "ring, tree, hierarchical, pairwise, direct or auto; default: every algorithm the model has for "
                   "KIND, the one auto picks marked (auto runs what NCCL runs: the faster of ring and tree for "
@@ -48,6 +51,11 @@ Command add_collective(CLI::App& app) {
               auto algo = app::parse_coll_algo(a->algo);
               if (!algo.ok()) return input_error("--algo: " + algo.error().message);
               q.algo = *algo;
+            }
+            if (!a->group.empty()) {
+              auto group = app::parse_plan_group(a->group);
+              if (!group.ok()) return input_error("--group: " + group.error().message);
+              q.group = *group;
             }
             if (!a->proto.empty()) {
               auto proto = app::parse_nccl_proto(a->proto);

@@ -106,9 +106,12 @@ std::string algo_name(CollAlgo a) { return a == CollAlgo::kAuto ? "calibrated" :
 std::string placement_text(const CollectiveReport& r) {
   const GroupShape& g = r.shape;
   const std::string how = r.stride == 1 ? "contiguous (stride 1)" : fmt::format("stride {}", r.stride);
-  return fmt::format("{} ranks {}: {} per node on {} node{} of {} GPUs", g.ranks, how, g.ranks_per_node,
+  const std::string which = r.group ? fmt::format(" (the plan's {} group)", to_string(*r.group)) : "";
+  return fmt::format("{} ranks {}{}: {} per node on {} node{} of {} GPUs", g.ranks, how, which, g.ranks_per_node,
                      g.nodes, g.nodes == 1 ? "" : "s", r.cluster.gpus_per_node);
 }
+
+constexpr std::array<GroupKind, 4> kPlanGroups{GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp};
 
 }  // namespace
 
@@ -184,8 +187,47 @@ std::string format_size(std::int64_t bytes) {
   return best;
 }
 
-Result<CollectiveReport> run_collective(const CollectiveRequest& q) {
+std::vector<PlanGroup> plan_groups(const Scenario& s) {
+  const Placement place = Placement::of(s.plan, s.cluster.gpus_per_node);
+  std::vector<PlanGroup> out;
+  for (GroupKind g : kPlanGroups) {
+    const int n = place.group_size(g);
+    if (n > 1) out.push_back(PlanGroup{g, n, place.group_stride(g)});
+  }
+  return out;
+}
+
+Result<GroupKind> parse_plan_group(std::string_view text) {
+  for (GroupKind g : kPlanGroups) {
+    if (text == to_string(g)) return g;
+  }
+  return Error{"unknown group \"" + printable(text) + "\" (the plan's groups: tp, cp, ep, dp)"};
+}
+
+Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
+  CollectiveRequest q = request;
+  std::optional<GroupKind> group;
+  if (q.group) {
+    // The plan's group sets the ranks and the stride; the scenario is read once, here.
+    if (!q.cluster_file) return Error{"--group: needs --cluster-file (a scenario whose plan has the group)"};
+    if (q.gpus != 0 || q.stride != 1) {
+      return Error{"--group: sets the group's GPUs and stride from the plan; leave out --gpus and --stride"};
+    }
+    auto s = load(*q.cluster_file);
+    if (!s.ok()) return s.error();
+    const std::vector<PlanGroup> groups = plan_groups(*s);
+    const auto it = std::find_if(groups.begin(), groups.end(), [&](const PlanGroup& g) { return g.kind == *q.group; });
+    if (it == groups.end()) {
+      return Error{fmt::format("--group: the plan's {} group has one rank (tp {}, cp {}, ep {}, dp {})",
+                               to_string(*q.group), s->plan.tp, s->plan.cp, s->plan.ep, s->plan.dp)};
+    }
+    q.gpus = it->ranks;
+    q.stride = it->stride;
+    q.cluster_file->scenario = std::move(*s);
+    group = q.group;
+  }
   CollectiveReport r;
+  r.group = group;
   r.kind = q.kind;
   r.size_bytes = q.size_bytes;
   if (q.size_bytes < 1 || q.size_bytes > kMaxSizeBytes) {
@@ -428,6 +470,7 @@ std::string collective_json(const CollectiveReport& r) {
   j["cluster"] = r.cluster_label;
   j["placement"] = {{"ranks", r.ranks},
                     {"stride", r.stride},
+                    {"group", r.group ? nlohmann::ordered_json(to_string(*r.group)) : nlohmann::ordered_json(nullptr)},
                     {"gpus_per_node", r.cluster.gpus_per_node},
                     {"ranks_per_node", r.shape.ranks_per_node},
                     {"nodes", r.shape.nodes}};

@@ -24,7 +24,6 @@
 
 #include "document.h"
 #include "stepcast/models/presets.h"
-#include "stepcast/models/program.h"
 #include "style.h"
 
 namespace stepcast::gui {
@@ -36,9 +35,7 @@ constexpr std::array<CollAlgo, 6> kAlgos{CollAlgo::kAuto,         CollAlgo::kRin
                                          CollAlgo::kHierarchical, CollAlgo::kPairwise, CollAlgo::kDirect};
 constexpr std::array<NcclProto, 3> kProtos{NcclProto::kLL, NcclProto::kLL128, NcclProto::kSimple};
 constexpr int kScenarioCluster = 0;
-// The plan's groups the group box offers, with their names.
-constexpr std::array<std::pair<GroupKind, const char*>, 4> kGroups{
-    {{GroupKind::kTp, "TP"}, {GroupKind::kCp, "CP"}, {GroupKind::kEp, "EP"}, {GroupKind::kDp, "DP"}}};
+
 // One colour per table row (the chart's curves), in the table's order.
 const std::array<QColor, 6> kCurveColors{QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
                                          QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
@@ -178,13 +175,12 @@ void CollectivesView::syncGroups() {
   group_->addItem(tr("custom"));
   const std::optional<Scenario>& s = document()->scenario();
   if (!s) return;
-  const Placement place = Placement::of(s->plan, s->cluster.gpus_per_node);
-  for (const auto& [kind, name] : kGroups) {
-    const int size = place.group_size(kind);
-    if (size < 2) continue;
-    const int stride = place.group_stride(kind);
-    group_->addItem(tr("%1 group: %2 GPUs, stride %3").arg(QString::fromLatin1(name)).arg(size).arg(stride),
-                    QVariantList{size, stride});
+  for (const app::PlanGroup& g : app::plan_groups(*s)) {
+    group_->addItem(tr("%1 group: %2 GPUs, stride %3")
+                        .arg(QString::fromLatin1(to_string(g.kind)).toUpper())
+                        .arg(g.ranks)
+                        .arg(g.stride),
+                    QVariantList{g.ranks, g.stride});
   }
   // The same group stays chosen while it exists (its size or stride may have changed).
   for (int i = 1; i < group_->count() && !was.isEmpty(); ++i) {

@@ -341,6 +341,62 @@ TEST(Collective, ForcedProtocolNeedsNcclsTunerAndAKindItPrices) {
             "unknown protocol \"LL64\" (NCCL's protocols: LL, LL128, Simple)");
 }
 
+// The plan's groups of scenarios/llama3-70b-64xh100.json (tp 8, pp 4, dp 2, cp 1, ep 1; in
+// Megatron's order tp is innermost): TP = 8 consecutive GPUs, DP = 2 GPUs 8 apart.
+TEST(Collective, ThePlansGroupsSetTheRanksAndTheStride) {
+  const std::string file = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json";
+  auto s = stepcast::app::load(stepcast::app::ScenarioInput::file(file));
+  ASSERT_TRUE(s.ok());
+  const auto groups = stepcast::app::plan_groups(*s);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].kind, stepcast::GroupKind::kTp);
+  EXPECT_EQ(groups[0].ranks, 8);
+  EXPECT_EQ(groups[0].stride, 1);
+  EXPECT_EQ(groups[1].kind, stepcast::GroupKind::kDp);
+  EXPECT_EQ(groups[1].ranks, 2);
+  EXPECT_EQ(groups[1].stride, 8);
+
+  CollectiveRequest q;
+  q.kind = CollKind::kReduceScatter;
+  q.size_bytes = std::int64_t{1} << 30;
+  q.cluster_file = stepcast::app::ScenarioInput::file(file);
+  q.group = stepcast::GroupKind::kDp;
+  const CollectiveReport r = run_ok(q);
+  EXPECT_EQ(r.ranks, 2);
+  EXPECT_EQ(r.stride, 8);
+  EXPECT_EQ(r.shape.nodes, 2);
+  EXPECT_EQ(r.shape.ranks_per_node, 1);
+  EXPECT_NE(stepcast::app::collective_text(r).find("2 ranks stride 8 (the plan's dp group): 1 per node on 2 nodes"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(stepcast::app::collective_json(r))["placement"]["group"], "dp");
+  // The same group given by hand prices the same.
+  CollectiveRequest by_hand = q;
+  by_hand.group.reset();
+  by_hand.gpus = 2;
+  by_hand.stride = 8;
+  const CollectiveReport h = run_ok(by_hand);
+  ASSERT_EQ(h.algorithms.size(), r.algorithms.size());
+  EXPECT_EQ(h.algorithms[0].time_s, r.algorithms[0].time_s);
+  EXPECT_TRUE(nlohmann::json::parse(stepcast::app::collective_json(h))["placement"]["group"].is_null());
+
+  auto message = [](const CollectiveRequest& x) {
+    auto res = run_collective(x);
+    return res.ok() ? std::string("ok") : res.error().message;
+  };
+  CollectiveRequest bad = q;
+  bad.group = stepcast::GroupKind::kEp;
+  EXPECT_EQ(message(bad), "--group: the plan's ep group has one rank (tp 8, cp 1, ep 1, dp 2)");
+  bad = q;
+  bad.gpus = 4;
+  EXPECT_EQ(message(bad).rfind("--group: sets the group's GPUs and stride", 0), 0u);
+  bad = q;
+  bad.cluster_file.reset();
+  EXPECT_EQ(message(bad), "--group: needs --cluster-file (a scenario whose plan has the group)");
+  EXPECT_EQ(*stepcast::app::parse_plan_group("cp"), stepcast::GroupKind::kCp);
+  EXPECT_EQ(stepcast::app::parse_plan_group("pp").error().message,
+            "unknown group \"pp\" (the plan's groups: tp, cp, ep, dp)");
+}
+
 TEST(Collective, JsonCarriesTheReportsNumbers) {
   CollectiveRequest q = all_reduce(std::int64_t{1} << 30, 64);
   q.sweep = true;

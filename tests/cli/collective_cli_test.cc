@@ -47,6 +47,12 @@ TEST_F(CollectiveCli, BadInputsExitTwoNamingTheArgument) {
                      "--proto: NCCL's tuner prices protocols for all_reduce");
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "4", "--cluster", "cpu-host", "--proto", "LL"}),
                      "--proto: the cluster prices its collectives with per-hop alphas");
+  const std::string scenario = std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json";
+  expect_input_error(run({"collective", "all_reduce", "1GiB", "--cluster-file", scenario, "--group", "xp"}),
+                     "--group: unknown group \"xp\"");
+  expect_input_error(run({"collective", "all_reduce", "1GiB", "--cluster-file", scenario, "--group", "ep"}),
+                     "--group: the plan's ep group has one rank");
+  expect_input_error(run({"collective", "all_reduce", "1GiB", "--group", "tp"}), "--group: needs --cluster-file");
   // CLI11 converts --gpus: its message names the option too.
   const Outcome word = run({"collective", "all_reduce", "1GiB", "--gpus", "eight"});
   expect_input_error(word, "");

@@ -13,6 +13,7 @@
 
 #include "stepcast/app/scenario_input.h"
 #include "stepcast/models/collectives.h"
+#include "stepcast/models/program.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/specs.h"
 
@@ -30,6 +31,18 @@ Result<CollKind> parse_coll_kind(std::string_view text);
 Result<CollAlgo> parse_coll_algo(std::string_view text);
 // "LL", "LL128" or "Simple" (case-insensitive, as NCCL_PROTO reads them).
 Result<NcclProto> parse_nccl_proto(std::string_view text);
+// A group of a scenario's plan: its ranks and the distance between neighbours in rank order
+// (Placement::group_size / group_stride: Megatron's order, the plan's placement).
+struct PlanGroup {
+  GroupKind kind = GroupKind::kTp;
+  int ranks = 1;
+  int stride = 1;
+};
+// The plan's TP, CP, EP and DP groups of more than one rank, in that order.
+std::vector<PlanGroup> plan_groups(const Scenario& scenario);
+// "tp", "cp", "ep" or "dp". Errors list them.
+Result<GroupKind> parse_plan_group(std::string_view text);
+
 // Bytes as "1 GiB", "512 MiB" when an exact multiple of a binary unit, else "1000000000 B".
 std::string format_size(std::int64_t bytes);
 
@@ -46,6 +59,9 @@ struct CollectiveRequest {
   // Set: NCCL's ring and tree priced with this protocol only (as NCCL_PROTO forces it); needs
   // a cluster with `"collectives": "nccl"` and a kind NCCL's tuner prices.
   std::optional<NcclProto> proto;
+  // Set: the group is this group of cluster_file's plan (REQUIRES cluster_file; gpus 0 and
+  // stride 1, which it sets).
+  std::optional<GroupKind> group;
   bool sweep = false;            // also the sizes 8, 16, ... <= size_bytes (REQUIRES size >= 8)
 };
 
@@ -75,6 +91,7 @@ struct CollectiveReport {
   ClusterSpec cluster;   // nodes = the nodes the group spans (a preset), or the file's
   std::string cluster_label;  // "dgx-h100" or "FILE (cluster NAME)"
   int ranks = 0, stride = 1;
+  std::optional<GroupKind> group;  // the plan's group the ranks are (request.group)
   GroupShape shape;      // as collective_cost sees it
   double bus_factor = 1;
   CollectiveBandRule band;
