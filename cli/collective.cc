@@ -1,5 +1,5 @@
-// stepcast collective KIND SIZE --gpus N [--cluster NAME | --cluster-file FILE] [--stride K]
-//                     [--group tp|cp|ep|dp] [--algo ALGO] [--proto LL|LL128|Simple] [--sweep] [--json]
+// stepcast collective KIND SIZE (--gpus N [--stride K] | --group tp|cp|ep|dp)
+//                     [--cluster NAME | --cluster-file FILE] [--algo ALGO] [--proto LL|LL128|Simple] [--sweep] [--json]
 #include "commands.h"
 #include "stepcast/app/collective.h"
 
@@ -23,7 +23,7 @@ Command add_collective(CLI::App& app) {
       ->required();
   sub->add_option("--gpus", a->gpus,
                   "Ranks in the group (at least 2; send_recv: one transfer between two ranks --stride apart, --gpus "
-                  "optional)");
+                  "optional); or --group");
   sub->add_option("--stride", a->stride,
                   "Members this many GPUs apart in rank order (default 1: contiguous; e.g. 8 for a DP group across "
                   "nodes of 8)");

@@ -168,11 +168,15 @@ Result<CollAlgo> parse_coll_algo(std::string_view text) {
 }
 
 Result<NcclProto> parse_nccl_proto(std::string_view text) {
-  std::string lower;
-  for (char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (lower == "ll") return NcclProto::kLL;
-  if (lower == "ll128") return NcclProto::kLL128;
-  if (lower == "simple") return NcclProto::kSimple;
+  // The names to_string(NcclProto) prints, in any case (NCCL_PROTO's reading).
+  const auto same = [text](std::string_view name) {
+    return std::equal(text.begin(), text.end(), name.begin(), name.end(), [](char a, char b) {
+      return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    });
+  };
+  for (NcclProto p : {NcclProto::kLL, NcclProto::kLL128, NcclProto::kSimple}) {
+    if (same(to_string(p))) return p;
+  }
   return Error{"unknown protocol \"" + printable(text) + "\" (NCCL's protocols: LL, LL128, Simple)"};
 }
 
@@ -297,7 +301,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
           "--proto: the cluster prices its collectives with per-hop alphas (\"collectives\": \"alpha_beta\"); "
           "NCCL's protocols need \"collectives\": \"nccl\""};
     }
-    if (q.kind != CollKind::kAllReduce && q.kind != CollKind::kAllGather && q.kind != CollKind::kReduceScatter) {
+    if (!nccl_tuned_kind(q.kind)) {
       return Error{
           fmt::format("--proto: NCCL's tuner prices protocols for all_reduce, all_gather and reduce_scatter, "
                       "not {}",
@@ -351,7 +355,8 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
     const CollAlgo sweep_algo = q.algo && !r.band.calibrated ? *q.algo : CollAlgo::kAuto;
     for (std::int64_t b = kSweepStartBytes; b <= q.size_bytes; b *= 2) {
       CollectiveRow row = price(r.cluster, q.kind, r.shape, b, sweep_algo, r.band, proto);
-      row.is_auto = row.algo == collective_cost(r.cluster, q.kind, r.shape, static_cast<double>(b)).algo;
+      row.is_auto =
+          row.algo == collective_cost(r.cluster, q.kind, r.shape, static_cast<double>(b), CollAlgo::kAuto, proto).algo;
       r.sweep.push_back(row);
     }
   }

@@ -156,10 +156,12 @@ CollectivesView::CollectivesView(ScenarioDocument* doc, QWidget* parent) : View(
   }
   connect(group_, &QComboBox::currentIndexChanged, this, &CollectivesView::groupChosen);
   connect(size_, &QLineEdit::editingFinished, this, &CollectivesView::recompute);
+  // An edit of the scenario may change its cluster, its plan's groups and whether it is
+  // valid: the controls follow it without signals, then the collective is priced once.
   connect(doc, &ScenarioDocument::changed, this, [this] {
     syncGroups();
     syncClusters();
-    if (cluster_->currentIndex() == kScenarioCluster) recompute();
+    recompute();
   });
   syncGroups();
   syncClusters();
@@ -170,7 +172,8 @@ CollectivesView::~CollectivesView() = default;
 
 void CollectivesView::syncGroups() {
   const QSignalBlocker keep(group_);
-  const QString was = group_->currentIndex() > 0 ? group_->currentText().section(QLatin1Char(':'), 0, 0) : QString();
+  // Item data: {GroupKind, ranks, stride}; "custom" has none.
+  const QVariantList was = group_->currentData().toList();
   group_->clear();
   group_->addItem(tr("custom"));
   const std::optional<Scenario>& s = document()->scenario();
@@ -180,27 +183,29 @@ void CollectivesView::syncGroups() {
                         .arg(QString::fromLatin1(to_string(g.kind)).toUpper())
                         .arg(g.ranks)
                         .arg(g.stride),
-                    QVariantList{g.ranks, g.stride});
+                    QVariantList{static_cast<int>(g.kind), g.ranks, g.stride});
   }
-  // The same group stays chosen while it exists (its size or stride may have changed).
+  // The same group stays chosen while the plan has it (its size or stride may have changed).
   for (int i = 1; i < group_->count() && !was.isEmpty(); ++i) {
-    if (group_->itemText(i).startsWith(was + QLatin1Char(':'))) {
+    if (group_->itemData(i).toList().value(0) == was.value(0)) {
       group_->setCurrentIndex(i);
-      groupChosen(i);
+      applyGroup(i);
       return;
     }
   }
 }
 
+void CollectivesView::applyGroup(int index) {
+  const QVariantList v = group_->itemData(index).toList();
+  if (v.size() != 3) return;
+  const QSignalBlocker keep_gpus(gpus_), keep_stride(stride_);
+  gpus_->setValue(v[1].toInt());
+  stride_->setValue(v[2].toInt());
+}
+
 void CollectivesView::groupChosen(int index) {
   if (index <= 0) return;
-  const QVariantList v = group_->itemData(index).toList();
-  if (v.size() != 2) return;
-  {
-    const QSignalBlocker keep_gpus(gpus_), keep_stride(stride_);
-    gpus_->setValue(v[0].toInt());
-    stride_->setValue(v[1].toInt());
-  }
+  applyGroup(index);
   recompute();
 }
 
@@ -212,6 +217,7 @@ void CollectivesView::syncClusters() {
     if (QStandardItem* item = model->item(kScenarioCluster)) item->setEnabled(valid);
   }
   if (!valid && cluster_->currentIndex() == kScenarioCluster) {
+    const QSignalBlocker keep(cluster_);  // the caller prices once
     const int h100 = cluster_->findText(QStringLiteral("dgx-h100"));
     if (h100 >= 0) cluster_->setCurrentIndex(h100);
   }

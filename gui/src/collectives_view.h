@@ -63,8 +63,11 @@ class CollectivesView : public View {
  private:
   void recompute();
   void showReport();
-  void syncClusters();
+  // Rebuild from the document without signals (the caller prices once).
   void syncGroups();
+  void syncClusters();
+  // Writes group item `index`'s GPUs and stride into the spin boxes, without signals.
+  void applyGroup(int index);
   void groupChosen(int index);
 
   QComboBox* kind_ = nullptr;

@@ -193,14 +193,16 @@ double hierarchical_time(CollKind kind, const GroupShape& g, const Links& l, dou
 
 }  // namespace
 
+bool nccl_tuned_kind(CollKind kind) {
+  return kind == CollKind::kAllReduce || kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+}
+
 CollectiveCost nccl_ring_tree_cost(const ClusterSpec& c, CollKind kind, const GroupShape& g, double bytes,
                                    CollAlgo algo, NcclProto proto) {
   CollectiveCost out;
-  const bool ring_kind =
-      kind == CollKind::kAllReduce || kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
   const bool tree = algo == CollAlgo::kTree;
-  if (!ring_kind || (algo != CollAlgo::kRing && !tree) || (tree && (kind != CollKind::kAllReduce || g.nodes < 2)) ||
-      g.ranks <= 1 || !(bytes > 0)) {
+  if (!nccl_tuned_kind(kind) || (algo != CollAlgo::kRing && !tree) ||
+      (tree && (kind != CollKind::kAllReduce || g.nodes < 2)) || g.ranks <= 1 || !(bytes > 0)) {
     return out;
   }
   const double bw = ring_tree_bw(g, links(c));

@@ -316,6 +316,29 @@ TEST(Collective, ForcedProtocolIsPricedWithItsOwnLatenciesAndLinkShare) {
   }
 }
 
+// The sweep's `*` is what auto runs under the forced protocol too. 256 MiB over 64 H100: the
+// tuner's pick is the tree on LL128; on Simple alone the ring is faster (2.317 against 2.361 ms),
+// so the sweep's last row, auto at 256 MiB, is the ring and is marked.
+TEST(Collective, ForcedProtocolSweepMarksWhatAutoRunsOnThatProtocol) {
+  CollectiveRequest q = all_reduce(std::int64_t{256} << 20, 64);
+  EXPECT_EQ(run_ok(q).auto_algo, CollAlgo::kTree);
+  q.proto = stepcast::NcclProto::kSimple;
+  q.sweep = true;
+  const CollectiveReport r = run_ok(q);
+  ASSERT_EQ(r.auto_algo, CollAlgo::kRing);
+  const CollectiveRow* ring = find(r, CollAlgo::kRing);
+  const CollectiveRow* tree = find(r, CollAlgo::kTree);
+  ASSERT_TRUE(ring != nullptr && tree != nullptr);
+  EXPECT_LT(ring->time_s, tree->time_s);
+  ASSERT_FALSE(r.sweep.empty());
+  EXPECT_EQ(r.sweep.back().size_bytes, q.size_bytes);
+  EXPECT_EQ(r.sweep.back().algo, CollAlgo::kRing);
+  EXPECT_EQ(r.sweep.back().proto, stepcast::NcclProto::kSimple);
+  EXPECT_TRUE(r.sweep.back().is_auto);
+  EXPECT_EQ(r.sweep.back().time_s, ring->time_s);
+  for (const CollectiveRow& row : r.sweep) EXPECT_TRUE(row.is_auto) << row.size_bytes;
+}
+
 TEST(Collective, ForcedProtocolNeedsNcclsTunerAndAKindItPrices) {
   auto message = [](const CollectiveRequest& q) {
     auto r = run_collective(q);

@@ -1,5 +1,6 @@
-// `collective`: one collective, priced by the alpha-beta model (docs/model-reference.md
-// section 5, "One collective" in docs/collective.md). Time, algbw and busbw with the
+// `collective`: one collective, priced by the model every command uses (docs/model-reference.md
+// section 5: NCCL's tuner for ring and tree, alpha-beta forms for the others; "One collective"
+// in docs/collective.md). Time, algbw and busbw with the
 // nccl-tests definitions, every algorithm the model has for the kind (the one `auto` picks
 // marked), a band from the uncertainty of the model's inputs, and optionally the size sweep
 // nccl-tests prints (8 B doubling up to the size).
@@ -103,8 +104,9 @@ struct CollectiveReport {
 };
 
 // Errors (input), each naming the argument: "--gpus: ...", "--stride: ...", "--cluster: ...
-// (presets: ...)", the scenario's own errors for cluster_file, "--algo: ... not available",
-// "SIZE: ..." (sweep below 8 B).
+// (presets: ...)", the scenario's own errors for cluster_file, "--group: ..." (no cluster_file,
+// gpus or stride given too, a group of one rank), "--algo: ... not available", "--proto: ..."
+// (an alpha-beta cluster, a kind NCCL's tuner does not price), "SIZE: ..." (sweep below 8 B).
 Result<CollectiveReport> run_collective(const CollectiveRequest& request);
 
 // "ring (LL128)": the row's algorithm ("calibrated" for a fit) and NCCL's protocol where one

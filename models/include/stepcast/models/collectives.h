@@ -65,6 +65,10 @@ double bus_factor(CollKind kind, int n);
 CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g, double bytes,
                                CollAlgo algo = CollAlgo::kAuto, NcclProto proto = NcclProto::kNone);
 
+// The kinds NCCL's tuner prices per protocol (ring, and tree for the all-reduce): all-reduce,
+// all-gather, reduce-scatter.
+bool nccl_tuned_kind(CollKind kind);
+
 // NCCL's tuner for one ring or tree collective (NVIDIA/nccl src/graph/tuning.cc, 2.19 to
 // 2.28; docs/model-reference.md section 5.2): latency = base[algo][proto] + the steps' hardware
 // latencies (ring: (steps - inter)·intra + inter·net; tree: 2·((q - 1)·intra + log2(N)·net)),
