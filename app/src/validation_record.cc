@@ -594,9 +594,15 @@ ScenarioBuild build_scenario(Record& r) {
     out.reason = fmt::format("no cluster preset for gpu {} (known: SXM A100, H100, H200, B200)", quote(r.gpu));
     return out;
   }
-  if (r.gpus_per_node != 8) {
+  // A record on one node may use part of it (a single-GPU run); several nodes must be whole
+  // 8-GPU nodes, as the DGX-class presets are.
+  const bool part_of_one_node = r.gpus == r.gpus_per_node && r.gpus_per_node >= 1 && r.gpus_per_node < 8;
+  if (r.gpus_per_node != 8 && !part_of_one_node) {
     out.reason = fmt::format("{} GPUs per node; the {} preset has 8", r.gpus_per_node, preset.cluster);
     return out;
+  }
+  if (part_of_one_node) {
+    r.assumptions.push_back(fmt::format("{} GPU{} of one {} node", r.gpus, r.gpus == 1 ? "" : "s", preset.cluster));
   }
   if (r.gpus % r.gpus_per_node != 0) {
     out.reason = fmt::format("{} GPUs are not whole nodes of {}", r.gpus, r.gpus_per_node);
@@ -682,6 +688,7 @@ ScenarioBuild build_scenario(Record& r) {
   sc["name"] = r.id;
   sc["model"] = std::move(model);
   sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
+  if (part_of_one_node) sc["cluster"]["gpus_per_node"] = r.gpus_per_node;
   if (gpu.size() > 1 || gpu_preset != preset.gpu) sc["cluster"]["gpu"] = std::move(gpu);
   // NICs per node and their speed, where the interconnect description states them.
   if (const auto nics = nics_of(r.interconnect, r.gpus_per_node); nics && nics->per_node >= 1 && nics->per_node <= 1024 && nics->gbps >= 0.1) {

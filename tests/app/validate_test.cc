@@ -421,6 +421,29 @@ TEST_F(ValidateTest, ScenariosAreWrittenOrFailCleanly) {
       << bad.error().message;
 }
 
+// A record on part of one node (a single-GPU run) runs on that many GPUs of one node; several
+// nodes must be whole 8-GPU nodes.
+TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
+  const std::string one = record(json::parse(R"j({"id": "one", "hardware": {"gpus_total": 1, "gpus_per_node": 1},
+      "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "schedule": "1F1B", "global_batch": 8}})j"));
+  const std::string split = record(json::parse(R"j({"id": "split", "hardware": {"gpus_total": 8, "gpus_per_node": 4}})j"));
+  const std::string out = (dir_ / "out").string();
+  auto rep = run_validate({file_of("[" + one + "," + split + "]"), out});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 2u);
+  const ValidationRow& r = rep->rows[0];
+  EXPECT_TRUE(r.feasible) << r.reason;
+  EXPECT_NE(std::find(r.assumptions.begin(), r.assumptions.end(), "1 GPU of one dgx-a100 node"), r.assumptions.end());
+  std::ifstream in(out + "/one.json");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto parsed = reader::parse_document(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ((*parsed)["cluster"]["nodes"], 1);
+  EXPECT_EQ((*parsed)["cluster"]["gpus_per_node"], 1);
+  EXPECT_FALSE(rep->rows[1].predicted);
+  EXPECT_EQ(rep->rows[1].reason, "4 GPUs per node; the dgx-a100 preset has 8");
+}
+
 TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
