@@ -27,6 +27,7 @@ std::string presets_json(const PresetsReport& report) {
                     {"mamf_bf16_tflops", g.mamf_bf16_tflops},
                     {"mamf_fp8_tflops", g.mamf_fp8_tflops},
                     {"gemm_fp8_k_half", g.gemm_fp8_k_half},
+                    {"gemm_bf16_k_half", g.gemm_bf16_k_half},
                     {"tdp_W", g.tdp_W},
                     {"source", g.source}};
   }
@@ -69,6 +70,7 @@ std::string presets_json(const PresetsReport& report) {
     o["gated_activation_bytes"] = st.gated_activation_bytes;
     o["rope_bytes"] = st.rope_bytes;
     o["loss_bytes_per_logit"] = st.loss_bytes_per_logit;
+    o["loss_traffic_bytes_per_logit"] = st.loss_traffic_bytes_per_logit;
     o["attention_kernel"] = st.attention_kernel;
     o["zero3_fetch"] = name_of(st.zero3_fetch);
     if (st.zero3_fetch == Zero3Fetch::kModuleSync) {
@@ -94,6 +96,7 @@ std::string presets_json(const PresetsReport& report) {
       o["kernels"][kernel] = {{"fwd_causal_tflops", f.fwd_causal_tflops},
                               {"fwd_tflops", f.fwd_tflops},
                               {"bwd_tflops", f.bwd_tflops}};
+      if (!f.source.empty()) o["kernels"][kernel]["source"] = f.source;
     }
     o["source"] = t.source;
   }
@@ -163,13 +166,13 @@ std::string presets_text(const PresetsReport& report) {
   for (const auto& [arch, t] : cat.attention) {
     out += fmt::format(
         "\nAttention kernels on {} (plan.attention_kernel; TFLOP/s on {}, head dim {:g}, causal forward / "
-        "backward; source: presets --json)\n",
+        "backward; sdpa-*: measured on an H200; source: presets --json)\n",
         arch, t.reference_gpu, t.head_dim);
-    out += fmt::format("  {:<8}", "tokens");
+    out += fmt::format("  {:<10}", "tokens");
     for (double n : t.seq) out += fmt::format("{:>12g}", n);
     out += "\n";
     for (const auto& [kernel, f] : t.kernels) {
-      out += fmt::format("  {:<8}", kernel);
+      out += fmt::format("  {:<10}", kernel);
       for (std::size_t i = 0; i < t.seq.size(); ++i) {
         out += fmt::format("{:>12}", fmt::format("{:g}/{:g}", f.fwd_causal_tflops[i], f.bwd_tflops[i]));
       }

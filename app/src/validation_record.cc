@@ -360,6 +360,12 @@ void stack_rule(const json& rec, Record& r) {
                                                                            ? "torch.compile named"
                                                                            : "torch.compile not named",
                                         r.stack));
+    // SDPA's backend: the stack's flash backend unless the record names cuDNN attention
+    // (newer PyTorch prefers it on Hopper).
+    if (contains(low, "cudnn")) {
+      r.attention_kernel = "sdpa-cudnn";
+      r.assumptions.push_back("attention: SDPA's cuDNN backend named: sdpa-cudnn");
+    }
   } else if (contains(low, "deepspeed") && r.zero == 3) {
     // The DeepSpeed of the record's year: the first 20xx in its id or source title.
     std::smatch y;
@@ -717,6 +723,7 @@ ScenarioBuild build_scenario(Record& r) {
   plan["recompute"] = r.recompute;
   plan["precision"] = r.precision;
   plan["flash_attention"] = r.flash_attention;
+  if (!r.attention_kernel.empty()) plan["attention_kernel"] = r.attention_kernel;
   sc["plan"] = std::move(plan);
   sc["workload"] = {{"seq_len", r.seq}};
   out.scenario = std::move(sc);

@@ -43,6 +43,7 @@ struct Record {
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, global_batch = 0, microbatch = 1, virtual_stages = 1;
   std::optional<std::int64_t> dp;
   bool sequence_parallel = false, flash_attention = false;
+  std::string attention_kernel;  // "" = the stack's (plan.attention_kernel)
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
   int zero = 0;
   std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)

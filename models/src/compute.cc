@@ -67,9 +67,10 @@ double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, doub
     const double tiles = tiles_m * tiles_n;
     q_wave = tiles / (std::ceil(tiles / gpu.sms) * gpu.sms);
   }
-  // FP8: each output tile's fixed cost (prologue, epilogue) against a main loop over K that
-  // runs twice as fast as 16-bit; K = gemm_fp8_k_half halves the rate.
-  const double q_k = p == Precision::kFp8 && gpu.gemm_fp8_k_half > 0 ? k / (k + gpu.gemm_fp8_k_half) : 1.0;
+  // Each output tile's fixed cost (prologue, epilogue) against a main loop over K: K = K½
+  // halves the rate. FP8's main loop runs twice as fast as 16-bit's, so its K½ is larger.
+  const double k_half = p == Precision::kFp8 ? gpu.gemm_fp8_k_half : gpu.gemm_bf16_k_half;
+  const double q_k = k_half > 0 ? k / (k + k_half) : 1.0;
   return gemm_efficiency_max(gpu, p) * q_tile * q_wave * q_k;
 }
 

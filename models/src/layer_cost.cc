@@ -542,8 +542,10 @@ LogitsCost logits_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
   const double g = pace * gemm_time_s(c.gpu, prec, T, Vr, h);
   // Its backward: the data gradient (T x Vr).(Vr x h) and the weight gradient (h x T).(T x Vr).
   const double g_bwd = pace * gemm_backward_s(c.gpu, prec, T, Vr, h);
-  // Cross entropy on fp32 logits: written, read for the softmax, gradient written.
-  const double ce = pace * memory_time_s(c.gpu, 3 * 4.0 * T * Vr);
+  // Cross entropy: the stack's bytes per logit, forward and backward (Megatron-Core's fused
+  // fp32 kernel: written, read for the softmax, gradient written, 12 B; eager PyTorch's
+  // upcast, cross_entropy and downcast of the gradient move more, stacks.json).
+  const double ce = pace * memory_time_s(c.gpu, stack_profile(p.stack).loss_traffic_bytes_per_logit * T * Vr);
   out.ce_s = ce;
   out.fwd_s = g + ce / 2;
   out.bwd_s = g_bwd + ce / 2;

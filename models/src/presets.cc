@@ -78,7 +78,9 @@ StackProfile read_stack(ObjectReader& r) {
   num("gated_activation_bytes", s.gated_activation_bytes);
   num("rope_bytes", s.rope_bytes);
   num("loss_bytes_per_logit", s.loss_bytes_per_logit);
-  if (auto x = r.choice("attention_kernel", {"fa2", "cudnn", "fa3"})) s.attention_kernel = *x;
+  num("loss_traffic_bytes_per_logit", s.loss_traffic_bytes_per_logit);
+  if (auto x = r.choice("attention_kernel", {"fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"}))
+    s.attention_kernel = *x;
   params.emplace_back("attention_kernel");
   {
     if (auto x = r.choice("zero3_fetch", names_of<Zero3Fetch>())) s.zero3_fetch = *parse_name<Zero3Fetch>(*x);
@@ -147,6 +149,7 @@ AttentionTable read_attention(ObjectReader& r) {
         if (const json* a = kr.array(key)) series(*a, kr.path_of(key), *out);
         if (out->size() != t.seq.size()) kr.diag().add(kr.path_of(key), "needs one figure per seq entry");
       }
+      if (auto x = kr.string("source")) f.source = *x;  // a family measured apart from the table's source
       kr.finish();
       t.kernels.emplace(it.key(), std::move(f));
     }

@@ -81,7 +81,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   if (auto s = r.choice("moe_dispatcher", names_of<MoeDispatcher>())) p.moe_dispatcher = *parse_name<MoeDispatcher>(*s);
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
-  if (auto s = r.choice("attention_kernel", {"stack", "fa2", "cudnn", "fa3"})) {
+  if (auto s = r.choice("attention_kernel", {"stack", "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"})) {
     p.attention_kernel = *s == "stack" ? "" : *s;
     if (!p.attention_kernel.empty() && !p.flash_attention) {
       r.diag().add(r.path_of("attention_kernel"),

@@ -426,7 +426,8 @@ TEST_F(ValidateTest, ScenariosAreWrittenOrFailCleanly) {
 TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   const std::string one = record(json::parse(R"j({"id": "one", "hardware": {"gpus_total": 1, "gpus_per_node": 1},
       "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "schedule": "1F1B", "global_batch": 8}})j"));
-  const std::string split = record(json::parse(R"j({"id": "split", "hardware": {"gpus_total": 8, "gpus_per_node": 4}})j"));
+  const std::string split =
+      record(json::parse(R"j({"id": "split", "hardware": {"gpus_total": 8, "gpus_per_node": 4}})j"));
   const std::string out = (dir_ / "out").string();
   auto rep = run_validate({file_of("[" + one + "," + split + "]"), out});
   ASSERT_TRUE(rep.ok()) << rep.error().message;

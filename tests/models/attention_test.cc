@@ -24,6 +24,9 @@ namespace {
 constexpr double kH100Peak = 989.4;
 constexpr double kFa2CausalFwd4k = 319, kFa2CausalFwd8k = 333, kFa2Bwd8k = 318;
 constexpr double kCudnnCausalFwd4k = 518, kCudnnBwd4k = 499, kCudnnFwd8k = 600;
+// SDPA's flash backend measured on an H200 (attention.json sdpa-flash, from
+// docs/data/executor-gpu/microbench.json): 8192 tokens, causal forward and backward.
+constexpr double kSdpaFlashCausalFwd8k = 314.2, kSdpaFlashBwd8k = 267.9;
 
 GpuSpec h100() { return builtin_presets().gpus.at("h100-sxm"); }
 
@@ -80,9 +83,9 @@ TEST(AttentionKernels, EveryStackKernelHasFiguresInEveryTable) {
 }
 
 // Llama-3-8B's attention (32 heads of 128, GQA 8) at 8192 tokens, one microbatch, on one
-// H100: the core's FLOPs by hand, 2 a (d_qk + d_v) T (s+1)/2, priced at FlashAttention-2's
-// figures under fsdp2-eager and at cuDNN's under megatron-core; with cp = 2 each rank's
-// kernel sees 4096 tokens.
+// H100: the core's FLOPs by hand, 2 a (d_qk + d_v) T (s+1)/2, priced at SDPA's flash
+// backend's measured figures under fsdp2-eager and at cuDNN's under megatron-core; with
+// cp = 2 each rank's kernel sees 4096 tokens.
 TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
   ModelSpec m = builtin_presets().models.at("llama3-8b");
   ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
@@ -99,8 +102,14 @@ TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
   p.stack = Stack::kFsdp2Eager;
   LayerCost lc = layer_cost(m, c, p, 8192, false);
   EXPECT_NEAR(lc.attn_core_flops, flops, 1e-6 * flops);
+  EXPECT_NEAR(lc.attn_core_s, pace * flops / (kSdpaFlashCausalFwd8k * 1e12), 1e-9 * lc.attn_core_s);
+  EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops / (kSdpaFlashBwd8k * 1e12), 1e-9 * lc.attn_core_bwd_s);
+  // plan.attention_kernel wins over the stack's: FlashAttention-2's published figures.
+  p.attention_kernel = "fa2";
+  lc = layer_cost(m, c, p, 8192, false);
   EXPECT_NEAR(lc.attn_core_s, pace * flops / (kFa2CausalFwd8k * 1e12), 1e-9 * lc.attn_core_s);
   EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops / (kFa2Bwd8k * 1e12), 1e-9 * lc.attn_core_bwd_s);
+  p.attention_kernel.clear();
   p.stack = Stack::kMegatronCore;
   lc = layer_cost(m, c, p, 8192, false);
   EXPECT_NEAR(lc.attn_core_s, pace * flops / (529 * 1e12), 1e-9 * lc.attn_core_s);

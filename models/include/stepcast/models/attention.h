@@ -16,6 +16,7 @@ namespace stepcast {
 // AttentionTable::seq.
 struct AttentionKernelFigures {
   std::vector<double> fwd_causal_tflops, fwd_tflops, bwd_tflops;
+  std::string source;  // where a family measured apart from the table's source comes from
 };
 
 struct AttentionTable {
@@ -24,7 +25,7 @@ struct AttentionTable {
   double reference_bf16_dense_tflops = 0;
   double head_dim = 0;
   std::vector<double> seq;              // tokens, ascending
-  std::map<std::string, AttentionKernelFigures> kernels;  // "fa2", "cudnn", "fa3"
+  std::map<std::string, AttentionKernelFigures> kernels;  // "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"
   std::string source;
 };
 

@@ -92,6 +92,8 @@ struct GpuSpec {
   // FP8 GEMMs with a short inner dimension K run at K / (K + gemm_fp8_k_half) of the large-K
   // ceiling (a fixed cost per output tile; compute.h); 0 = no such term.
   double gemm_fp8_k_half = 0;
+  // The same short-K factor for 16-bit GEMMs (bf16, fp16): K / (K + gemm_bf16_k_half); 0 = none.
+  double gemm_bf16_k_half = 0;
   double scaleup_bandwidth_per_direction_GBps = 0;
   int scaleup_domain_gpus = 0;
   double nic_Gbps_per_gpu = 0;

@@ -100,6 +100,9 @@ struct StackProfile {
   // The loss's buffers per logit at their peak (the start of its backward): fp32 logits
   // and their gradient as the stack's cross entropy holds them.
   double loss_bytes_per_logit = 4;
+  // HBM bytes the loss's kernels move per logit, forward and backward together (half priced
+  // in each pass): 12 = fp32 logits written, read for the softmax, gradient written.
+  double loss_traffic_bytes_per_logit = 12;
   // ZeRO-3 parameter fetch; the three element counts are kModuleSync's (zero3_fetch.h): the
   // prefetch bucket, the live-parameter limit under which it prefetches, and the reuse
   // distance under which a used weight stays gathered.
