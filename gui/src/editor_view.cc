@@ -178,7 +178,7 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                             return QVariant(QString::fromStdString(
                                                 s.plan.attention_kernel.empty() ? "stack" : s.plan.attention_kernel));
                                           }});
-  static_cast<QComboBox*>(fields_.back().input)->addItems({"stack", "fa2", "cudnn", "fa3"});
+  static_cast<QComboBox*>(fields_.back().input)->addItems({"stack", "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"});
   addField(plan, tr("Offload optimizer"), {{"plan", "offload_optimizer"}, Kind::kNumber, nullptr, nullptr,
                                            [](S s) { return QVariant(s.plan.offload_optimizer); }});
   addField(plan, tr("Offload activations"), {{"plan", "offload_activations"}, Kind::kNumber, nullptr, nullptr,

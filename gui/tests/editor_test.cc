@@ -187,6 +187,10 @@ class EditorTest : public QObject {
     auto* kernel = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.attention_kernel"));
     QVERIFY(kernel);
     QCOMPARE(kernel->currentText(), QStringLiteral("stack"));
+    // Every family the loader accepts, the two measured on an H200 included.
+    QCOMPARE(kernel->count(), 6);
+    QVERIFY(kernel->findText(QStringLiteral("sdpa-flash")) >= 0);
+    QVERIFY(kernel->findText(QStringLiteral("sdpa-cudnn")) >= 0);
     kernel->setCurrentText(QStringLiteral("fa3"));
     emit kernel->activated(kernel->currentIndex());
     QVERIFY(doc_->scenario());
