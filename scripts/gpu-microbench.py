@@ -391,6 +391,75 @@ def run_sdpa_default(args, res):
     res["sdpa_default"] = out
 
 
+def moe_layer(args, T, E, k, h, F_, grouped, with_bwd):
+    """One MoE layer's expert part as Megatron-Core's dropless path runs it: router GEMM,
+    softmax and top-k (the choice then replaced by a balanced one), permute (sort by expert, gather rows), the experts' gated FFN (one
+    grouped GEMM per matrix, torch._grouped_mm, or a loop of per-expert GEMMs as Transformer
+    Engine's multi-stream GEMM launches them), unpermute (weighted scatter-add). Returns the
+    median seconds of forward (and backward)."""
+    torch.manual_seed(0)
+    x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16, requires_grad=with_bwd)
+    wr = torch.randn(E, h, device=DEV, dtype=torch.bfloat16, requires_grad=with_bwd)
+    w1 = (torch.randn(E, 2 * F_, h, device=DEV, dtype=torch.bfloat16) * 0.02).requires_grad_(with_bwd)
+    w2 = (torch.randn(E, h, F_, device=DEV, dtype=torch.bfloat16) * 0.02).requires_grad_(with_bwd)
+    dy = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+    # Forced balance (Megatron's moe_router_force_load_balancing, as the Qwen3-30B-A3B
+    # benchmark ran): token t's j-th choice is expert (t k + j) mod E, so every expert gets
+    # T k / E rows (512 here, a multiple of 16 as torch._grouped_mm wants).
+    balanced = (torch.arange(T, device=DEV).unsqueeze(1) * k + torch.arange(k, device=DEV)) % E
+
+    def layer():
+        logits = x @ wr.t()
+        probs, _ = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
+        flat = balanced.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        rows = order // k
+        counts = torch.bincount(flat, minlength=E)
+        xp = x.index_select(0, rows)
+        if grouped:
+            offs = torch.cumsum(counts, 0).to(torch.int32)
+            u = torch._grouped_mm(xp, w1.transpose(-2, -1), offs=offs)
+            g, up = u.chunk(2, dim=-1)
+            yp = torch._grouped_mm(F.silu(g) * up, w2.transpose(-2, -1), offs=offs)
+        else:
+            outs, start = [], 0
+            for e, n in enumerate(counts.tolist()):  # host sync, as a per-expert loop needs the counts
+                u = xp[start:start + n] @ w1[e].t()
+                g, up = u.chunk(2, dim=-1)
+                outs.append((F.silu(g) * up) @ w2[e].t())
+                start += n
+            yp = torch.cat(outs)
+        yp = yp * probs.reshape(-1)[order].unsqueeze(-1).to(yp.dtype)
+        y = torch.zeros(T, h, device=DEV, dtype=yp.dtype).index_add_(0, rows, yp)
+        if with_bwd:
+            y.backward(dy)
+        return y
+
+    ms, _, _ = bench(layer, args.min_ms, args.reps)
+    return ms * 1e-3
+
+
+def run_moe(args, res):
+    """Qwen3-30B-A3B's experts (128 of width 768, top-8, hidden 2048) at 8192 tokens (a
+    microbatch of 2 x 4096): all 128 experts on one GPU, and one EP-8 rank's share (16 local
+    experts, 8192 routed rows), grouped and looped, forward and forward + backward."""
+    out = []
+    h, F_, k = 2048, 768, 8
+    for name, T, E in [("128 experts (ep 1)", 8192, 128), ("16 experts (one ep-8 rank's)", 8192, 16)]:
+        kk = k if E == 128 else 1  # an EP-8 rank's 16 experts receive about T x 8 / 8 = T rows
+        for grouped in [True, False]:
+            row = {"case": name, "tokens": T, "experts": E, "top_k": kk, "hidden": h, "expert_ffn": F_,
+                   "grouped": grouped}
+            try:
+                row["fwd_s"] = moe_layer(args, T, E, kk, h, F_, grouped, False)
+                row["fwd_bwd_s"] = moe_layer(args, T, E, kk, h, F_, grouped, True)
+                row["expert_flops_fwd"] = 2.0 * T * kk * 3 * h * F_
+            except Exception as e:  # noqa: BLE001
+                row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            out.append(row)
+    res["moe"] = out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -423,7 +492,7 @@ def main():
     status = 0
     for name in args.only.split(","):
         fn = {"gemm": run_gemms, "attention": run_attention, "memory_bound": run_memory_bound,
-              "train_step": run_train_step, "sdpa_default": run_sdpa_default}[name]
+              "train_step": run_train_step, "sdpa_default": run_sdpa_default, "moe": run_moe}[name]
         t0 = time.time()
         try:
             fn(args, res)
@@ -454,6 +523,13 @@ def summary(res):
                      else r.get("error", "")))
     for r in res.get("memory_bound", []):
         print(f"mem  {r['op']:>42} " + (f"{r['GBps']:7.0f} GB/s" if "GBps" in r else r.get("error", "")))
+    for r in res.get("moe", []):
+        if "error" in r:
+            print(f"moe {r['case']} grouped={r['grouped']}: {r['error']}")
+            continue
+        print(f"moe {r['case']:>30} {'grouped' if r['grouped'] else 'looped':>8}: fwd {r['fwd_s'] * 1e3:7.3f} ms "
+              f"({r['expert_flops_fwd'] / r['fwd_s'] / 1e12:5.0f} TFLOP/s of expert GEMMs), "
+              f"fwd+bwd {r['fwd_bwd_s'] * 1e3:7.3f} ms")
     if "sdpa_default" in res:
         print(f"sdpa default: order {res['sdpa_default'].get('priority_order')}")
         for kname in res["sdpa_default"].get("kernels", []):
