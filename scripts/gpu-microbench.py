@@ -524,25 +524,19 @@ def summary(res):
     for r in res.get("memory_bound", []):
         print(f"mem  {r['op']:>42} " + (f"{r['GBps']:7.0f} GB/s" if "GBps" in r else r.get("error", "")))
     for r in res.get("moe", []):
-        if "error" in r:
-            print(f"moe {r['case']} grouped={r['grouped']}: {r['error']}")
-            continue
-        print(f"moe {r['case']:>30} {'grouped' if r['grouped'] else 'looped':>8}: fwd {r['fwd_s'] * 1e3:7.3f} ms "
-              f"({r['expert_flops_fwd'] / r['fwd_s'] / 1e12:5.0f} TFLOP/s of expert GEMMs), "
-              f"fwd+bwd {r['fwd_bwd_s'] * 1e3:7.3f} ms")
+        print(f"moe {r['case']:>30} {'grouped' if r['grouped'] else 'looped':>8}: " + (r["error"] if "error" in r else
+              f"fwd {r['fwd_s'] * 1e3:7.3f} ms ({r['expert_flops_fwd'] / r['fwd_s'] / 1e12:5.0f} TFLOP/s of expert "
+              f"GEMMs), fwd+bwd {r['fwd_bwd_s'] * 1e3:7.3f} ms"))
     if "sdpa_default" in res:
         print(f"sdpa default: order {res['sdpa_default'].get('priority_order')}")
         for kname in res["sdpa_default"].get("kernels", []):
             print(f"  kernel {kname[:150]}")
     for t in res.get("train_step", []):
-        if "error" in t:
-            print(f"train step {t['model']} compiled={t['compiled']}: {t['error']}")
-            continue
-        print(f"train step {t['model']} ({t['params'] / 1e9:.2f} B params, {'compiled' if t['compiled'] else 'eager'}, "
-              f"sdpa {t.get('sdpa', 'default')}): "
-              f"{t['step_time_s']:.3f} s, host issues it in {statistics.median(t['host_issue_s']):.3f} s, "
-              f"{t['tokens_per_s']:.0f} tokens/s, {t['model_tflops']:.0f} TFLOP/s, "
-              f"peak {t['peak_memory_bytes'] / 2**30:.1f} GiB")
+        print(f"train step {t['model']} ({'compiled' if t['compiled'] else 'eager'}, sdpa {t.get('sdpa', 'default')}): "
+              + (t["error"] if "error" in t else
+                 f"{t['params'] / 1e9:.2f} B params, {t['step_time_s']:.3f} s, host issues it in "
+                 f"{statistics.median(t['host_issue_s']):.3f} s, {t['tokens_per_s']:.0f} tokens/s, "
+                 f"{t['model_tflops']:.0f} TFLOP/s, peak {t['peak_memory_bytes'] / 2**30:.1f} GiB"))
 
 
 if __name__ == "__main__":
