@@ -149,14 +149,14 @@ std::string presets_text(const PresetsReport& report) {
                              1.0 / job_failure_rate_per_h(f, ref));
   }
   out += "\nSoftware stacks (plan.stack: NAME; kernels per layer forward; sources: presets --json)\n";
-  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}{:>19}{:>8}{:>10}  {}\n", "name",
+  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}  {}\n", "name",
                      "us/kernel", "graphs", "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel",
                      "zero3 fetch", "zero1/2 grads", "master", "pp p2p", "framework");
   for (const auto& [k, st] : cat.stacks) {
     const std::string grads =
         fmt::format("{} {}", st.grad_reduce == GradReduce::kAllReduce ? "all-reduce" : "r-scatter",
                     st.grad_reduce_overlap ? "overlap" : "at end");
-    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>8}{:>13}{:>19}{:>8}{:>10}  {}\n", k,
+    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}  {}\n", k,
                        st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
                        st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
                        fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
@@ -169,12 +169,12 @@ std::string presets_text(const PresetsReport& report) {
         "backward; sdpa-*: measured on an H200; source: presets --json)\n",
         arch, t.reference_gpu, t.head_dim);
     out += fmt::format("  {:<10}", "tokens");
-    for (double n : t.seq) out += fmt::format("{:>12g}", n);
+    for (double n : t.seq) out += fmt::format("{:>13g}", n);
     out += "\n";
     for (const auto& [kernel, f] : t.kernels) {
       out += fmt::format("  {:<10}", kernel);
       for (std::size_t i = 0; i < t.seq.size(); ++i) {
-        out += fmt::format("{:>12}", fmt::format("{:g}/{:g}", f.fwd_causal_tflops[i], f.bwd_tflops[i]));
+        out += fmt::format("{:>13}", fmt::format("{:g}/{:g}", f.fwd_causal_tflops[i], f.bwd_tflops[i]));
       }
       out += "\n";
     }
