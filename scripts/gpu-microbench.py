@@ -439,6 +439,43 @@ def moe_layer(args, T, E, k, h, F_, grouped, with_bwd):
     return ms * 1e-3
 
 
+def moe_parts(args, T, E, k, h, F_):
+    """The forward of moe_layer's grouped case split into its parts, each timed alone:
+    router (GEMM, softmax, top-k), permute (sort by expert, gather rows), the experts'
+    two grouped GEMMs with the gated activation, unpermute (weight and scatter-add)."""
+    torch.manual_seed(0)
+    x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+    wr = torch.randn(E, h, device=DEV, dtype=torch.bfloat16)
+    w1 = torch.randn(E, 2 * F_, h, device=DEV, dtype=torch.bfloat16) * 0.02
+    w2 = torch.randn(E, h, F_, device=DEV, dtype=torch.bfloat16) * 0.02
+    flat = ((torch.arange(T, device=DEV).unsqueeze(1) * k + torch.arange(k, device=DEV)) % E).reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    rows = order // k
+    offs = torch.cumsum(torch.bincount(flat, minlength=E), 0).to(torch.int32)
+    xp = x.index_select(0, rows)
+    probs = torch.rand(T * k, device=DEV, dtype=torch.bfloat16)
+
+    def router():
+        return torch.topk(torch.softmax((x @ wr.t()).float(), dim=-1), k, dim=-1)
+
+    def permute():
+        o = torch.argsort(flat, stable=True)
+        return x.index_select(0, o // k)
+
+    def experts():
+        u = torch._grouped_mm(xp, w1.transpose(-2, -1), offs=offs)
+        g, up = u.chunk(2, dim=-1)
+        return torch._grouped_mm(F.silu(g) * up, w2.transpose(-2, -1), offs=offs)
+
+    yp = experts()
+
+    def unpermute():
+        return torch.zeros(T, h, device=DEV, dtype=yp.dtype).index_add_(0, rows, yp * probs[order].unsqueeze(-1))
+
+    return {name: bench(fn, args.min_ms, args.reps)[0] * 1e-3
+            for name, fn in [("router", router), ("permute", permute), ("experts", experts), ("unpermute", unpermute)]}
+
+
 def run_moe(args, res):
     """Qwen3-30B-A3B's experts (128 of width 768, top-8, hidden 2048) at 8192 tokens (a
     microbatch of 2 x 4096): all 128 experts on one GPU, and one EP-8 rank's share (16 local
@@ -451,6 +488,8 @@ def run_moe(args, res):
             row = {"case": name, "tokens": T, "experts": E, "top_k": kk, "hidden": h, "expert_ffn": F_,
                    "grouped": grouped}
             try:
+                if grouped:
+                    row["fwd_parts_s"] = moe_parts(args, T, E, kk, h, F_)
                 row["fwd_s"] = moe_layer(args, T, E, kk, h, F_, grouped, False)
                 row["fwd_bwd_s"] = moe_layer(args, T, E, kk, h, F_, grouped, True)
                 row["expert_flops_fwd"] = 2.0 * T * kk * 3 * h * F_
@@ -526,7 +565,8 @@ def summary(res):
     for r in res.get("moe", []):
         print(f"moe {r['case']:>30} {'grouped' if r['grouped'] else 'looped':>8}: " + (r["error"] if "error" in r else
               f"fwd {r['fwd_s'] * 1e3:7.3f} ms ({r['expert_flops_fwd'] / r['fwd_s'] / 1e12:5.0f} TFLOP/s of expert "
-              f"GEMMs), fwd+bwd {r['fwd_bwd_s'] * 1e3:7.3f} ms"))
+              f"GEMMs), fwd+bwd {r['fwd_bwd_s'] * 1e3:7.3f} ms"
+              + ("".join(f", {n} {v * 1e3:.3f}" for n, v in r.get("fwd_parts_s", {}).items()))))
     if "sdpa_default" in res:
         print(f"sdpa default: order {res['sdpa_default'].get('priority_order')}")
         for kname in res["sdpa_default"].get("kernels", []):
