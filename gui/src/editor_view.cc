@@ -14,6 +14,7 @@
 
 #include "document.h"
 #include "stepcast/app/presets.h"
+#include "stepcast/models/attention.h"
 #include "stepcast/models/names.h"
 
 namespace stepcast::gui {
@@ -178,7 +179,10 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                             return QVariant(QString::fromStdString(
                                                 s.plan.attention_kernel.empty() ? "stack" : s.plan.attention_kernel));
                                           }});
-  static_cast<QComboBox*>(fields_.back().input)->addItems({"stack", "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"});
+  static_cast<QComboBox*>(fields_.back().input)->addItem(QStringLiteral("stack"));
+  for (const std::string& k : attention_kernel_names()) {
+    static_cast<QComboBox*>(fields_.back().input)->addItem(QString::fromStdString(k));
+  }
   addField(plan, tr("Offload optimizer"), {{"plan", "offload_optimizer"}, Kind::kNumber, nullptr, nullptr,
                                            [](S s) { return QVariant(s.plan.offload_optimizer); }});
   addField(plan, tr("Offload activations"), {{"plan", "offload_activations"}, Kind::kNumber, nullptr, nullptr,

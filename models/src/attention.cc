@@ -16,6 +16,11 @@ double interpolate_log2(const std::vector<double>& xs, const std::vector<double>
   return ys[lo] + f * (ys[hi] - ys[lo]);
 }
 
+const std::vector<std::string>& attention_kernel_names() {
+  static const std::vector<std::string> names{"fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"};
+  return names;
+}
+
 const AttentionTable* attention_table(const std::string& architecture) {
   const auto& tables = builtin_presets().attention;
   const auto it = tables.find(architecture);

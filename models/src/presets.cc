@@ -79,8 +79,7 @@ StackProfile read_stack(ObjectReader& r) {
   num("rope_bytes", s.rope_bytes);
   num("loss_bytes_per_logit", s.loss_bytes_per_logit);
   num("loss_traffic_bytes_per_logit", s.loss_traffic_bytes_per_logit);
-  if (auto x = r.choice("attention_kernel", {"fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"}))
-    s.attention_kernel = *x;
+  if (auto x = r.choice("attention_kernel", attention_kernel_names())) s.attention_kernel = *x;
   params.emplace_back("attention_kernel");
   {
     if (auto x = r.choice("zero3_fetch", names_of<Zero3Fetch>())) s.zero3_fetch = *parse_name<Zero3Fetch>(*x);

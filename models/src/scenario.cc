@@ -12,12 +12,13 @@
 #include "reliability_json.h"
 #include "search_json.h"
 #include "spec_json.h"
-#include "stepcast/models/names.h"
-#include "stragglers_json.h"
+#include "stepcast/models/attention.h"
 #include "stepcast/models/estimate.h"
-#include "stepcast/models/report.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/program.h"
+#include "stepcast/models/report.h"
+#include "stragglers_json.h"
 
 namespace stepcast {
 
@@ -81,7 +82,9 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   if (auto s = r.choice("moe_dispatcher", names_of<MoeDispatcher>())) p.moe_dispatcher = *parse_name<MoeDispatcher>(*s);
   set(p.memory_headroom, r.number("memory_headroom", 0, 0.9));
   if (auto s = r.choice("stack", names_of<Stack>())) p.stack = *parse_stack(*s);
-  if (auto s = r.choice("attention_kernel", {"stack", "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"})) {
+  std::vector<std::string> kernels{"stack"};
+  kernels.insert(kernels.end(), attention_kernel_names().begin(), attention_kernel_names().end());
+  if (auto s = r.choice("attention_kernel", kernels)) {
     p.attention_kernel = *s == "stack" ? "" : *s;
     if (!p.attention_kernel.empty() && !p.flash_attention) {
       r.diag().add(r.path_of("attention_kernel"),

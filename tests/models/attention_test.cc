@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <cmath>
 
 #include "stepcast/models/compute.h"
@@ -79,6 +83,18 @@ TEST(AttentionKernels, EveryStackKernelHasFiguresInEveryTable) {
     for (const auto& [arch, table] : builtin_presets().attention) {
       EXPECT_EQ(table.kernels.count(stack.attention_kernel), 1u) << name << " on " << arch;
     }
+  }
+}
+
+// The names the loaders accept (attention_kernel_names) are exactly the families the tables
+// hold: a family added to attention.json without its name, or the reverse, fails here.
+TEST(AttentionKernels, EveryNamedFamilyHasFiguresInEveryTable) {
+  for (const auto& [arch, table] : builtin_presets().attention) {
+    std::vector<std::string> families;
+    for (const auto& [kernel, figures] : table.kernels) families.push_back(kernel);
+    std::vector<std::string> names = attention_kernel_names();
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(families, names) << arch;
   }
 }
 

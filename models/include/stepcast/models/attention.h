@@ -29,6 +29,11 @@ struct AttentionTable {
   std::string source;
 };
 
+// The kernel families plan.attention_kernel and a stack's attention_kernel may name: the
+// published fa2, cudnn, fa3 and the families measured on an H200, sdpa-flash and sdpa-cudnn
+// (every family has figures in each table: AttentionKernels.EveryNamedFamilyHasFiguresInEveryTable).
+const std::vector<std::string>& attention_kernel_names();
+
 // Efficiency (achieved / dense bf16 peak) of the core attention, forward and backward.
 struct AttentionEfficiency {
   double fwd = 0, bwd = 0;
