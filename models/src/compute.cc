@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "stepcast/models/params.h"
 
@@ -58,20 +59,44 @@ double gemm_efficiency_max(const GpuSpec& gpu, Precision p) {
   return 0.75;
 }
 
-double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, double k) {
-  const double kTm = std::max(1, gpu.gemm_tile_m), kTn = std::max(1, gpu.gemm_tile_n);
-  const double tiles_m = std::ceil(m / kTm), tiles_n = std::ceil(n / kTn);
-  const double q_tile = (m * n) / (tiles_m * kTm * tiles_n * kTn);
-  double q_wave = 1.0;
-  if (gpu.sms > 0) {
-    const double tiles = tiles_m * tiles_n;
-    q_wave = tiles / (std::ceil(tiles / gpu.sms) * gpu.sms);
-  }
-  // Each output tile's fixed cost (prologue, epilogue) against a main loop over K: K = K½
-  // halves the rate. FP8's main loop runs twice as fast as 16-bit's, so its K½ is larger.
+namespace {
+constexpr double kSplitKStep = 64;  // K per main-loop step of a 128 x 256 x 64 tile (CUTLASS sm90)
+}  // namespace
+
+GemmTiling gemm_tiling(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  // docs/model-reference.md section 4.1. The output is cut into tiles of 128 x 256 or
+  // 256 x 128 (cuBLAS holds kernels of both orientations; the better one is taken).
+  // Tiles that do not fill the SMs once split the K loop (split-K / stream-K, Osama et al.,
+  // PPoPP 2023): s = min(floor(SMs / tiles), floor(K / 64)) slices per tile, each with its
+  // own fixed cost over K / s (the rate rises with s, so the most that fit is best; 64 =
+  // the K depth of one main-loop step); from one full wave on, whole tiles in waves.
   const double k_half = p == Precision::kFp8 ? gpu.gemm_fp8_k_half : gpu.gemm_bf16_k_half;
-  const double q_k = k_half > 0 ? k / (k + k_half) : 1.0;
-  return gemm_efficiency_max(gpu, p) * q_tile * q_wave * q_k;
+  const double a = std::max(1, gpu.gemm_tile_m), b = std::max(1, gpu.gemm_tile_n);
+  GemmTiling best;
+  for (const auto& [tm, tn] : {std::pair{a, b}, std::pair{b, a}}) {
+    const double tiles_m = std::ceil(m / tm), tiles_n = std::ceil(n / tn);
+    const double q_tile = (m * n) / (tiles_m * tm * tiles_n * tn);
+    const double tiles = tiles_m * tiles_n;
+    double q_wave = 1.0, slices = 1.0;
+    if (gpu.sms > 0) {
+      if (tiles < gpu.sms) slices = std::max(1.0, std::min(std::floor(gpu.sms / tiles), std::floor(k / kSplitKStep)));
+      const double units = tiles * slices;
+      q_wave = units / (std::ceil(units / gpu.sms) * gpu.sms);
+    }
+    // Each tile slice's fixed cost (prologue, epilogue) against its main loop over
+    // K / slices: K = K½ halves the rate. FP8's main loop runs twice as fast as 16-bit's,
+    // so its K½ is larger.
+    const double ks = k / slices;
+    const double q_k = k_half > 0 ? ks / (ks + k_half) : 1.0;
+    const double q = q_tile * q_wave * q_k;
+    if (q > best.quantization) best = GemmTiling{q, slices};
+  }
+  best.efficiency = gemm_efficiency_max(gpu, p) * best.quantization;
+  return best;
+}
+
+double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  return gemm_tiling(gpu, p, m, n, k).efficiency;
 }
 
 double memory_time_s(const GpuSpec& gpu, double bytes) {
@@ -87,8 +112,11 @@ double gemm_time_s(const GpuSpec& gpu, Precision p, double m, double n, double k
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double flops = 2.0 * m * n * k;
   const double elem = p == Precision::kFp8 ? 1.0 : 2.0;
-  const double bytes = elem * (m * k + k * n) + 2.0 * m * n;
-  const double t_compute = flops / (gemm_efficiency(gpu, p, m, n, k) * peak_flops(gpu, p));
+  const GemmTiling t = gemm_tiling(gpu, p, m, n, k);
+  // Split K: each slice writes its fp32 partial output and the reduction reads them back.
+  const double partials = t.k_slices > 1 ? 2.0 * 4.0 * m * n * t.k_slices : 0.0;
+  const double bytes = elem * (m * k + k * n) + 2.0 * m * n + partials;
+  const double t_compute = flops / (t.efficiency * peak_flops(gpu, p));
   return std::max(t_compute, memory_time_s(gpu, bytes)) + bytes * gpu.gemm_s_per_byte;
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "stepcast/models/presets.h"
@@ -129,6 +130,35 @@ TEST(Flops, GemmEfficiencyAppliesTileAndWaveQuantization) {
   // SM count unknown there is no wave term.
   g.sms = 0;
   EXPECT_DOUBLE_EQ(gemm_efficiency(g, Precision::kBf16, 100, 256, 4096), 0.8 * 0.78125);
+}
+
+TEST(Flops, GemmTilesThatDoNotFillTheSmsSplitTheKLoop) {
+  GpuSpec g = test_gpu();
+  // 64 x 8192 output, K = 8192. In 128 x 256 tiles: 1 x 32 = 32 tiles at q_tile 0.5; they
+  // fill 132 SMs 4 times over (floor(132/32) = 4 <= 8192/64), so K splits 4 ways: 128 slices
+  // in one wave of 132 -> 0.5 x 128/132. In 256 x 128 tiles: 1 x 64 at q_tile 0.25, split 2
+  // ways -> 0.25 x 128/132, the worse orientation.
+  GemmTiling t = gemm_tiling(g, Precision::kBf16, 64, 8192, 8192);
+  EXPECT_DOUBLE_EQ(t.k_slices, 4);
+  EXPECT_DOUBLE_EQ(t.efficiency, 0.8 * 0.5 * 128 / 132);
+  // The transposed shape takes the other orientation: the same efficiency.
+  EXPECT_DOUBLE_EQ(gemm_efficiency(g, Precision::kBf16, 8192, 64, 8192), 0.8 * 0.5 * 128 / 132);
+  // Each slice pays its own short-K factor: with K_half = 174, K' = 8192/4 = 2048.
+  g.gemm_bf16_k_half = 174;
+  EXPECT_DOUBLE_EQ(gemm_efficiency(g, Precision::kBf16, 64, 8192, 8192), 0.8 * 0.5 * 128 / 132 * 2048 / (2048 + 174));
+  // Short K caps the slices at K/64: K = 128 -> 2 slices of 64 (64 units of 132).
+  g.gemm_bf16_k_half = 0;
+  t = gemm_tiling(g, Precision::kBf16, 64, 8192, 128);
+  EXPECT_DOUBLE_EQ(t.k_slices, 2);
+  EXPECT_DOUBLE_EQ(t.efficiency, 0.8 * 0.5 * 64 / 132);
+  // A full wave does not split: 8192 x 8192 keeps one slice.
+  EXPECT_DOUBLE_EQ(gemm_tiling(g, Precision::kBf16, 8192, 8192, 8192).k_slices, 1);
+  // The time carries the fp32 partial outputs: bytes = 2 (64*8192 + 8192*8192) + 2*64*8192
+  // + 8*64*8192*4, against FLOPs 2*64*8192*8192 at 0.8*0.5*128/132 of 1e15.
+  const double bytes = 2.0 * (64.0 * 8192 + 8192.0 * 8192) + 2.0 * 64 * 8192 + 8.0 * 64 * 8192 * 4;
+  const double flops = 2.0 * 64 * 8192 * 8192;
+  EXPECT_DOUBLE_EQ(gemm_time_s(g, Precision::kBf16, 64, 8192, 8192),
+                   std::max(flops / (0.8 * 0.5 * 128 / 132 * 1000e12), bytes / (0.8 * 3000e9)));
 }
 
 TEST(Flops, GemmTimeIsTheRooflineMaximum) {

@@ -33,13 +33,24 @@ double peak_flops(const GpuSpec& gpu, Precision precision);
 // (ml-engineering), else 0.75.
 double gemm_efficiency_max(const GpuSpec& gpu, Precision precision);
 
-// Achieved fraction of peak for an (m x k) . (k x n) GEMM: the ceiling times tile
-// quantization (128 x 256 tiles) and wave quantization over the SMs, and for FP8 on a GPU
-// with gemm_fp8_k_half > 0 the short-K factor k / (k + gemm_fp8_k_half).
+// How an (m x k) . (k x n) GEMM is cut (docs/model-reference.md section 4.1): tiles of
+// 128 x 256 or 256 x 128, whichever is faster (tile quantization); wave quantization over
+// the SMs; when the tiles do not fill the SMs once, the K loop split into k_slices
+// (split-K, fp32 partial outputs); and the short-K factor K' / (K' + K_half) of each
+// slice's K' = k / k_slices.
+struct GemmTiling {
+  double quantization = 0;  // tile x wave x short-K factors, 0..1
+  double k_slices = 1;      // slices of the K loop (1 = none)
+  double efficiency = 0;    // gemm_efficiency_max x quantization
+};
+GemmTiling gemm_tiling(const GpuSpec& gpu, Precision precision, double m, double n, double k);
+
+// Achieved fraction of peak for an (m x k) . (k x n) GEMM: gemm_tiling's efficiency.
 double gemm_efficiency(const GpuSpec& gpu, Precision precision, double m, double n, double k);
 
 // Roofline time of a GEMM: max(FLOPs / (eta * peak), bytes / (hbm_eff * BW)), 2-byte
-// operands (1-byte for fp8 inputs).
+// operands (1-byte for fp8 inputs), a 2-byte output, and with split K the fp32 partial
+// outputs written and read back (8 bytes x m x n x k_slices).
 double gemm_time_s(const GpuSpec& gpu, Precision precision, double m, double n, double k);
 
 // The backward of that GEMM: its data gradient (m x n).(n x k) and weight gradient
