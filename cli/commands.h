@@ -19,5 +19,6 @@ Command add_execute(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_calibrate(CLI::App& app);
 Command add_collective(CLI::App& app);
+Command add_gemm(CLI::App& app);
 
 }  // namespace stepcast::cli

@@ -24,6 +24,7 @@ int run(int argc, char** argv) {
   commands.push_back(stepcast::cli::add_presets(app));
   commands.push_back(stepcast::cli::add_estimate(app));
   commands.push_back(stepcast::cli::add_collective(app));
+  commands.push_back(stepcast::cli::add_gemm(app));
   commands.push_back(stepcast::cli::add_validate(app));
   commands.push_back(stepcast::cli::add_simulate(app));
   commands.push_back(stepcast::cli::add_check(app));

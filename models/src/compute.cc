@@ -63,7 +63,15 @@ namespace {
 constexpr double kSplitKStep = 64;  // K per main-loop step of a 128 x 256 x 64 tile (CUTLASS sm90)
 }  // namespace
 
-GemmTiling gemm_tiling(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+namespace {
+
+// gemm_tiling's work: the quantization and the K slices of the better cut, and the cut's
+// details when `detail` is given (the estimate's hot path leaves them out).
+struct Cut {
+  double quantization = 0, slices = 1;
+};
+
+Cut cut_gemm(const GpuSpec& gpu, Precision p, double m, double n, double k, GemmTiling* detail) {
   // docs/model-reference.md section 4.1. The output is cut into tiles of 128 x 256 or
   // 256 x 128 (cuBLAS holds kernels of both orientations; the better one is taken).
   // Tiles that do not fill the SMs once split the K loop (split-K / stream-K, Osama et al.,
@@ -72,16 +80,18 @@ GemmTiling gemm_tiling(const GpuSpec& gpu, Precision p, double m, double n, doub
   // the K depth of one main-loop step); from one full wave on, whole tiles in waves.
   const double k_half = p == Precision::kFp8 ? gpu.gemm_fp8_k_half : gpu.gemm_bf16_k_half;
   const double a = std::max(1, gpu.gemm_tile_m), b = std::max(1, gpu.gemm_tile_n);
-  GemmTiling best;
-  for (const auto& [tm, tn] : {std::pair{a, b}, std::pair{b, a}}) {
+  const double sms = gpu.sms;
+  Cut best{-1, 1};
+  for (int turn = 0; turn < 2; ++turn) {
+    const double tm = turn == 0 ? a : b, tn = turn == 0 ? b : a;
     const double tiles_m = std::ceil(m / tm), tiles_n = std::ceil(n / tn);
-    const double q_tile = (m * n) / (tiles_m * tm * tiles_n * tn);
     const double tiles = tiles_m * tiles_n;
+    const double q_tile = (m * n) / (tiles * tm * tn);
     double q_wave = 1.0, slices = 1.0;
-    if (gpu.sms > 0) {
-      if (tiles < gpu.sms) slices = std::max(1.0, std::min(std::floor(gpu.sms / tiles), std::floor(k / kSplitKStep)));
+    if (sms > 0) {
+      if (tiles < sms) slices = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(k / kSplitKStep)));
       const double units = tiles * slices;
-      q_wave = units / (std::ceil(units / gpu.sms) * gpu.sms);
+      q_wave = units / (std::ceil(units / sms) * sms);
     }
     // Each tile slice's fixed cost (prologue, epilogue) against its main loop over
     // K / slices: K = K½ halves the rate. FP8's main loop runs twice as fast as 16-bit's,
@@ -89,10 +99,45 @@ GemmTiling gemm_tiling(const GpuSpec& gpu, Precision p, double m, double n, doub
     const double ks = k / slices;
     const double q_k = k_half > 0 ? ks / (ks + k_half) : 1.0;
     const double q = q_tile * q_wave * q_k;
-    if (q > best.quantization) best = GemmTiling{q, slices};
+    if (q > best.quantization) {
+      best = Cut{q, slices};
+      if (detail != nullptr) *detail = GemmTiling{q, slices, 0, tm, tn, tiles, q_tile, q_wave, q_k};
+    }
+    if (a == b) break;
   }
-  best.efficiency = gemm_efficiency_max(gpu, p) * best.quantization;
   return best;
+}
+
+// gemm_cost's formula; fills *detail when given.
+double cost_gemm(const GpuSpec& gpu, Precision p, double m, double n, double k, GemmCost* detail) {
+  const Cut cut = cut_gemm(gpu, p, m, n, k, detail != nullptr ? &detail->tiling : nullptr);
+  const double efficiency = gemm_efficiency_max(gpu, p) * cut.quantization;
+  const double flops = 2.0 * m * n * k;
+  const double elem = p == Precision::kFp8 ? 1.0 : 2.0;
+  // Split K: each slice writes its fp32 partial output and the reduction reads them back.
+  const double partials = cut.slices > 1 ? 2.0 * 4.0 * m * n * cut.slices : 0.0;
+  const double bytes = elem * (m * k + k * n) + 2.0 * m * n + partials;
+  const double compute_s = flops / (efficiency * peak_flops(gpu, p));
+  const double memory_s = memory_time_s(gpu, bytes);
+  const double time_s = std::max(compute_s, memory_s) + bytes * gpu.gemm_s_per_byte;
+  if (detail != nullptr) {
+    detail->tiling.efficiency = efficiency;
+    detail->flops = flops;
+    detail->bytes = bytes;
+    detail->compute_s = compute_s;
+    detail->memory_s = memory_s;
+    detail->time_s = time_s;
+  }
+  return time_s;
+}
+
+}  // namespace
+
+GemmTiling gemm_tiling(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  GemmTiling t;
+  cut_gemm(gpu, p, m, n, k, &t);
+  t.efficiency = gemm_efficiency_max(gpu, p) * t.quantization;
+  return t;
 }
 
 double gemm_efficiency(const GpuSpec& gpu, Precision p, double m, double n, double k) {
@@ -108,16 +153,15 @@ double overlap_interference(const GpuSpec& gpu) {
   return s / (1.0 + s);
 }
 
+GemmCost gemm_cost(const GpuSpec& gpu, Precision p, double m, double n, double k) {
+  GemmCost c;
+  if (m > 0 && n > 0 && k > 0) cost_gemm(gpu, p, m, n, k, &c);
+  return c;
+}
+
 double gemm_time_s(const GpuSpec& gpu, Precision p, double m, double n, double k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const double flops = 2.0 * m * n * k;
-  const double elem = p == Precision::kFp8 ? 1.0 : 2.0;
-  const GemmTiling t = gemm_tiling(gpu, p, m, n, k);
-  // Split K: each slice writes its fp32 partial output and the reduction reads them back.
-  const double partials = t.k_slices > 1 ? 2.0 * 4.0 * m * n * t.k_slices : 0.0;
-  const double bytes = elem * (m * k + k * n) + 2.0 * m * n + partials;
-  const double t_compute = flops / (t.efficiency * peak_flops(gpu, p));
-  return std::max(t_compute, memory_time_s(gpu, bytes)) + bytes * gpu.gemm_s_per_byte;
+  return cost_gemm(gpu, p, m, n, k, nullptr);
 }
 
 double gemm_backward_s(const GpuSpec& gpu, Precision p, double m, double n, double k) {

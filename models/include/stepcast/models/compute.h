@@ -42,8 +42,22 @@ struct GemmTiling {
   double quantization = 0;  // tile x wave x short-K factors, 0..1
   double k_slices = 1;      // slices of the K loop (1 = none)
   double efficiency = 0;    // gemm_efficiency_max x quantization
+  // The chosen cut: tile sides (rows x columns of the output), the tile count, and the
+  // three factors whose product is `quantization`.
+  double tile_m = 0, tile_n = 0, tiles = 0;
+  double q_tile = 1, q_wave = 1, q_k = 1;
 };
 GemmTiling gemm_tiling(const GpuSpec& gpu, Precision precision, double m, double n, double k);
+
+// gemm_time_s's parts: the FLOPs and bytes (with split K's fp32 partials), the compute time
+// at the tiling's efficiency, the memory time, and the time = max(compute, memory) + the
+// calibrated per-byte term (GpuSpec::gemm_s_per_byte).
+struct GemmCost {
+  double flops = 0, bytes = 0;
+  double compute_s = 0, memory_s = 0, time_s = 0;
+  GemmTiling tiling;
+};
+GemmCost gemm_cost(const GpuSpec& gpu, Precision precision, double m, double n, double k);
 
 // Achieved fraction of peak for an (m x k) . (k x n) GEMM: gemm_tiling's efficiency.
 double gemm_efficiency(const GpuSpec& gpu, Precision precision, double m, double n, double k);

@@ -1,0 +1,192 @@
+#include "stepcast/app/gemm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stepcast/models/json_reader.h"
+#include "stepcast/models/names.h"
+#include "stepcast/models/presets.h"
+#include "stepcast/models/text.h"
+
+namespace stepcast::app {
+
+namespace {
+
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 30;
+
+Result<std::int64_t> check_dim(const char* name, std::int64_t v) {
+  if (v < 1 || v > kMaxDim) return Error{fmt::format("{}: expected 1 to {} (2^30), got {}", name, kMaxDim, v)};
+  return v;
+}
+
+GemmPass price(const GpuSpec& gpu, Precision p, std::string name, std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmPass g;
+  g.name = std::move(name);
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.cost = gemm_cost(gpu, p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k));
+  g.tflops = g.cost.time_s > 0 ? g.cost.flops / g.cost.time_s / 1e12 : 0;
+  g.memory_bound = g.cost.memory_s > g.cost.compute_s;
+  return g;
+}
+
+std::string duration(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+
+}  // namespace
+
+Result<GemmReport> run_gemm(const GemmRequest& q) {
+  for (const auto& [name, v] : {std::pair{"M", q.m}, std::pair{"N", q.n}, std::pair{"K", q.k}}) {
+    auto d = check_dim(name, v);
+    if (!d.ok()) return d.error();
+  }
+  const std::optional<Precision> precision = parse_precision(q.precision);
+  if (!precision) {
+    return Error{"--precision: unknown precision \"" + printable(q.precision) + "\" (bf16, fp16, fp8)"};
+  }
+  GemmReport r;
+  r.precision = *precision;
+  if (q.cluster_file) {
+    auto s = load(*q.cluster_file);
+    if (!s.ok()) return s.error();
+    r.gpu = s->cluster.gpu;
+    r.gpu_label =
+        (q.cluster_file->path.empty() ? std::string("scenario") : q.cluster_file->path) + " (GPU " + r.gpu.name + ")";
+  } else {
+    const auto& gpus = builtin_presets().gpus;
+    const auto it = gpus.find(q.gpu);
+    if (it == gpus.end()) {
+      std::vector<std::string> names;
+      std::string list;
+      for (const auto& [key, g] : gpus) {
+        names.push_back(key);
+        list += (list.empty() ? "" : ", ") + key;
+      }
+      const std::string near = reader::closest(q.gpu, names);
+      return Error{"--gpu: unknown GPU preset \"" + printable(q.gpu) + "\"" +
+                   (near.empty() ? "" : " (did you mean \"" + near + "\"?)") + " (presets: " + list + ")"};
+    }
+    r.gpu = it->second;
+    r.gpu_label = q.gpu;
+  }
+  if (r.precision == Precision::kFp8 && r.gpu.fp8_dense_tflops <= 0) {
+    return Error{"--precision: " + r.gpu.name + " has no FP8 tensor cores (fp8_dense_tflops 0)"};
+  }
+  r.peak_tflops = peak_flops(r.gpu, r.precision) / 1e12;
+  if (r.peak_tflops <= 0) return Error{"--gpu: " + r.gpu.name + " has no dense peak for " + q.precision};
+  r.ceiling = gemm_efficiency_max(r.gpu, r.precision);
+  r.k_half = r.precision == Precision::kFp8 ? r.gpu.gemm_fp8_k_half : r.gpu.gemm_bf16_k_half;
+
+  // The backward as gemm_backward_s prices it: the data gradient (M x N).(N x K) and the
+  // weight gradient (K x M).(M x N), each on its own shape.
+  r.passes.push_back(price(r.gpu, r.precision, "forward", q.m, q.n, q.k));
+  if (q.backward) {
+    r.passes.push_back(price(r.gpu, r.precision, "data gradient", q.m, q.k, q.n));
+    r.passes.push_back(price(r.gpu, r.precision, "weight gradient", q.k, q.n, q.m));
+  }
+  for (const GemmPass& g : r.passes) r.total_s += g.cost.time_s;
+
+  if (r.gpu.gemm_efficiency > 0) {
+    r.notes.push_back(fmt::format("the ceiling is the GPU's gemm_efficiency {:.3f} (set or calibrated), not its MAMF",
+                                  r.gpu.gemm_efficiency));
+  } else if ((r.precision == Precision::kFp8 ? r.gpu.mamf_fp8_tflops : r.gpu.mamf_bf16_tflops) <= 0) {
+    r.notes.push_back("no measured ceiling (MAMF) for this GPU and precision: the 0.75 prior [U]");
+  } else if (r.gpu.source.find("MEASURED") == std::string::npos) {
+    r.notes.push_back(
+        "the ceiling is a MAMF sweep's best shape, a short burst at boost clocks; back-to-back GEMMs at the power "
+        "limit ran 11% lower in bf16 on an H200 (docs/gpu-measurements.md)");
+  }
+  if (r.gpu.gemm_s_per_byte > 0) {
+    r.notes.push_back(fmt::format("a calibration adds {:.3g} s per operand byte to every GEMM", r.gpu.gemm_s_per_byte));
+  }
+  r.notes.push_back(
+      "one kernel alone on an idle GPU: no launch cost, no communication beside it (compute-communication "
+      "interference, docs/model-reference.md 4.5a), no clock drop beyond what the ceiling was measured at");
+  r.notes.push_back(
+      "stream-K's even spread of a partial last wave is not modelled: one to one and a half waves of tiles ran up "
+      "to 1.4x faster than priced on an H200 (docs/gpu-measurements.md)");
+  return r;
+}
+
+std::string gemm_text(const GemmReport& r) {
+  const std::string_view prec = to_string(r.precision);
+  std::string out = fmt::format("stepcast gemm: {} x {} x {} (M x N x K), {} on {}\n", r.passes.front().m,
+                                r.passes.front().n, r.passes.front().k, prec, r.gpu_label);
+  out += fmt::format("  GPU        {}: {:.1f} TFLOP/s dense {}, {} SMs, HBM {:.0f} GB/s x {:.2f}\n", r.gpu.name,
+                     r.peak_tflops, prec, r.gpu.sms, r.gpu.hbm_bandwidth_GBps, r.gpu.hbm_efficiency);
+  out += fmt::format("  ceiling    {:.3f} of peak ({:.1f} TFLOP/s); short-K K_half {}\n", r.ceiling,
+                     r.ceiling * r.peak_tflops, r.k_half > 0 ? fmt::format("{:g}", r.k_half) : std::string("none"));
+  for (const GemmPass& g : r.passes) {
+    const GemmTiling& t = g.cost.tiling;
+    out += fmt::format("\n{} ({} x {} x {})\n", g.name, g.m, g.n, g.k);
+    out += fmt::format("  time       {}   {:.1f} TFLOP/s, {:.1f}% of peak; {}-bound\n", duration(g.cost.time_s),
+                       g.tflops, 100 * g.tflops / r.peak_tflops, g.memory_bound ? "memory" : "compute");
+    out += fmt::format("  compute    {}: {:.4g} GFLOP at {:.3f} of peak\n", duration(g.cost.compute_s),
+                       g.cost.flops / 1e9, t.efficiency);
+    out += fmt::format("  memory     {}: {:.4g} MB{}\n", duration(g.cost.memory_s), g.cost.bytes / 1e6,
+                       t.k_slices > 1 ? " (with the split K's fp32 partials)" : "");
+    out += fmt::format("  efficiency {:.3f} = ceiling {:.3f} x tile {:.3f} x wave {:.3f} x short-K {:.3f}\n",
+                       t.efficiency, r.ceiling, t.q_tile, t.q_wave, t.q_k);
+    std::string cut = fmt::format("{:g} x {:g} tiles: {:g} on {} SMs", t.tile_m, t.tile_n, t.tiles, r.gpu.sms);
+    if (t.k_slices > 1) {
+      cut += fmt::format(", K split {:g} ways ({:g} each), {:g} units", t.k_slices,
+                         static_cast<double>(g.k) / t.k_slices, t.tiles * t.k_slices);
+    }
+    if (r.gpu.sms > 0) cut += fmt::format(" in {:g} wave(s)", std::ceil(t.tiles * t.k_slices / r.gpu.sms));
+    out += "  cut        " + cut + "\n";
+  }
+  if (r.passes.size() > 1) out += fmt::format("\ntotal      {}\n", duration(r.total_s));
+  out += "\nNot in these numbers:\n";
+  for (const std::string& n : r.notes) out += "  - " + n + "\n";
+  return out;
+}
+
+std::string gemm_json(const GemmReport& r) {
+  nlohmann::ordered_json j;
+  j["format"] = 1;
+  j["command"] = "gemm";
+  j["gpu"] = {{"name", r.gpu.name},
+              {"label", r.gpu_label},
+              {"sms", r.gpu.sms},
+              {"hbm_bandwidth_GBps", r.gpu.hbm_bandwidth_GBps},
+              {"hbm_efficiency", r.gpu.hbm_efficiency}};
+  j["precision"] = std::string(to_string(r.precision));
+  j["peak_tflops"] = r.peak_tflops;
+  j["ceiling"] = r.ceiling;
+  j["k_half"] = r.k_half;
+  j["passes"] = nlohmann::ordered_json::array();
+  for (const GemmPass& g : r.passes) {
+    const GemmTiling& t = g.cost.tiling;
+    j["passes"].push_back({{"name", g.name},
+                           {"m", g.m},
+                           {"n", g.n},
+                           {"k", g.k},
+                           {"time_s", g.cost.time_s},
+                           {"tflops", g.tflops},
+                           {"flops", g.cost.flops},
+                           {"bytes", g.cost.bytes},
+                           {"compute_s", g.cost.compute_s},
+                           {"memory_s", g.cost.memory_s},
+                           {"bound", g.memory_bound ? "memory" : "compute"},
+                           {"efficiency", t.efficiency},
+                           {"q_tile", t.q_tile},
+                           {"q_wave", t.q_wave},
+                           {"q_k", t.q_k},
+                           {"tile_m", t.tile_m},
+                           {"tile_n", t.tile_n},
+                           {"tiles", t.tiles},
+                           {"k_slices", t.k_slices}});
+  }
+  j["total_s"] = r.total_s;
+  j["notes"] = r.notes;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace stepcast::app
