@@ -18,9 +18,11 @@ namespace {
 void add_gemm(ComputeSample& s, const GpuSpec& gpu, Precision p, const GemmShape& g) {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
   s.gemm_flops = g.flops();
-  s.quantization = gemm_efficiency(gpu, p, m, n, k) / gemm_efficiency_max(gpu, p);
-  const double elem = p == Precision::kFp8 ? 1.0 : 2.0;
-  s.operand_bytes = static_cast<double>(g.batch) * (elem * (m * k + k * n) + 2.0 * m * n);
+  // The bytes the model's per-byte term multiplies (gemm_cost: operands, output, and with
+  // split K the fp32 partials), so that the fitted term means what the model applies.
+  const GemmCost c = gemm_cost(gpu, p, m, n, k);
+  s.quantization = c.tiling.quantization;
+  s.operand_bytes = static_cast<double>(g.batch) * c.bytes;
 }
 
 }  // namespace

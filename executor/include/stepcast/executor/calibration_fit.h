@@ -18,8 +18,8 @@ namespace stepcast::exec {
 // durations. A compute op's time is the sum of its parts (op_work.h).
 struct ComputeSample {
   double gemm_flops = 0;     // executed GEMM FLOPs
-  double quantization = 1;   // tile/wave efficiency of the GEMM shape (compute.h), relative to the ceiling
-  double operand_bytes = 0;  // GEMM operand and result bytes (the cost model's formula)
+  double quantization = 1;   // tile, wave and short-K factors of the GEMM shape (compute.h gemm_tiling)
+  double operand_bytes = 0;  // GEMM bytes as gemm_cost counts them (operands, output, split K's partials)
   double core_flops = 0;     // attention core FLOPs
   double bytes = 0;          // memory-bound bytes
   double measured_s = 0;
