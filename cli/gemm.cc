@@ -1,4 +1,4 @@
-// stepcast gemm M N K [--gpu NAME | --cluster-file FILE] [--precision bf16|fp16|fp8] [--backward] [--json]
+// stepcast gemm M N K [--gpu NAME | --cluster-file FILE] [--precision bf16|fp16|fp8] [--backward] [--sweep] [--json]
 #include "stepcast/app/gemm.h"
 #include "commands.h"
 
@@ -8,7 +8,7 @@ Command add_gemm(CLI::App& app) {
   struct Args {
     std::int64_t m = 0, n = 0, k = 0;
     std::string gpu = "h100-sxm", cluster_file, precision = "bf16";
-    bool backward = false, json = false;
+    bool backward = false, sweep = false, json = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
@@ -23,6 +23,7 @@ Command add_gemm(CLI::App& app) {
   sub->add_option("--precision", a->precision, "bf16 (default), fp16 or fp8");
   sub->add_flag("--backward", a->backward,
                 "Also the backward: the data gradient (M x K x N) and the weight gradient (K x N x M)");
+  sub->add_flag("--sweep", a->sweep, "Also the forward at M = 64, 128, ... doubling up to M (where K splits)");
   sub->add_flag("--json", a->json, "Print the JSON report");
   return {sub, [a] {
             app::GemmRequest q;
@@ -33,6 +34,7 @@ Command add_gemm(CLI::App& app) {
             if (!a->cluster_file.empty()) q.cluster_file = app::ScenarioInput::file(a->cluster_file);
             q.precision = a->precision;
             q.backward = a->backward;
+            q.sweep = a->sweep;
             auto r = app::run_gemm(q);
             if (!r.ok()) return input_error(r.error().message);
             return print(a->json ? app::gemm_json(*r) : app::gemm_text(*r));

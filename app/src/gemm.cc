@@ -16,6 +16,7 @@ namespace stepcast::app {
 namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 30;
+constexpr std::int64_t kSweepStartM = 64;  // the sweep's first M (then doubling)
 
 Result<std::int64_t> check_dim(const char* name, std::int64_t v) {
   if (v < 1 || v > kMaxDim) return Error{fmt::format("{}: expected 1 to {} (2^30), got {}", name, kMaxDim, v)};
@@ -38,6 +39,29 @@ std::string duration(double s) {
   if (s >= 1) return fmt::format("{:.3f} s", s);
   if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.1f} us", s * 1e6);
+}
+
+nlohmann::ordered_json pass_json(const GemmPass& g) {
+  const GemmTiling& t = g.cost.tiling;
+  return {{"name", g.name},
+          {"m", g.m},
+          {"n", g.n},
+          {"k", g.k},
+          {"time_s", g.cost.time_s},
+          {"tflops", g.tflops},
+          {"flops", g.cost.flops},
+          {"bytes", g.cost.bytes},
+          {"compute_s", g.cost.compute_s},
+          {"memory_s", g.cost.memory_s},
+          {"bound", g.memory_bound ? "memory" : "compute"},
+          {"efficiency", t.efficiency},
+          {"q_tile", t.q_tile},
+          {"q_wave", t.q_wave},
+          {"q_k", t.q_k},
+          {"tile_m", t.tile_m},
+          {"tile_n", t.tile_n},
+          {"tiles", t.tiles},
+          {"k_slices", t.k_slices}};
 }
 
 }  // namespace
@@ -92,6 +116,13 @@ Result<GemmReport> run_gemm(const GemmRequest& q) {
     r.passes.push_back(price(r.gpu, r.precision, "weight gradient", q.k, q.n, q.m));
   }
   for (const GemmPass& g : r.passes) r.total_s += g.cost.time_s;
+  if (q.sweep) {
+    // The token dimension's curve: where the tiles stop filling the SMs and K splits.
+    for (std::int64_t m = kSweepStartM; m < q.m; m *= 2) {
+      r.sweep.push_back(price(r.gpu, r.precision, "forward", m, q.n, q.k));
+    }
+    r.sweep.push_back(r.passes.front());
+  }
 
   if (r.gpu.gemm_efficiency > 0) {
     r.notes.push_back(fmt::format("the ceiling is the GPU's gemm_efficiency {:.3f} (set or calibrated), not its MAMF",
@@ -143,6 +174,18 @@ std::string gemm_text(const GemmReport& r) {
     out += "  cut        " + cut + "\n";
   }
   if (r.passes.size() > 1) out += fmt::format("\ntotal      {}\n", duration(r.total_s));
+  if (!r.sweep.empty()) {
+    out +=
+        fmt::format("\nsweep: M doubling from {} (N {}, K {})\n", kSweepStartM, r.sweep.front().n, r.sweep.front().k);
+    out += fmt::format("  {:>10} {:>12} {:>9} {:>10} {:>7} {:>9} {:>7}  {}\n", "M", "time", "TFLOP/s", "efficiency",
+                       "tiles", "K slices", "waves", "bound");
+    for (const GemmPass& g : r.sweep) {
+      const GemmTiling& t = g.cost.tiling;
+      const double waves = r.gpu.sms > 0 ? std::ceil(t.tiles * t.k_slices / r.gpu.sms) : 0;
+      out += fmt::format("  {:>10} {:>12} {:>9.1f} {:>10.3f} {:>7g} {:>9g} {:>7g}  {}\n", g.m, duration(g.cost.time_s),
+                         g.tflops, t.efficiency, t.tiles, t.k_slices, waves, g.memory_bound ? "memory" : "compute");
+    }
+  }
   out += "\nNot in these numbers:\n";
   for (const std::string& n : r.notes) out += "  - " + n + "\n";
   return out;
@@ -163,28 +206,13 @@ std::string gemm_json(const GemmReport& r) {
   j["k_half"] = r.k_half;
   j["passes"] = nlohmann::ordered_json::array();
   for (const GemmPass& g : r.passes) {
-    const GemmTiling& t = g.cost.tiling;
-    j["passes"].push_back({{"name", g.name},
-                           {"m", g.m},
-                           {"n", g.n},
-                           {"k", g.k},
-                           {"time_s", g.cost.time_s},
-                           {"tflops", g.tflops},
-                           {"flops", g.cost.flops},
-                           {"bytes", g.cost.bytes},
-                           {"compute_s", g.cost.compute_s},
-                           {"memory_s", g.cost.memory_s},
-                           {"bound", g.memory_bound ? "memory" : "compute"},
-                           {"efficiency", t.efficiency},
-                           {"q_tile", t.q_tile},
-                           {"q_wave", t.q_wave},
-                           {"q_k", t.q_k},
-                           {"tile_m", t.tile_m},
-                           {"tile_n", t.tile_n},
-                           {"tiles", t.tiles},
-                           {"k_slices", t.k_slices}});
+    j["passes"].push_back(pass_json(g));
   }
   j["total_s"] = r.total_s;
+  if (!r.sweep.empty()) {
+    j["sweep"] = nlohmann::ordered_json::array();
+    for (const GemmPass& g : r.sweep) j["sweep"].push_back(pass_json(g));
+  }
   j["notes"] = r.notes;
   return j.dump(1) + "\n";
 }

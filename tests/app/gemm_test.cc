@@ -104,6 +104,24 @@ TEST(Gemm, TheBackwardIsTheDataAndWeightGradientOnTheirOwnShapes) {
   EXPECT_DOUBLE_EQ(r.k_half, 718);  // h100-sxm's fp8 short-K term (DeepGEMM's table)
 }
 
+// The sweep: M = 64, 128, ... doubling below M, then M itself (the forward). On h200-sxm at
+// N = K = 8192, M = 512 makes 4 x 32 = 128 tiles of 128 x 256 on 132 SMs: no split
+// (floor(132/128) = 1); below it K splits 4, 4 and 2 ways (32, 32 and 64 tiles).
+TEST(Gemm, TheSweepDoublesMAndShowsWhereKSplits) {
+  GemmRequest q = shape(3000, 8192, 8192, "h200-sxm");
+  q.sweep = true;
+  const GemmReport r = run_ok(q);
+  ASSERT_EQ(r.sweep.size(), 7u);  // 64 .. 2048, then 3000
+  const std::int64_t ms[] = {64, 128, 256, 512, 1024, 2048, 3000};
+  const double slices[] = {4, 4, 2, 1, 1, 1, 1};
+  for (std::size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(r.sweep[i].m, ms[i]);
+    EXPECT_DOUBLE_EQ(r.sweep[i].cost.tiling.k_slices, slices[i]) << "M " << ms[i];
+  }
+  EXPECT_DOUBLE_EQ(r.sweep.back().cost.time_s, r.passes.front().cost.time_s);
+  EXPECT_TRUE(run_ok(shape(3000, 8192, 8192)).sweep.empty());
+}
+
 TEST(Gemm, BadInputsNameTheArgument) {
   EXPECT_EQ(error_of(shape(0, 8192, 8192)).rfind("M: expected 1 to", 0), 0u);
   EXPECT_EQ(error_of(shape(8192, -4, 8192)).rfind("N: expected 1 to", 0), 0u);

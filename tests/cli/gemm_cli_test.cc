@@ -63,6 +63,17 @@ TEST_F(GemmCli, JsonParsesCarriesTheTextsNumbersAndIsDeterministic) {
   }();
   EXPECT_NE(text.out.find(time_line), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("K split 2 ways (4096 each), 128 units in 1 wave(s)"), std::string::npos) << text.out;
+  EXPECT_FALSE(j.contains("sweep"));
+}
+
+TEST_F(GemmCli, SweepAddsTheMCurve) {
+  const Outcome r = run({"gemm", "256", "8192", "8192", "--gpu", "h200-sxm", "--sweep", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["sweep"].size(), 3u);
+  EXPECT_EQ(j["sweep"][0]["m"], 64);
+  EXPECT_EQ(j["sweep"][2]["m"], 256);
+  EXPECT_EQ(j["sweep"][2]["time_s"], j["passes"][0]["time_s"]);
 }
 
 }  // namespace

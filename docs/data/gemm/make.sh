@@ -8,4 +8,5 @@ out=docs/data/gemm
 "$bin" gemm 8192 28672 4096 --gpu h100-sxm > "$out/gemm-8b-fc1-h100.txt"
 "$bin" gemm 64 8192 8192 --gpu h200-sxm --backward > "$out/gemm-64-rows-h200.txt"
 "$bin" gemm 64 8192 8192 --gpu h200-sxm --json > "$out/gemm-64-rows-h200.json"
+"$bin" gemm 8192 8192 8192 --gpu h200-sxm --sweep > "$out/gemm-sweep-h200.txt"
 echo "wrote $out"

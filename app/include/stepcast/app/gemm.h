@@ -26,6 +26,7 @@ struct GemmRequest {
   std::optional<ScenarioInput> cluster_file;  // a scenario whose cluster's GPU is used instead
   std::string precision = "bf16";             // bf16, fp16 or fp8 (fp8: e4m3 operands, 16-bit output)
   bool backward = false;                      // also the data gradient and the weight gradient
+  bool sweep = false;                         // also the forward at M = 64, 128, ... (doubling) <= M
 };
 
 // One GEMM of the report: the forward, or one of its backward halves.
@@ -46,6 +47,7 @@ struct GemmReport {
   double k_half = 0;               // the precision's K½ (0: no short-K term)
   std::vector<GemmPass> passes;    // forward, then (request.backward) data and weight gradient
   double total_s = 0;              // the passes' sum
+  std::vector<GemmPass> sweep;     // request.sweep: the forward at M = 64 doubling while < M, then M
   std::vector<std::string> notes;  // what the numbers leave out, one sentence each
 };
 
@@ -55,7 +57,7 @@ struct GemmReport {
 Result<GemmReport> run_gemm(const GemmRequest& request);
 
 // The readable report: the question, one block per pass (time, rate, bound, efficiency
-// factors, cut), then the notes.
+// factors, cut), the sweep's table, then the notes.
 std::string gemm_text(const GemmReport& report);
 // One JSON object (format 1; docs/gemm.md). Every number is finite.
 std::string gemm_json(const GemmReport& report);
