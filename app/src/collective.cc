@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "preset_lookup.h"
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/text.h"
@@ -265,17 +266,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
   } else {
     const auto& clusters = builtin_presets().clusters;
     const auto it = clusters.find(q.cluster);
-    if (it == clusters.end()) {
-      std::vector<std::string> names;
-      std::string list;
-      for (const auto& [k, c] : clusters) {
-        names.push_back(k);
-        list += (list.empty() ? "" : ", ") + k;
-      }
-      const std::string near = reader::closest(q.cluster, names);
-      return Error{"--cluster: unknown cluster preset \"" + printable(q.cluster) + "\"" +
-                   (near.empty() ? "" : " (did you mean \"" + near + "\"?)") + " (presets: " + list + ")"};
-    }
+    if (it == clusters.end()) return Error{unknown_preset_message("--cluster", "cluster", q.cluster, clusters)};
     r.cluster = it->second;
     r.cluster_label = q.cluster;
   }

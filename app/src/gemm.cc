@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "preset_lookup.h"
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
@@ -86,17 +87,7 @@ Result<GemmReport> run_gemm(const GemmRequest& q) {
   } else {
     const auto& gpus = builtin_presets().gpus;
     const auto it = gpus.find(q.gpu);
-    if (it == gpus.end()) {
-      std::vector<std::string> names;
-      std::string list;
-      for (const auto& [key, g] : gpus) {
-        names.push_back(key);
-        list += (list.empty() ? "" : ", ") + key;
-      }
-      const std::string near = reader::closest(q.gpu, names);
-      return Error{"--gpu: unknown GPU preset \"" + printable(q.gpu) + "\"" +
-                   (near.empty() ? "" : " (did you mean \"" + near + "\"?)") + " (presets: " + list + ")"};
-    }
+    if (it == gpus.end()) return Error{unknown_preset_message("--gpu", "GPU", q.gpu, gpus)};
     r.gpu = it->second;
     r.gpu_label = q.gpu;
   }

@@ -76,6 +76,13 @@ class CliRunner : public testing::Test {
     return r;
   }
 
+  // An input error: exit 2, nothing on stdout, stderr starting "stepcast: error: PREFIX".
+  void expect_input_error(const Outcome& r, const std::string& prefix) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.rfind("stepcast: error: " + prefix, 0), 0u) << r.err;
+  }
+
   std::filesystem::path dir_;
 };
 

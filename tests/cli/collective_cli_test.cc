@@ -15,14 +15,7 @@ namespace {
 
 using stepcast::testing_support::Outcome;
 
-class CollectiveCli : public stepcast::testing_support::CliRunner {
- protected:
-  void expect_input_error(const Outcome& r, const std::string& prefix) {
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err.rfind("stepcast: error: " + prefix, 0), 0u) << r.err;
-  }
-};
+using CollectiveCli = stepcast::testing_support::CliRunner;
 
 TEST_F(CollectiveCli, BadInputsExitTwoNamingTheArgument) {
   expect_input_error(run({"collective", "all_reduce", "1XB", "--gpus", "8"}), "SIZE: expected a size in bytes");

@@ -15,14 +15,7 @@ namespace {
 
 using stepcast::testing_support::Outcome;
 
-class GemmCli : public stepcast::testing_support::CliRunner {
- protected:
-  void expect_input_error(const Outcome& r, const std::string& prefix) {
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err.rfind("stepcast: error: " + prefix, 0), 0u) << r.err;
-  }
-};
+using GemmCli = stepcast::testing_support::CliRunner;
 
 TEST_F(GemmCli, BadInputsExitTwoNamingTheArgument) {
   expect_input_error(run({"gemm", "0", "8192", "8192"}), "M: expected 1 to 1073741824");
