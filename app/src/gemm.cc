@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "preset_lookup.h"
+#include "stepcast/executor/bench_file.h"
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
@@ -65,12 +66,56 @@ nlohmann::ordered_json pass_json(const GemmPass& g) {
           {"k_slices", t.k_slices}};
 }
 
+// The `against` file's GEMMs priced by the model (exec::read_bench: the one JSON reader).
+Result<GemmAgainst> compare_against(const GpuSpec& gpu, Precision p, const std::string& path) {
+  auto b = exec::read_bench(path);
+  if (!b.ok()) return Error{"--against: " + b.error().message};
+  if (b->kind != "gemm") {
+    return Error{"--against: " + path + " is a " + b->kind +
+                 " bench, not a GEMM one (write one with stepcast bench gemm --json FILE)"};
+  }
+  if (b->gemm.empty()) return Error{"--against: " + path + " holds no GEMM results"};
+  GemmAgainst a;
+  a.file = path;
+  a.device = b->device;
+  std::vector<double> ratios;
+  for (const exec::GemmPoint& pt : b->gemm) {
+    GemmComparison c;
+    c.m = pt.shape.m;
+    c.n = pt.shape.n;
+    c.k = pt.shape.k;
+    c.batch = pt.shape.batch;
+    const GemmCost cost =
+        gemm_cost(gpu, p, static_cast<double>(c.m), static_cast<double>(c.n), static_cast<double>(c.k));
+    c.measured_s = pt.time_s;
+    c.model_s = static_cast<double>(c.batch) * cost.time_s;
+    c.ratio = c.measured_s > 0 ? c.model_s / c.measured_s : 0;
+    c.k_slices = cost.tiling.k_slices;
+    c.tiles = cost.tiling.tiles;
+    ratios.push_back(c.ratio);
+    if (std::abs(c.ratio - 1) <= 0.10) ++a.within_10pct;
+    a.rows.push_back(c);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t n = ratios.size();
+  a.median_ratio = n % 2 == 1 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
+  a.min_ratio = ratios.front();
+  a.max_ratio = ratios.back();
+  return a;
+}
+
 }  // namespace
 
 Result<GemmReport> run_gemm(const GemmRequest& q) {
-  for (const auto& [name, v] : {std::pair{"M", q.m}, std::pair{"N", q.n}, std::pair{"K", q.k}}) {
-    auto d = check_dim(name, v);
-    if (!d.ok()) return d.error();
+  const bool shape = q.m != 0 || q.n != 0 || q.k != 0;
+  if (!shape && q.against.empty()) return Error{"M N K: required (the GEMM's shape), or --against FILE"};
+  if (shape) {
+    for (const auto& [name, v] : {std::pair{"M", q.m}, std::pair{"N", q.n}, std::pair{"K", q.k}}) {
+      auto d = check_dim(name, v);
+      if (!d.ok()) return d.error();
+    }
+  } else if (q.sweep || q.backward) {
+    return Error{std::string(q.sweep ? "--sweep" : "--backward") + ": needs M N K (the shape to price)"};
   }
   const std::optional<Precision> precision = parse_precision(q.precision);
   if (!precision) {
@@ -101,12 +146,17 @@ Result<GemmReport> run_gemm(const GemmRequest& q) {
 
   // The backward as gemm_backward_s prices it: the data gradient (M x N).(N x K) and the
   // weight gradient (K x M).(M x N), each on its own shape.
-  r.passes.push_back(price(r.gpu, r.precision, "forward", q.m, q.n, q.k));
+  if (shape) r.passes.push_back(price(r.gpu, r.precision, "forward", q.m, q.n, q.k));
   if (q.backward) {
     r.passes.push_back(price(r.gpu, r.precision, "data gradient", q.m, q.k, q.n));
     r.passes.push_back(price(r.gpu, r.precision, "weight gradient", q.k, q.n, q.m));
   }
   for (const GemmPass& g : r.passes) r.total_s += g.cost.time_s;
+  if (!q.against.empty()) {
+    auto cmp = compare_against(r.gpu, r.precision, q.against);
+    if (!cmp.ok()) return cmp.error();
+    r.against = std::move(*cmp);
+  }
   if (q.sweep) {
     // The token dimension's curve: where the tiles stop filling the SMs and K splits.
     for (std::int64_t m = kSweepStartM; m < q.m; m *= 2) {
@@ -139,8 +189,11 @@ Result<GemmReport> run_gemm(const GemmRequest& q) {
 
 std::string gemm_text(const GemmReport& r) {
   const std::string_view prec = to_string(r.precision);
-  std::string out = fmt::format("stepcast gemm: {} x {} x {} (M x N x K), {} on {}\n", r.passes.front().m,
-                                r.passes.front().n, r.passes.front().k, prec, r.gpu_label);
+  std::string out = r.passes.empty()
+                        ? fmt::format("stepcast gemm: the GEMMs of {}, {} on {}\n",
+                                      r.against ? r.against->file : std::string("?"), prec, r.gpu_label)
+                        : fmt::format("stepcast gemm: {} x {} x {} (M x N x K), {} on {}\n", r.passes.front().m,
+                                      r.passes.front().n, r.passes.front().k, prec, r.gpu_label);
   out += fmt::format("  GPU        {}: {:.1f} TFLOP/s dense {}, {} SMs, HBM {:.0f} GB/s x {:.2f}\n", r.gpu.name,
                      r.peak_tflops, prec, r.gpu.sms, r.gpu.hbm_bandwidth_GBps, r.gpu.hbm_efficiency);
   out += fmt::format("  ceiling    {:.3f} of peak ({:.1f} TFLOP/s); short-K K_half {}\n", r.ceiling,
@@ -177,6 +230,18 @@ std::string gemm_text(const GemmReport& r) {
                          g.tflops, t.efficiency, t.tiles, t.k_slices, waves, g.memory_bound ? "memory" : "compute");
     }
   }
+  if (r.against) {
+    const GemmAgainst& a = *r.against;
+    out += fmt::format("\nagainst {}: {}\n", a.file, a.device.empty() ? std::string("(no device line)") : a.device);
+    out += fmt::format("  {:>8} {:>8} {:>8} {:>6} {:>12} {:>12} {:>9} {:>7} {:>8}\n", "M", "N", "K", "batch",
+                       "measured", "model", "model/meas", "tiles", "K slices");
+    for (const GemmComparison& c : a.rows) {
+      out += fmt::format("  {:>8} {:>8} {:>8} {:>6} {:>12} {:>12} {:>9.2f} {:>7g} {:>8g}\n", c.m, c.n, c.k, c.batch,
+                         duration(c.measured_s), duration(c.model_s), c.ratio, c.tiles, c.k_slices);
+    }
+    out += fmt::format("  model/measured: median {:.2f}, {} of {} within 10%, range {:.2f} - {:.2f}\n", a.median_ratio,
+                       a.within_10pct, a.rows.size(), a.min_ratio, a.max_ratio);
+  }
   out += "\nNot in these numbers:\n";
   for (const std::string& n : r.notes) out += "  - " + n + "\n";
   return out;
@@ -203,6 +268,28 @@ std::string gemm_json(const GemmReport& r) {
   if (!r.sweep.empty()) {
     j["sweep"] = nlohmann::ordered_json::array();
     for (const GemmPass& g : r.sweep) j["sweep"].push_back(pass_json(g));
+  }
+  if (r.against) {
+    const GemmAgainst& a = *r.against;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const GemmComparison& c : a.rows) {
+      rows.push_back({{"m", c.m},
+                      {"n", c.n},
+                      {"k", c.k},
+                      {"batch", c.batch},
+                      {"measured_s", c.measured_s},
+                      {"model_s", c.model_s},
+                      {"ratio", c.ratio},
+                      {"tiles", c.tiles},
+                      {"k_slices", c.k_slices}});
+    }
+    j["against"] = {{"file", a.file},
+                    {"device", a.device},
+                    {"rows", rows},
+                    {"median_ratio", a.median_ratio},
+                    {"min_ratio", a.min_ratio},
+                    {"max_ratio", a.max_ratio},
+                    {"within_10pct", a.within_10pct}};
   }
   j["notes"] = r.notes;
   return j.dump(1) + "\n";

@@ -59,6 +59,17 @@ TEST_F(GemmCli, JsonParsesCarriesTheTextsNumbersAndIsDeterministic) {
   EXPECT_FALSE(j.contains("sweep"));
 }
 
+TEST_F(GemmCli, AgainstTheExecutorsBenchFile) {
+  const std::string bench = std::string(STEPCAST_SOURCE_DIR) + "/docs/data/executor-gpu/bench-gemm.json";
+  const Outcome r = run({"gemm", "--against", bench, "--gpu", "h200-sxm", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["against"]["rows"].size(), 15u);
+  EXPECT_TRUE(j["passes"].empty());
+  expect_input_error(run({"gemm", "--against", (dir_ / "missing.json").string()}), "--against: ");
+  expect_input_error(run({"gemm"}), "M N K: required");
+}
+
 TEST_F(GemmCli, SweepAddsTheMCurve) {
   const Outcome r = run({"gemm", "256", "8192", "8192", "--gpu", "h200-sxm", "--sweep", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -9,4 +9,5 @@ out=docs/data/gemm
 "$bin" gemm 64 8192 8192 --gpu h200-sxm --backward > "$out/gemm-64-rows-h200.txt"
 "$bin" gemm 64 8192 8192 --gpu h200-sxm --json > "$out/gemm-64-rows-h200.json"
 "$bin" gemm 8192 8192 8192 --gpu h200-sxm --sweep > "$out/gemm-sweep-h200.txt"
+"$bin" gemm --against docs/data/executor-gpu/bench-gemm.json --gpu h200-sxm > "$out/against-h200-bench.txt"
 echo "wrote $out"
