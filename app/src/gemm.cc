@@ -37,12 +37,6 @@ GemmPass price(const GpuSpec& gpu, Precision p, std::string name, std::int64_t m
   return g;
 }
 
-std::string duration(double s) {
-  if (s >= 1) return fmt::format("{:.3f} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
-  return fmt::format("{:.1f} us", s * 1e6);
-}
-
 nlohmann::ordered_json pass_json(const GemmPass& g) {
   const GemmTiling& t = g.cost.tiling;
   return {{"name", g.name},
@@ -201,11 +195,11 @@ std::string gemm_text(const GemmReport& r) {
   for (const GemmPass& g : r.passes) {
     const GemmTiling& t = g.cost.tiling;
     out += fmt::format("\n{} ({} x {} x {})\n", g.name, g.m, g.n, g.k);
-    out += fmt::format("  time       {}   {:.1f} TFLOP/s, {:.1f}% of peak; {}-bound\n", duration(g.cost.time_s),
+    out += fmt::format("  time       {}   {:.1f} TFLOP/s, {:.1f}% of peak; {}-bound\n", seconds_text(g.cost.time_s),
                        g.tflops, 100 * g.tflops / r.peak_tflops, g.memory_bound ? "memory" : "compute");
-    out += fmt::format("  compute    {}: {:.4g} GFLOP at {:.3f} of peak\n", duration(g.cost.compute_s),
+    out += fmt::format("  compute    {}: {:.4g} GFLOP at {:.3f} of peak\n", seconds_text(g.cost.compute_s),
                        g.cost.flops / 1e9, t.efficiency);
-    out += fmt::format("  memory     {}: {:.4g} MB{}\n", duration(g.cost.memory_s), g.cost.bytes / 1e6,
+    out += fmt::format("  memory     {}: {:.4g} MB{}\n", seconds_text(g.cost.memory_s), g.cost.bytes / 1e6,
                        t.k_slices > 1 ? " (with the split K's fp32 partials)" : "");
     out += fmt::format("  efficiency {:.3f} = ceiling {:.3f} x tile {:.3f} x wave {:.3f} x short-K {:.3f}\n",
                        t.efficiency, r.ceiling, t.q_tile, t.q_wave, t.q_k);
@@ -217,7 +211,7 @@ std::string gemm_text(const GemmReport& r) {
     if (r.gpu.sms > 0) cut += fmt::format(" in {:g} wave(s)", std::ceil(t.tiles * t.k_slices / r.gpu.sms));
     out += "  cut        " + cut + "\n";
   }
-  if (r.passes.size() > 1) out += fmt::format("\ntotal      {}\n", duration(r.total_s));
+  if (r.passes.size() > 1) out += fmt::format("\ntotal      {}\n", seconds_text(r.total_s));
   if (!r.sweep.empty()) {
     out +=
         fmt::format("\nsweep: M doubling from {} (N {}, K {})\n", kSweepStartM, r.sweep.front().n, r.sweep.front().k);
@@ -226,7 +220,7 @@ std::string gemm_text(const GemmReport& r) {
     for (const GemmPass& g : r.sweep) {
       const GemmTiling& t = g.cost.tiling;
       const double waves = r.gpu.sms > 0 ? std::ceil(t.tiles * t.k_slices / r.gpu.sms) : 0;
-      out += fmt::format("  {:>10} {:>12} {:>9.1f} {:>10.3f} {:>7g} {:>9g} {:>7g}  {}\n", g.m, duration(g.cost.time_s),
+      out += fmt::format("  {:>10} {:>12} {:>9.1f} {:>10.3f} {:>7g} {:>9g} {:>7g}  {}\n", g.m, seconds_text(g.cost.time_s),
                          g.tflops, t.efficiency, t.tiles, t.k_slices, waves, g.memory_bound ? "memory" : "compute");
     }
   }
@@ -237,7 +231,7 @@ std::string gemm_text(const GemmReport& r) {
                        "measured", "model", "model/meas", "tiles", "K slices");
     for (const GemmComparison& c : a.rows) {
       out += fmt::format("  {:>8} {:>8} {:>8} {:>6} {:>12} {:>12} {:>9.2f} {:>7g} {:>8g}\n", c.m, c.n, c.k, c.batch,
-                         duration(c.measured_s), duration(c.model_s), c.ratio, c.tiles, c.k_slices);
+                         seconds_text(c.measured_s), seconds_text(c.model_s), c.ratio, c.tiles, c.k_slices);
     }
     out += fmt::format("  model/measured: median {:.2f}, {} of {} within 10%, range {:.2f} - {:.2f}\n", a.median_ratio,
                        a.within_10pct, a.rows.size(), a.min_ratio, a.max_ratio);
