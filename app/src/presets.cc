@@ -72,6 +72,7 @@ std::string presets_json(const PresetsReport& report) {
     o["loss_bytes_per_logit"] = st.loss_bytes_per_logit;
     o["loss_traffic_bytes_per_logit"] = st.loss_traffic_bytes_per_logit;
     o["attention_kernel"] = st.attention_kernel;
+    o["fp8_weight_cache"] = st.fp8_weight_cache;
     o["zero3_fetch"] = name_of(st.zero3_fetch);
     if (st.zero3_fetch == Zero3Fetch::kModuleSync) {
       o["zero3_gather"] = name_of(st.zero3_gather);

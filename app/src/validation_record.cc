@@ -251,7 +251,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   if (auto p = text(f, "precision")) {
     const std::string low = lower(*p);
     if (contains(low, "bf16")) r.precision = "bf16";
-    else if (contains(low, "fp8")) r.precision = "fp8";
+    else if (contains(low, "fp8") || contains(low, "float8")) r.precision = "fp8";  // torchao's name
     else if (contains(low, "fp16") || contains(low, "16-bit")) r.precision = "fp16";
     else r.assumptions.push_back(fmt::format("precision {} not recognised: bf16", quote(*p)));
     mapped(r, "precision", *p, r.precision);

@@ -266,10 +266,11 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     dense_here += std::clamp(dense_total - first, 0, n);
   }
   const int moe_here = rp.layers - dense_here;
-  if (p.precision == Precision::kFp8) {
+  if (p.precision == Precision::kFp8 && stack_profile(p.stack).fp8_weight_cache) {
     // Transformer Engine caches each layer weight's FP8 copy and its transpose (1 + 1 byte)
     // from the first microbatch of a step to the last (Megatron-Core passes
-    // is_first_microbatch); the embedding and output layer are not FP8.
+    // is_first_microbatch); the embedding and output layer are not FP8. Stacks that cast
+    // the weight in every forward (torchao) keep no such copy (stacks.json fp8_weight_cache).
     const LayerRankParams dl = layer_rank_params(m, p, false);
     const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
     mem.params += kFp8WeightCacheBytes * (dense_here * dl.dense + moe_here * (ml.dense + ml.expert));

@@ -81,6 +81,7 @@ StackProfile read_stack(ObjectReader& r) {
   num("loss_traffic_bytes_per_logit", s.loss_traffic_bytes_per_logit);
   if (auto x = r.choice("attention_kernel", attention_kernel_names())) s.attention_kernel = *x;
   params.emplace_back("attention_kernel");
+  flag("fp8_weight_cache", s.fp8_weight_cache);
   {
     if (auto x = r.choice("zero3_fetch", names_of<Zero3Fetch>())) s.zero3_fetch = *parse_name<Zero3Fetch>(*x);
     params.emplace_back("zero3_fetch");

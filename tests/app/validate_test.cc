@@ -465,6 +465,36 @@ TEST(ValidateShipped, TheStepsMeasuredOnAnH200AreWithinFifteenPercent) {
   }
 }
 
+// The other rows of the torchtitan benchmark the shared torchtitan record comes from
+// (docs/data/validation-torchtitan.json: Table 1's torch.compile and Float8 rows, Table 2's
+// context-parallel rows at 32k-256k tokens), held out: nothing was fitted to them. Each is
+// expressed as published (torchao's "Float8" read as fp8, torch.compile as fsdp2-compile,
+// the CP degree), fits, and its peak memory is within the 10 %; the rows without
+// context parallelism, and CP 2, are within 15 % of their tokens/s. (CP 4 and 8 are 21 % and
+// 25 % fast: PyTorch's ring attention's per-block kernels, docs/validation.md.)
+TEST(ValidateShipped, TheOtherTorchtitanRunsAreExpressedAndHeldOut) {
+  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-torchtitan.json", ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 6u);
+  for (const ValidationRow& r : rep->rows) {
+    SCOPED_TRACE(r.id);
+    ASSERT_TRUE(r.feasible) << r.reason;
+    ASSERT_TRUE(r.predicted);
+    const json sc = json::parse(r.scenario_json);
+    EXPECT_EQ(sc["plan"]["stack"], "fsdp2-compile");
+    EXPECT_EQ(sc["plan"]["precision"],
+              r.id.find("t1_8b_8gpu_fsdp_compile") != std::string::npos && r.id.find("float8") == std::string::npos
+                  ? "bf16"
+                  : "fp8");
+    ASSERT_TRUE(r.has_memory_error());
+    EXPECT_LT(std::abs(r.memory_error()), 0.10);
+    const int cp = sc["plan"]["cp"].get<int>();
+    if (cp <= 2) {
+      EXPECT_LT(std::abs(r.throughput_error()), 0.15);
+    }
+  }
+}
+
 TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;

@@ -63,6 +63,27 @@ TEST(AttentionKernels, InterpolatesInLog2OfTheSequenceAndClampsAtTheEnds) {
   EXPECT_DOUBLE_EQ(interpolate_log2({1, 4}, {10, 30}, 2), 20);  // log2: 2 is half way from 1 to 4
 }
 
+// An H100 capped at 500 W (h100-sxm-500w) runs the table's kernels, measured at 700 W, at
+// the clock its GEMM ceiling shows at the cap: bf16 585.23 TFLOP/s at 500 W (FBGEMM PR 2546)
+// over 794.5 at 700 W (ml-engineering MAMF). The uncapped GPU and one of unknown power
+// limit keep the figures.
+TEST(AttentionKernels, APowerCapScalesTheFiguresByTheGemmCeilingAtTheCap) {
+  const GpuSpec capped = builtin_presets().gpus.at("h100-sxm-500w");
+  const double cap = 585.2 / 794.5;
+  const AttentionEfficiency e = attention_efficiency(capped, "fa2", 8192, true, true);
+  EXPECT_NEAR(e.power_cap, cap, 1e-12);
+  EXPECT_NEAR(e.fwd, cap * kFa2CausalFwd8k / kH100Peak, 1e-12);
+  EXPECT_NEAR(e.bwd, cap * kFa2Bwd8k / kH100Peak, 1e-12);
+  EXPECT_EQ(attention_efficiency(h100(), "fa2", 8192, true, true).power_cap, 1.0);
+  GpuSpec unknown = capped;
+  unknown.tdp_W = 0;
+  EXPECT_EQ(attention_efficiency(unknown, "fa2", 8192, true, true).fwd, kFa2CausalFwd8k / kH100Peak);
+  // A GPU whose ceiling is above the reference's is not sped up.
+  GpuSpec faster = capped;
+  faster.mamf_bf16_tflops = 900;
+  EXPECT_EQ(attention_efficiency(faster, "fa2", 8192, true, true).power_cap, 1.0);
+}
+
 TEST(AttentionKernels, StatedEfficiencyWinsOtherwiseThePrior) {
   GpuSpec g = h100();
   g.attention_efficiency = 0.45;  // a scenario's, a preset's or a calibration's

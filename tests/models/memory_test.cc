@@ -8,6 +8,7 @@
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
+#include "stepcast/models/stack.h"
 
 namespace stepcast {
 namespace {
@@ -294,6 +295,26 @@ TEST(Memory, Fp8AddsTwoBytesPerLayerParameterForTheWeightCache) {
   // Stage 0 holds 10 of the 80 layers; one layer's rank parameters as params_test counts them.
   const double layer = layer_rank_params(m, p, false).dense;
   EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).params - bf16, 2.0 * 10 * layer);
+}
+
+// torchao's Float8Linear (the fsdp2 stacks' FP8) casts the weight in every forward and keeps
+// no FP8 copy across microbatches: an FP8 plan's weights are the 16-bit plan's.
+TEST(Memory, Fp8UnderTorchaoKeepsNoWeightCache) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p;
+  p.dp = 8;
+  p.zero = 3;
+  p.stack = Stack::kFsdp2Compile;
+  const Workload w{8192, 0, 0};
+  const double bf16 = stage_memory(m, c, p, w, 0).params;
+  p.precision = Precision::kFp8;
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).params, bf16);
+  EXPECT_FALSE(stack_profile(Stack::kFsdp2Eager).fp8_weight_cache);
+  EXPECT_TRUE(stack_profile(Stack::kMegatronCore).fp8_weight_cache);
+  // The same plan under Megatron-Core caches 2 bytes per layer parameter (not sharded).
+  p.stack = Stack::kMegatronCore;
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).params - bf16, 2.0 * 32 * layer_rank_params(m, p, false).dense);
 }
 
 }  // namespace

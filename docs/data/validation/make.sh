@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/validation.md's outputs: the validate table (validate.txt) and the what-if
+# Regenerates docs/validation.md's outputs: the validate tables (validate.txt, and
+# validate-torchtitan.txt for docs/data/validation-torchtitan.json) and the what-if
 # table (whatif.md): each Narayanan Table 1 / BLOOM record's scenario, as validate writes it
 # (--scenarios), with one input changed, priced by `stepcast estimate --json`. TFLOP/s under
 # the record's own FLOP accounting scales as 1 / step time, so a variant's TFLOP/s is the
@@ -13,6 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$build/cli/stepcast" validate docs/data/validation-runs.json --scenarios "$tmp/scenarios" > "$out/validate.txt"
 "$build/cli/stepcast" validate docs/data/validation-runs.json --json > "$tmp/validate.json"
+"$build/cli/stepcast" validate docs/data/validation-torchtitan.json > "$out/validate-torchtitan.txt"
 python3 - "$build/cli/stepcast" "$tmp" "$out/whatif.md" <<'PY'
 import json, re, subprocess, sys
 stepcast, tmp, dest = sys.argv[1:]

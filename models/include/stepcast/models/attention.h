@@ -38,6 +38,7 @@ const std::vector<std::string>& attention_kernel_names();
 struct AttentionEfficiency {
   double fwd = 0, bwd = 0;
   bool from_table = false;              // false: the GPU's attention_efficiency (or the prior)
+  double power_cap = 1;                 // the table's figures scaled by attention_power_cap_factor
 };
 
 // The prior used where no table applies (FlashAttention-class kernels, unsourced [U]).
@@ -48,10 +49,19 @@ inline constexpr double kAttentionEfficiencyPrior = 0.6;
 //    wins, for both passes;
 //  - else, with FlashAttention (`fused`) and a table for gpu.architecture holding `kernel`:
 //    the table's TFLOP/s over its reference peak, interpolated linearly in log2(seq) and
-//    clamped at the table's ends, causal or non-causal forward, and the backward;
+//    clamped at the table's ends, causal or non-causal forward, and the backward, times
+//    attention_power_cap_factor;
 //  - else kAttentionEfficiencyPrior.
 AttentionEfficiency attention_efficiency(const GpuSpec& gpu, const std::string& kernel, double seq,
                                          bool causal, bool fused);
+
+// A GPU held below the power limit the table's reference GPU ran at (an H100 capped at
+// 500 W, its figures measured at 700 W) sustains a lower tensor-core clock, and its fused
+// attention kernels with it: the ratio its GEMM ceiling measured at the cap shows,
+// gpu.mamf_bf16_tflops / reference.mamf_bf16_tflops, at most 1. 1 when either power limit
+// or either ceiling is unknown, or the GPU runs at the reference's limit or above
+// (docs/model-reference.md "Attention kernels").
+double attention_power_cap_factor(const GpuSpec& gpu, const AttentionTable& table);
 
 // The table of `architecture`, or nullptr.
 const AttentionTable* attention_table(const std::string& architecture);

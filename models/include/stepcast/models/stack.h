@@ -122,6 +122,11 @@ struct StackProfile {
   // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
   // "fa3"): its published figures (models/data/attention.json) price the core attention.
   std::string attention_kernel = "fa2";
+  // FP8 (plan.precision fp8): whether the stack keeps each layer weight's FP8 copy and its
+  // transpose from the first microbatch of a step to the last (Transformer Engine under
+  // Megatron-Core's is_first_microbatch), or casts the weight again in every forward
+  // (torchao's Float8Linear under torchtitan), so that no copy outlives its layer's pass.
+  bool fp8_weight_cache = true;
   std::map<std::string, std::string> sources;       // parameter -> where it comes from
   std::map<std::string, std::string> verification;  // parameter -> V / S / D / U
 };
