@@ -495,6 +495,33 @@ TEST(ValidateShipped, TheOtherTorchtitanRunsAreExpressedAndHeldOut) {
   }
 }
 
+// Megatron-Bridge 25.11's dense rows on DGX H100 and DGX B200
+// (docs/data/validation-megatron-bridge.json), held out: each is expressed with its
+// published layout (FSDP = 1 as ZeRO 3, FP8-CS as fp8, the CP degree) and fits; the H100
+// rows are within 15 % of their tokens/s. (The B200 rows are 26-31 % fast: no Blackwell
+// kernel tables, docs/validation.md.)
+TEST(ValidateShipped, MegatronBridgeDenseRowsAreExpressedAndHeldOut) {
+  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-megatron-bridge.json", ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 5u);
+  for (const ValidationRow& r : rep->rows) {
+    SCOPED_TRACE(r.id);
+    ASSERT_TRUE(r.feasible) << r.reason;
+    ASSERT_TRUE(r.predicted);
+    const json sc = json::parse(r.scenario_json);
+    EXPECT_EQ(sc["plan"]["precision"], "fp8");
+    EXPECT_EQ(sc["plan"]["stack"], "megatron-core");
+    const bool h100 = r.id.find("h100") != std::string::npos;
+    EXPECT_EQ(sc["cluster"]["preset"], h100 ? "dgx-h100" : "dgx-b200");
+    if (r.id.find("8b_8gpu") != std::string::npos && h100) {
+      EXPECT_EQ(sc["plan"]["zero"], 3);  // FSDP = 1
+    }
+    if (h100) {
+      EXPECT_LT(std::abs(r.throughput_error()), 0.15);
+    }
+  }
+}
+
 TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-runs.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
