@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 
@@ -445,24 +446,33 @@ TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   EXPECT_EQ(rep->rows[1].reason, "4 GPUs per node; the dgx-a100 preset has 8");
 }
 
+// Validates a shipped records file of `rows` records and calls `check` on each row, which
+// must be expressed and predicted, with the scenario validate generated for it.
+void check_shipped_rows(const std::string& file, std::size_t rows,
+                        const std::function<void(const ValidationRow&, const json&)>& check) {
+  auto rep = run_validate({std::string(STEPCAST_SOURCE_DIR "/") + file, ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), rows);
+  for (const ValidationRow& r : rep->rows) {
+    SCOPED_TRACE(r.id);
+    ASSERT_TRUE(r.feasible) << r.reason;
+    ASSERT_TRUE(r.predicted);
+    check(r, json::parse(r.scenario_json));
+  }
+}
+
 // The four training steps measured on an H200 (docs/data/executor-gpu/validation-h200.json,
 // docs/gpu-measurements.md): each is expressed on one GPU of a dgx-h200 node, runs the
 // PyTorch stack it names with SDPA's cuDNN attention, and lands within the 15 % of
 // its measured tokens/s (nothing in the model was fitted to them; they were 18-46 % fast
 // before the measured kernel tables).
 TEST(ValidateShipped, TheStepsMeasuredOnAnH200AreWithinFifteenPercent) {
-  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/executor-gpu/validation-h200.json", ""});
-  ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 4u);
-  for (const ValidationRow& r : rep->rows) {
-    SCOPED_TRACE(r.id);
-    ASSERT_TRUE(r.feasible) << r.reason;
-    const json sc = json::parse(r.scenario_json);
+  check_shipped_rows("docs/data/executor-gpu/validation-h200.json", 4, [](const ValidationRow& r, const json& sc) {
     EXPECT_EQ(sc["cluster"]["gpus_per_node"], 1);
     EXPECT_EQ(sc["plan"]["attention_kernel"], "sdpa-cudnn");
     EXPECT_EQ(sc["plan"]["stack"], r.id.find("compile") != std::string::npos ? "fsdp2-compile" : "fsdp2-eager");
     EXPECT_LT(std::abs(r.throughput_error()), 0.15);
-  }
+  });
 }
 
 // The other rows of the torchtitan benchmark the shared torchtitan record comes from
@@ -473,26 +483,16 @@ TEST(ValidateShipped, TheStepsMeasuredOnAnH200AreWithinFifteenPercent) {
 // context parallelism, and CP 2, are within 15 % of their tokens/s. (CP 4 and 8 are 21 % and
 // 25 % fast: PyTorch's ring attention's per-block kernels, docs/validation.md.)
 TEST(ValidateShipped, TheOtherTorchtitanRunsAreExpressedAndHeldOut) {
-  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-torchtitan.json", ""});
-  ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 6u);
-  for (const ValidationRow& r : rep->rows) {
-    SCOPED_TRACE(r.id);
-    ASSERT_TRUE(r.feasible) << r.reason;
-    ASSERT_TRUE(r.predicted);
-    const json sc = json::parse(r.scenario_json);
+  check_shipped_rows("docs/data/validation-torchtitan.json", 6, [](const ValidationRow& r, const json& sc) {
     EXPECT_EQ(sc["plan"]["stack"], "fsdp2-compile");
-    EXPECT_EQ(sc["plan"]["precision"],
-              r.id.find("t1_8b_8gpu_fsdp_compile") != std::string::npos && r.id.find("float8") == std::string::npos
-                  ? "bf16"
-                  : "fp8");
+    const bool bf16 = r.id == "torchtitan_h100_t1_8b_8gpu_fsdp_compile";
+    EXPECT_EQ(sc["plan"]["precision"], bf16 ? "bf16" : "fp8");
     ASSERT_TRUE(r.has_memory_error());
     EXPECT_LT(std::abs(r.memory_error()), 0.10);
-    const int cp = sc["plan"]["cp"].get<int>();
-    if (cp <= 2) {
+    if (sc["plan"]["cp"].get<int>() <= 2) {
       EXPECT_LT(std::abs(r.throughput_error()), 0.15);
     }
-  }
+  });
 }
 
 // Megatron-Bridge 25.11's dense rows on DGX H100 and DGX B200
@@ -501,25 +501,18 @@ TEST(ValidateShipped, TheOtherTorchtitanRunsAreExpressedAndHeldOut) {
 // rows are within 15 % of their tokens/s. (The B200 rows are 26-31 % fast: no Blackwell
 // kernel tables, docs/validation.md.)
 TEST(ValidateShipped, MegatronBridgeDenseRowsAreExpressedAndHeldOut) {
-  auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-megatron-bridge.json", ""});
-  ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 5u);
-  for (const ValidationRow& r : rep->rows) {
-    SCOPED_TRACE(r.id);
-    ASSERT_TRUE(r.feasible) << r.reason;
-    ASSERT_TRUE(r.predicted);
-    const json sc = json::parse(r.scenario_json);
+  check_shipped_rows("docs/data/validation-megatron-bridge.json", 5, [](const ValidationRow& r, const json& sc) {
     EXPECT_EQ(sc["plan"]["precision"], "fp8");
     EXPECT_EQ(sc["plan"]["stack"], "megatron-core");
     const bool h100 = r.id.find("h100") != std::string::npos;
     EXPECT_EQ(sc["cluster"]["preset"], h100 ? "dgx-h100" : "dgx-b200");
-    if (r.id.find("8b_8gpu") != std::string::npos && h100) {
+    if (h100 && r.id.find("8b_8gpu") != std::string::npos) {
       EXPECT_EQ(sc["plan"]["zero"], 3);  // FSDP = 1
     }
     if (h100) {
       EXPECT_LT(std::abs(r.throughput_error()), 0.15);
     }
-  }
+  });
 }
 
 TEST(ValidateShipped, EveryRecordPredictsOrSaysWhy) {
