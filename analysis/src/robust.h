@@ -6,15 +6,11 @@
 #include <limits>
 #include <vector>
 
+#include "stepcast/models/stats.h"
+
 namespace stepcast::analysis {
 
-// The median; 0 for an empty list.
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using stepcast::median;  // stepcast/models/stats.h
 
 // Robust z of a deviation from the median: Iglewicz & Hoaglin's modified z-score (1.4826
 // MAD ~ sigma for normal data); with MAD = 0 (most values identical) any positive

@@ -11,6 +11,7 @@
 #include "stepcast/models/json_reader.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
+#include "stepcast/models/stats.h"
 #include "stepcast/models/text.h"
 
 namespace stepcast::app {
@@ -90,11 +91,10 @@ Result<GemmAgainst> compare_against(const GpuSpec& gpu, Precision p, const std::
     if (std::abs(c.ratio - 1) <= 0.10) ++a.within_10pct;
     a.rows.push_back(c);
   }
-  std::sort(ratios.begin(), ratios.end());
-  const std::size_t n = ratios.size();
-  a.median_ratio = n % 2 == 1 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
-  a.min_ratio = ratios.front();
-  a.max_ratio = ratios.back();
+  a.median_ratio = median(ratios);
+  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  a.min_ratio = *lo;
+  a.max_ratio = *hi;
   return a;
 }
 

@@ -11,9 +11,10 @@
 
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/file_io.h"
-#include "stepcast/models/names.h"
 #include "stepcast/models/json_reader.h"
+#include "stepcast/models/names.h"
 #include "stepcast/models/scenario.h"
+#include "stepcast/models/stats.h"
 #include "validation_record.h"
 
 namespace stepcast::app {
@@ -143,9 +144,7 @@ void summarize(ValidateReport& rep) {
     for (double x : abs_errors) abs_sum += x;
     rep.mean_abs_error = abs_sum / static_cast<double>(abs_errors.size());
     rep.mean_error = sum / static_cast<double>(abs_errors.size());
-    std::sort(abs_errors.begin(), abs_errors.end());
-    const std::size_t n = abs_errors.size();
-    rep.median_abs_error = n % 2 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
+    rep.median_abs_error = median(abs_errors);
   }
   if (rep.iteration_compared > 0) rep.iteration_mean_abs_error = it_abs / rep.iteration_compared;
   if (rep.memory_compared > 0) {
