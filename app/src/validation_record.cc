@@ -120,6 +120,14 @@ void read_model(ObjectReader& f, Record& r) {
           "model {}: Llama architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, "
           "untied embeddings, no dropout)",
           quote(*name)));
+    } else if (contains(n, "gpt-oss") || contains(n, "gpt oss") || contains(n, "gpt_oss")) {
+      r.architecture = Architecture::kLlama;
+      r.learned_positions = false;
+      r.linear_bias_override = true;
+      r.assumptions.push_back(fmt::format(
+          "model {}: GPT-OSS architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, biases on every linear "
+          "layer and expert, untied embeddings, no dropout; the attention sinks are not modelled)",
+          quote(*name)));
     }
   }
   r.layers = positive(f, "layers", true).value_or(0);
@@ -128,6 +136,30 @@ void read_model(ObjectReader& f, Record& r) {
   r.vocab = positive(f, "vocab", true).value_or(0);
   r.seq = positive(f, "seq_len", true).value_or(0);
   r.head_dim = positive(f, "head_dim", false);
+  r.sliding_window = positive(f, "sliding_window", false).value_or(0);
+  if (const json* v = f.raw("window_attn_skip_freq"); v && !v->is_null()) {
+    const bool ok = v->is_number_integer() &&
+                    (v->get<std::int64_t>() == 0 || (v->get<std::int64_t>() >= 2 && v->get<std::int64_t>() <= 1000));
+    if (!ok) {
+      f.diag().add(f.path_of("window_attn_skip_freq"),
+                   "expected 0 (every layer windowed) or an integer from 2 to 1000 (layers numbered N, 2N, ... keep "
+                   "full attention), got " +
+                       reader::describe(*v));
+    } else if (r.sliding_window == 0) {
+      f.diag().add(f.path_of("window_attn_skip_freq"), "given without sliding_window (the window's size in tokens)");
+    } else {
+      r.window_attn_skip_freq = v->get<std::int64_t>();
+    }
+  }
+  if (r.sliding_window > 0) {
+    r.assumptions.push_back(
+        fmt::format("sliding_window {}: each query of a windowed layer attends the last {} keys; {}", r.sliding_window,
+                    r.sliding_window,
+                    r.window_attn_skip_freq == 0
+                        ? std::string("every layer windowed (window_attn_skip_freq 0 or not given)")
+                        : fmt::format("layers numbered {}, {}, ... keep full attention (window_attn_skip_freq {})",
+                                      r.window_attn_skip_freq, 2 * r.window_attn_skip_freq, r.window_attn_skip_freq)));
+  }
   if (const json* moe = f.raw("moe"); moe && !moe->is_null()) {
     r.moe = moe->is_string() ? moe->get<std::string>() : moe->dump();
     if (r.moe.empty()) r.moe = "(empty)";
@@ -674,12 +706,16 @@ ScenarioBuild build_scenario(Record& r) {
   model["ffn_matrices"] = llama ? 3 : 2;
   model["norm"] = llama ? "rmsnorm" : "layernorm";
   model["tied_embeddings"] = !llama;
-  model["linear_bias"] = !llama;
+  model["linear_bias"] = !llama || r.linear_bias_override;
   model["dropout"] = !llama;
   model["vocab_size"] = r.vocab_padded;
   model["position_embedding"] = r.learned_positions ? "learned" : "rope";
   model["max_seq_len"] = r.seq;
   model["train_seq_len"] = r.seq;
+  if (r.sliding_window > 0) {
+    model["sliding_window"] = r.sliding_window;
+    model["window_attn_skip_freq"] = r.window_attn_skip_freq;
+  }
   if (r.moe_experts > 0) {
     model["moe"] = {{"num_experts", r.moe_experts},
                     {"top_k", r.moe_top_k},

@@ -29,6 +29,10 @@ struct Record {
   std::optional<std::int64_t> head_dim;
   std::int64_t vocab_padded = 0;
   bool learned_positions = true;
+  bool linear_bias_override = false;  // GPT-OSS: the Llama architecture with linear biases
+  // Sliding-window attention, as the record states it (model.sliding_window,
+  // model.window_attn_skip_freq: Megatron-Core's names); 0 = none.
+  std::int64_t sliding_window = 0, window_attn_skip_freq = 0;
   std::string moe;                      // the record's MoE description ("" for a dense model)
   // Read from `moe` (moe_rule): routed experts, experts per token, expert FFN width, shared
   // experts and their width, leading dense layers; experts 0 when the description does not

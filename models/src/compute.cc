@@ -34,12 +34,28 @@ TokenFlops token_flops(const ModelSpec& m, std::int64_t seq_len) {
     f.moe_layer = 2.0 * (attn_w + h * e.num_experts + e.top_k * g * h * e.expert_ffn_hidden_size +
                          e.num_shared_experts * g * h * e.shared_expert_ffn_hidden_size);
   }
-  f.attention_core = 2.0 * a * (d_qk + d_v) * static_cast<double>(seq_len);
+  // A windowed layer's query sees at most `sliding_window` keys; counted like the full
+  // square (no causal halving), at min(window, s) keys per query.
+  const double s = static_cast<double>(seq_len);
+  const double windowed = m.num_layers > 0 ? static_cast<double>(windowed_layers(m)) / m.num_layers : 0.0;
+  const double keys = (1 - windowed) * s + windowed * std::min(s, static_cast<double>(m.sliding_window));
+  f.attention_core = 2.0 * a * (d_qk + d_v) * keys;
   f.logits = 2.0 * h * m.vocab_size;
   f.forward = c.dense_layers * (f.dense_layer + f.attention_core) +
               c.moe_layers * (f.moe_layer + f.attention_core) + f.logits;
   f.training = 3.0 * f.forward;
   return f;
+}
+
+int windowed_layers(const ModelSpec& m) {
+  if (m.sliding_window <= 0) return 0;
+  if (m.window_attn_skip_freq <= 0) return m.num_layers;
+  return m.num_layers - m.num_layers / m.window_attn_skip_freq;
+}
+
+double windowed_keys_per_query(double seq, double window) {
+  if (seq <= window) return (seq + 1) / 2;
+  return window - window * (window - 1) / (2 * seq);
 }
 
 double peak_flops(const GpuSpec& gpu, Precision p) {

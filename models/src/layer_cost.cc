@@ -231,7 +231,7 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   // (s+1)/2 keys on average (CP balanced). Without them (fused softmax) the matmuls
   // compute the whole s x s square.
   const double keys = p.flash_attention ? (seq + 1) / 2 : seq;
-  lc.attn_core_flops = 2.0 * a_r * (d.qk + d.v) * T * keys;
+  const double per_key = 2.0 * a_r * (d.qk + d.v) * T;
   lc.core_bwd_factor = p.flash_attention ? 2.5 : 2.0;
   // The efficiency of the fused kernel family (the plan's, else the stack's) at the sequence
   // each rank's kernel sees (s/cp with context parallelism), from its published table
@@ -240,8 +240,29 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const std::string& kernel = p.attention_kernel.empty() ? stack.attention_kernel : p.attention_kernel;
   lc.attn_eff = attention_efficiency(gpu, kernel, seq / p.cp, /*causal=*/true, p.flash_attention);
   const double attn_peak = peak_flops(gpu, Precision::kBf16);
+  lc.attn_core_flops = per_key * keys;
   lc.attn_core_s = pace * lc.attn_core_flops / (lc.attn_eff.fwd * attn_peak);
   lc.attn_core_bwd_s = pace * lc.core_bwd_factor * lc.attn_core_flops / (lc.attn_eff.bwd * attn_peak);
+  if (const int windowed = windowed_layers(m); windowed > 0 && p.flash_attention) {
+    // Sliding-window layers (docs/model-reference.md "Sliding-window attention"): a fused
+    // kernel computes only the tiles inside the window, windowed_keys_per_query keys per
+    // query, and runs each query tile over about window / tile key tiles, as a causal kernel
+    // does over a sequence of 2 x window: it is priced at the table's efficiency there (the
+    // sequence itself when shorter). Every layer is priced at the mean over the model's
+    // layers (a stage holding more windowed layers than the mean is not distinguished).
+    // Without fused kernels the whole s x s square is computed and masked: no change.
+    const double f = static_cast<double>(windowed) / m.num_layers;
+    const double w = static_cast<double>(m.sliding_window);
+    const AttentionEfficiency e = attention_efficiency(gpu, kernel, std::min(seq / p.cp, 2 * w), true, true);
+    const double win_flops = per_key * windowed_keys_per_query(seq, w);
+    const double full_fwd_s = lc.attn_core_s, full_bwd_s = lc.attn_core_bwd_s;
+    lc.attn_core_s = (1 - f) * full_fwd_s + f * pace * win_flops / (e.fwd * attn_peak);
+    lc.attn_core_bwd_s = (1 - f) * full_bwd_s + f * pace * lc.core_bwd_factor * win_flops / (e.bwd * attn_peak);
+    lc.attn_core_flops = (1 - f) * lc.attn_core_flops + f * win_flops;
+    // The layers' mean efficiency, as priced.
+    lc.attn_eff.fwd = pace * lc.attn_core_flops / (lc.attn_core_s * attn_peak);
+    lc.attn_eff.bwd = pace * lc.core_bwd_factor * lc.attn_core_flops / (lc.attn_core_bwd_s * attn_peak);
+  }
   if (!p.flash_attention) {
     // Scores written, read by softmax, probabilities written and read by .V; with dropout
     // (model.dropout) the probabilities also pass through a dropout kernel. FlashAttention

@@ -28,8 +28,10 @@ ParamCounts count_params(const ModelSpec& m) {
     const MoeSpec& e = *m.moe;
     c.dense_layers = e.num_dense_layers;
     c.moe_layers = m.num_layers - e.num_dense_layers;
-    c.expert_per_layer = std::int64_t{e.num_experts} * G * h * e.expert_ffn_hidden_size;
-    c.shared_per_layer = std::int64_t{e.num_shared_experts} * G * h * e.shared_expert_ffn_hidden_size;
+    // With linear biases (GPT-OSS) each expert carries its FFN's: F (G - 1) + h.
+    const auto expert = [&](std::int64_t f) { return G * h * f + (m.linear_bias ? f * (G - 1) + h : 0); };
+    c.expert_per_layer = std::int64_t{e.num_experts} * expert(e.expert_ffn_hidden_size);
+    c.shared_per_layer = std::int64_t{e.num_shared_experts} * expert(e.shared_expert_ffn_hidden_size);
     c.router_per_layer = h * e.num_experts + (e.router_bias ? e.num_experts : 0);
   }
   c.embedding_input = V * h;

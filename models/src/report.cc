@@ -187,9 +187,12 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   std::string o;
   auto line = [&](const std::string& x) { o += x + "\n"; };
   line(fmt::format("stepcast estimate: {}", s.name));
-  line(fmt::format("  model    {} ({} layers, h={}, heads {}/{}{})", s.model.name, s.model.num_layers,
-                   s.model.hidden_size, s.model.num_attention_heads, s.model.num_kv_heads,
-                   s.model.moe ? fmt::format(", MoE {}x top-{}", s.model.moe->num_experts, s.model.moe->top_k) : ""));
+  const int windowed = windowed_layers(s.model);
+  line(fmt::format(
+      "  model    {} ({} layers, h={}, heads {}/{}{}{})", s.model.name, s.model.num_layers, s.model.hidden_size,
+      s.model.num_attention_heads, s.model.num_kv_heads,
+      s.model.moe ? fmt::format(", MoE {}x top-{}", s.model.moe->num_experts, s.model.moe->top_k) : "",
+      windowed > 0 ? fmt::format(", {}-token window on {} of them", s.model.sliding_window, windowed) : ""));
   line(fmt::format("  cluster  {}: {} nodes x {} {} = {} GPUs", c.name, c.nodes, c.gpus_per_node,
                    c.gpu.name, c.world()));
   line(fmt::format(

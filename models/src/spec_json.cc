@@ -175,6 +175,20 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
   set(m.source, r.string("source"));
   if (auto p = r.integer("params_total", 0, std::int64_t{1} << 60)) m.reference_params_total = *p;
   if (auto k = r.integer("mtp_modules", 0, 16)) m.mtp_layers = static_cast<int>(*k);
+  // Sliding-window attention: null (over a preset) turns it off, with its layer pattern.
+  if (const json* v = r.raw("sliding_window"); v && v->is_null()) {
+    m.sliding_window = 0;
+    m.window_attn_skip_freq = 0;
+  } else if (auto w = r.integer("sliding_window", 1, kMaxSeq)) m.sliding_window = *w;
+  if (auto f = r.integer("window_attn_skip_freq", 0, kMaxLayers)) {
+    if (*f == 1) {
+      r.diag().add(r.path_of("window_attn_skip_freq"),
+                   "1 would keep every layer at full attention; give 0 (every layer windowed) or N >= 2 "
+                   "(layers numbered N, 2N, ... keep full attention), or drop sliding_window");
+    } else {
+      m.window_attn_skip_freq = static_cast<int>(*f);
+    }
+  }
   r.number("rope_theta", 0, 1e12, /*allow_null=*/true);
   r.ignore({"notes", "verification", "params_official", "params_per_layer", "params_active",
             "params_embedding_input", "params_attention_per_layer", "preset"});
@@ -234,6 +248,9 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
   if (m.moe && m.moe->num_dense_layers > m.num_layers) {
     r.diag().add(r.path_of("moe.num_dense_layers"),
                  fmt::format("{} exceeds num_layers ({})", m.moe->num_dense_layers, m.num_layers));
+  }
+  if (m.window_attn_skip_freq > 0 && m.sliding_window == 0) {
+    r.diag().add(r.path_of("window_attn_skip_freq"), "given without sliding_window (the window's size in tokens)");
   }
   if (m.train_seq_len > m.max_seq_len) {
     r.diag().add(r.path_of("train_seq_len"),

@@ -160,6 +160,50 @@ TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
   EXPECT_NEAR(lc.attn_core_bwd_s, pace * 2.5 * flops_cp / (kCudnnBwd4k * 1e12), 1e-9 * lc.attn_core_bwd_s);
 }
 
+// GPT-OSS-120b (64 heads of 64, a 128-token window on every other layer) at 4096 tokens,
+// one microbatch, on one H100 under megatron-core (cuDNN): the full layers' queries see
+// (s+1)/2 keys at the table's 4k figures; the windowed layers' see 128 - 128 x 127 / (2 s)
+// keys (the band's mean: min(i, 128) over i = 1..s) at the table's shortest point (a
+// 128-token window runs like a causal kernel over 256 tokens, below the table: clamped to
+// 512 tokens, cuDNN 315 forward and 305 backward). Each layer is priced at the mean of the
+// two. Without fused kernels the window changes nothing.
+TEST(AttentionKernels, SlidingWindowLayersPricedAtTheWindowsShortSequence) {
+  const ModelSpec m = builtin_presets().models.at("gpt-oss-120b");
+  ModelSpec full = m;
+  full.sliding_window = 0;
+  full.window_attn_skip_freq = 0;
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  const double pace = job_pace(c);
+  Plan p;
+  p.tp = 1;
+  p.dp = 8;
+  p.microbatch = 1;
+  p.flash_attention = true;
+  p.recompute = Recompute::kNone;
+  p.stack = Stack::kMegatronCore;
+  const double s = 4096, T = 4096, w = 128;
+  const double per_key = 2.0 * 64 * (64 + 64) * T;
+  const double full_flops = per_key * (s + 1) / 2;
+  // Keys per query in the band, by hand: (w (w + 1) / 2 + (s - w) w) / s.
+  const double win_keys = (w * (w + 1) / 2 + (s - w) * w) / s;
+  EXPECT_NEAR(windowed_keys_per_query(s, w), win_keys, 1e-12 * win_keys);
+  const double win_flops = per_key * win_keys;
+  const LayerCost lc = layer_cost(m, c, p, 4096, true);
+  EXPECT_NEAR(lc.attn_core_flops, 0.5 * full_flops + 0.5 * win_flops, 1e-9 * lc.attn_core_flops);
+  const double fwd = pace * (0.5 * full_flops / (kCudnnCausalFwd4k * 1e12) + 0.5 * win_flops / (315 * 1e12));
+  const double bwd = pace * 2.5 * (0.5 * full_flops / (kCudnnBwd4k * 1e12) + 0.5 * win_flops / (305 * 1e12));
+  EXPECT_NEAR(lc.attn_core_s, fwd, 1e-9 * fwd);
+  EXPECT_NEAR(lc.attn_core_bwd_s, bwd, 1e-9 * bwd);
+  // The same model without the window: every layer at the full causal cost.
+  const LayerCost no_window = layer_cost(full, c, p, 4096, true);
+  EXPECT_NEAR(no_window.attn_core_s, pace * full_flops / (kCudnnCausalFwd4k * 1e12), 1e-9 * no_window.attn_core_s);
+  EXPECT_GT(no_window.attn_core_s, 1.5 * lc.attn_core_s);
+  // The fused-softmax path computes the whole square either way.
+  p.flash_attention = false;
+  EXPECT_EQ(layer_cost(m, c, p, 4096, true).attn_core_s, layer_cost(full, c, p, 4096, true).attn_core_s);
+}
+
 std::string scenario_text(const std::string& plan_fields) {
   return R"({"format": 1, "model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
              "plan": {"tp": 1, "pp": 1, "dp": 8, "global_batch": 16, "stack": "fsdp2-eager")" +

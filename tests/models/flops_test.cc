@@ -269,5 +269,25 @@ TEST(Flops, MemoryTimeIsBytesOverEfficiencyTimesBandwidth) {
   EXPECT_DOUBLE_EQ(memory_time_s(test_gpu(), 2.4e9), 1e-3);
 }
 
+// Sliding-window attention in the model FLOPs: GPT-OSS-120b at 4096 tokens, 18 of 36 layers
+// with a 128-token window. A full layer counts the s x s square (2 a (d_qk + d_v) s per
+// token), a windowed one min(w, s) keys per query: the mean is (18 x 4096 + 18 x 128) / 36
+// = 2112 keys. Below the window's size the window changes nothing.
+TEST(Flops, SlidingWindowLayersCountTheWindowNotTheSequence) {
+  const ModelSpec& m = preset_model("gpt-oss-120b");
+  EXPECT_EQ(windowed_layers(m), 18);
+  expect_rel(token_flops(m, 4096).attention_core, 2.0 * 64 * (64 + 64) * 2112, 1e-12);
+  expect_rel(token_flops(m, 100).attention_core, 2.0 * 64 * (64 + 64) * 100, 1e-12);
+  ModelSpec all = m;
+  all.window_attn_skip_freq = 0;  // every layer windowed
+  EXPECT_EQ(windowed_layers(all), 36);
+  expect_rel(token_flops(all, 4096).attention_core, 2.0 * 64 * (64 + 64) * 128, 1e-12);
+  all.window_attn_skip_freq = 3;  // layers 3, 6, ..., 36 full: 12 of them
+  EXPECT_EQ(windowed_layers(all), 24);
+  // Keys per query in a causal window, enumerated: min(i, 3) over i = 1..8 sums to 21.
+  EXPECT_DOUBLE_EQ(windowed_keys_per_query(8, 3), 21.0 / 8);
+  EXPECT_DOUBLE_EQ(windowed_keys_per_query(3, 8), 2.0);  // shorter than the window: (s + 1) / 2
+}
+
 }  // namespace
 }  // namespace stepcast

@@ -20,16 +20,28 @@ namespace {
 // params_total of every model in models/data/models.json.
 const std::vector<std::pair<std::string, std::int64_t>>& reference_totals() {
   static const std::vector<std::pair<std::string, std::int64_t>> kTotals = {
-      {"gpt3-175b", 174'604'259'328},   {"llama3-8b", 8'030'261'248},
-      {"llama3-70b", 70'553'706'496},   {"llama3-405b", 405'853'388'800},
-      {"llama2-7b", 6'738'415'616},     {"llama2-70b", 68'976'648'192},
-      {"mixtral-8x7b", 46'702'792'704}, {"deepseek-v3", 671'026'419'200},
+      {"gpt3-175b", 174'604'259'328},
+      {"llama3-8b", 8'030'261'248},
+      {"llama3-70b", 70'553'706'496},
+      {"llama3-405b", 405'853'388'800},
+      {"llama2-7b", 6'738'415'616},
+      {"llama2-70b", 68'976'648'192},
+      {"mixtral-8x7b", 46'702'792'704},
+      {"deepseek-v3", 671'026'419'200},
       // Qwen3 MoE, by hand (docs/model-reference.md §1): per layer attention h (a + 2g) d_h +
       // a d_h h, router h E, experts E 3 h F_e, norms 2h; untied embeddings 2 V h; final norm h.
       // 30B-A3B: 48 x 623,120,384 + 622,329,856 + 2,048.
       {"qwen3-30b-a3b", 30'532'110'336},
       // 235B-A22B: 94 x 2,487,754,752 + 1,244,659,712 + 4,096.
       {"qwen3-235b-a22b", 235'093'610'496},
+      // GPT-OSS, by hand: per layer attention h (a + 2g) d_h + a d_h h = 26,542,080 and its
+      // biases a d_h + 2 g d_h + h = 8,000; router h E + E; experts E (3 h F + 2 F + h) (each
+      // expert carries its biases); norms 2h; untied embeddings 2 V h = 1,158,266,880; final
+      // norm h. The model card's totals: 116.83 B and 20.91 B.
+      // 120b: 36 x (26,542,080 + 8,000 + 368,768 + 128 x 24,891,840 + 5,760) + 1,158,266,880 + 2,880.
+      {"gpt-oss-120b", 116'829'154'368},
+      // 20b: 24 x (26,542,080 + 8,000 + 92,192 + 32 x 24,891,840 + 5,760) + 1,158,266,880 + 2,880.
+      {"gpt-oss-20b", 20'914'755'648},
   };
   return kTotals;
 }

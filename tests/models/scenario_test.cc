@@ -299,6 +299,26 @@ TEST(ScenarioErrors, NegativeHiddenSizeIsOutOfRange) {
             "model.hidden_size: -1 is out of range (1 to 10000000)");
 }
 
+TEST(ScenarioErrors, SlidingWindowFieldsAreCheckedByName) {
+  EXPECT_EQ(load_error(scenario(R"({"preset": "llama3-70b", "sliding_window": 0})", kH100x8, kPlan)),
+            "model.sliding_window: 0 is out of range (1 to 100000000)");
+  EXPECT_EQ(load_error(scenario(R"({"preset": "llama3-70b", "sliding_window": 4096, "window_attn_skip_freq": 1})",
+                                kH100x8, kPlan)),
+            "model.window_attn_skip_freq: 1 would keep every layer at full attention; give 0 (every layer "
+            "windowed) or N >= 2 (layers numbered N, 2N, ... keep full attention), or drop sliding_window");
+  EXPECT_EQ(load_error(scenario(R"({"preset": "llama3-70b", "window_attn_skip_freq": 2})", kH100x8, kPlan)),
+            "model.window_attn_skip_freq: given without sliding_window (the window's size in tokens)");
+  EXPECT_EQ(load_error(scenario(R"({"preset": "llama3-70b", "window_attn_skip_freq": -2})", kH100x8, kPlan)),
+            "model.window_attn_skip_freq: -2 is out of range (0 to 1000)");
+  // A preset's window is turned off by null, and a scenario may give one to any model.
+  const Scenario off = load_ok(scenario(R"({"preset": "gpt-oss-120b", "sliding_window": null})",
+                                        R"({"preset": "dgx-h100", "nodes": 8})", R"({"tp": 1, "pp": 4, "ep": 8})"));
+  EXPECT_EQ(off.model.sliding_window, 0);
+  const Scenario on = load_ok(scenario(R"({"preset": "llama3-70b", "sliding_window": 4096})", kH100x8, kPlan));
+  EXPECT_EQ(on.model.sliding_window, 4096);
+  EXPECT_EQ(on.model.window_attn_skip_freq, 0);
+}
+
 TEST(ScenarioErrors, NegativeNodeCountIsOutOfRange) {
   EXPECT_EQ(load_error(scenario(kLlama70b, R"({"preset": "dgx-h100", "nodes": -2})", kPlan)),
             "cluster.nodes: -2 is out of range (1 to 1000000)");

@@ -12,7 +12,9 @@ namespace stepcast {
 struct TokenFlops {
   double dense_layer = 0;      // projections + dense FFN of one dense layer (2 x weights)
   double moe_layer = 0;        // projections + router + k routed + shared experts
-  double attention_core = 0;   // Q.K^T and .V of one layer, full s x s square
+  double attention_core = 0;   // Q.K^T and .V of one layer, full s x s square; with a
+                               // sliding window the mean over the layers, a windowed
+                               // layer's query counted at min(window, s) keys
   double logits = 0;           // 2 h V, once per token
   // Whole-model forward, full-square attention (the MFU convention of stepcast).
   double forward = 0;
@@ -20,6 +22,18 @@ struct TokenFlops {
   double training = 0;
 };
 TokenFlops token_flops(const ModelSpec& model, std::int64_t seq_len);
+
+// Sliding-window attention (ModelSpec::sliding_window): the number of layers with a window
+// (0 without one; all of them with window_attn_skip_freq 0; else those whose 1-based number
+// is not a multiple of the frequency).
+int windowed_layers(const ModelSpec& model);
+
+// The mean number of keys a query attends in a causal layer of `seq` tokens whose window
+// holds `window` keys (the query itself included): query i (1-based) sees min(i, window),
+// so the mean is window - window (window - 1) / (2 seq) for seq >= window, (seq + 1) / 2
+// below it (the causal triangle). The count Megatron-Bridge's GPT-OSS FLOP formula uses
+// (w (w + 1) / 2 + (s - w) w nonzero scores per head).
+double windowed_keys_per_query(double seq, double window);
 
 // The attention convention behind `training`, printed with every MFU.
 inline constexpr const char* kMfuConvention =

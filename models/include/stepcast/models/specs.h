@@ -73,6 +73,13 @@ struct ModelSpec {
   // layer (an MoE layer when the model has experts) and the shared output head, on the last
   // pipeline stage (docs/model-reference.md "Multi-token prediction"). Not in params total.
   int mtp_layers = 0;
+  // Sliding-window attention, as Megatron-Core's window_size / window_attn_skip_freq set it
+  // (GPT-OSS, Gemma, Mistral): each query of a windowed layer attends the last
+  // `sliding_window` keys, itself included; 0 = no window. window_attn_skip_freq N >= 2: the
+  // layers whose 1-based number is a multiple of N keep full attention (GPT-OSS: 2, every
+  // other layer); 0: every layer is windowed. windowed_layers() counts them.
+  std::int64_t sliding_window = 0;
+  int window_attn_skip_freq = 0;
   std::string source;                  // where the figures come from
   std::optional<std::int64_t> reference_params_total;  // params_total recorded in the preset
 };
