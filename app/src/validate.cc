@@ -273,6 +273,8 @@ std::string validate_text(const ValidateReport& rep) {
                      "error {}, within 10%: {} of {}",
                      rep.compared, 100 * rep.median_abs_error, 100 * rep.mean_abs_error, pct(rep.mean_error),
                      rep.within_10_percent, rep.compared));
+  } else if (rep.moe_compared > 0) {
+    line("throughput: no dense record compared (the mixture-of-experts records are summarised apart)");
   } else {
     line("throughput: no feasible record with a measurement");
   }

@@ -551,6 +551,14 @@ TEST(ValidateShipped, MegatronBridgeMoeRowsAreExpressedAndHeldOut) {
   auto rep = run_validate({STEPCAST_SOURCE_DIR "/docs/data/validation-megatron-bridge-moe.json", ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
   ASSERT_EQ(rep->rows.size(), 4u);
+  // No dense record: the summary says so, and summarises the three predicted MoE rows apart.
+  EXPECT_EQ(rep->compared, 0u);
+  EXPECT_EQ(rep->moe_compared, 3u);
+  const std::string text = validate_text(*rep);
+  EXPECT_NE(text.find("throughput: no dense record compared (the mixture-of-experts records are summarised apart)"),
+            std::string::npos);
+  EXPECT_NE(text.find("mixture-of-experts throughput, apart (not in the line above or the band residuals): 3 records"),
+            std::string::npos);
   for (const ValidationRow& r : rep->rows) {
     SCOPED_TRACE(r.id);
     const json sc = json::parse(r.scenario_json);
