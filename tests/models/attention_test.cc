@@ -123,20 +123,31 @@ TEST(AttentionKernels, EveryNamedFamilyHasFiguresInEveryTable) {
 // H100: the core's FLOPs by hand, 2 a (d_qk + d_v) T (s+1)/2, priced at SDPA's flash
 // backend's measured figures under fsdp2-eager and at cuDNN's under megatron-core; with
 // cp = 2 each rank's kernel sees 4096 tokens.
-TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
-  ModelSpec m = builtin_presets().models.at("llama3-8b");
+// One DGX H100 node, and a plan of one microbatch on it: data parallel over its 8 GPUs, no
+// recomputation, fused attention.
+ClusterSpec one_h100_node() {
   ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
   c.nodes = 1;
-  const double pace = job_pace(c);
+  return c;
+}
+Plan one_microbatch_dp8(Stack stack) {
   Plan p;
   p.tp = 1;
   p.dp = 8;
   p.microbatch = 1;
   p.flash_attention = true;
   p.recompute = Recompute::kNone;
+  p.stack = stack;
+  return p;
+}
+
+TEST(AttentionKernels, LayerCorePricedWithTheStacksKernelFamily) {
+  ModelSpec m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec c = one_h100_node();
+  const double pace = job_pace(c);
+  Plan p = one_microbatch_dp8(Stack::kFsdp2Eager);
   const double s = 8192, T = 8192;
   const double flops = 2.0 * 32 * (128 + 128) * T * (s + 1) / 2;
-  p.stack = Stack::kFsdp2Eager;
   LayerCost lc = layer_cost(m, c, p, 8192, false);
   EXPECT_NEAR(lc.attn_core_flops, flops, 1e-6 * flops);
   EXPECT_NEAR(lc.attn_core_s, pace * flops / (kSdpaFlashCausalFwd8k * 1e12), 1e-9 * lc.attn_core_s);
@@ -172,16 +183,9 @@ TEST(AttentionKernels, SlidingWindowLayersPricedAtTheWindowsShortSequence) {
   ModelSpec full = m;
   full.sliding_window = 0;
   full.window_attn_skip_freq = 0;
-  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
-  c.nodes = 1;
+  const ClusterSpec c = one_h100_node();
   const double pace = job_pace(c);
-  Plan p;
-  p.tp = 1;
-  p.dp = 8;
-  p.microbatch = 1;
-  p.flash_attention = true;
-  p.recompute = Recompute::kNone;
-  p.stack = Stack::kMegatronCore;
+  Plan p = one_microbatch_dp8(Stack::kMegatronCore);
   const double s = 4096, T = 4096, w = 128;
   const double per_key = 2.0 * 64 * (64 + 64) * T;
   const double full_flops = per_key * (s + 1) / 2;
