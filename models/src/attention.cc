@@ -39,16 +39,15 @@ AttentionEfficiency attention_efficiency(const GpuSpec& gpu, const std::string& 
   const double peak = table->reference_bf16_dense_tflops;
   const double cap = attention_power_cap_factor(gpu, *table);
   return {cap * interpolate_log2(table->seq, causal ? f.fwd_causal_tflops : f.fwd_tflops, seq) / peak,
-          cap * interpolate_log2(table->seq, f.bwd_tflops, seq) / peak, true, cap};
+          cap * interpolate_log2(table->seq, f.bwd_tflops, seq) / peak, true};
 }
 
 double attention_power_cap_factor(const GpuSpec& gpu, const AttentionTable& table) {
-  const auto& gpus = builtin_presets().gpus;
-  const auto ref = gpus.find(table.reference_gpu);
-  if (ref == gpus.end()) return 1.0;
-  const GpuSpec& r = ref->second;
-  if (gpu.tdp_W <= 0 || r.tdp_W <= gpu.tdp_W || gpu.mamf_bf16_tflops <= 0 || r.mamf_bf16_tflops <= 0) return 1.0;
-  return std::min(1.0, gpu.mamf_bf16_tflops / r.mamf_bf16_tflops);
+  if (gpu.tdp_W <= 0 || table.reference_tdp_W <= gpu.tdp_W || gpu.mamf_bf16_tflops <= 0 ||
+      table.reference_mamf_bf16_tflops <= 0) {
+    return 1.0;
+  }
+  return std::min(1.0, gpu.mamf_bf16_tflops / table.reference_mamf_bf16_tflops);
 }
 
 }  // namespace stepcast

@@ -189,6 +189,17 @@ PresetCatalog parse_catalog() {
   });
   read_section<StackProfile>("stacks", "stacks", cat.stacks, diag, read_stack);
   read_section<AttentionTable>("attention", "architectures", cat.attention, diag, read_attention);
+  for (auto& [arch, table] : cat.attention) {
+    // The reference GPU's power limit and GEMM ceiling, for attention_power_cap_factor.
+    const auto ref = cat.gpus.find(table.reference_gpu);
+    if (ref == cat.gpus.end()) {
+      diag.add("attention.json:architectures." + arch + ".reference_gpu",
+               "\"" + table.reference_gpu + "\" is not a GPU preset");
+      continue;
+    }
+    table.reference_tdp_W = ref->second.tdp_W;
+    table.reference_mamf_bf16_tflops = ref->second.mamf_bf16_tflops;
+  }
   for (const auto& [key, stack] : cat.stacks) {
     for (const auto& [arch, table] : cat.attention) {
       if (table.kernels.count(stack.attention_kernel) == 0) {

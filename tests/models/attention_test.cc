@@ -70,18 +70,21 @@ TEST(AttentionKernels, InterpolatesInLog2OfTheSequenceAndClampsAtTheEnds) {
 TEST(AttentionKernels, APowerCapScalesTheFiguresByTheGemmCeilingAtTheCap) {
   const GpuSpec capped = builtin_presets().gpus.at("h100-sxm-500w");
   const double cap = 585.2 / 794.5;
+  const AttentionTable& hopper = *attention_table("hopper");
+  EXPECT_NEAR(attention_power_cap_factor(capped, hopper), cap, 1e-12);
   const AttentionEfficiency e = attention_efficiency(capped, "fa2", 8192, true, true);
-  EXPECT_NEAR(e.power_cap, cap, 1e-12);
   EXPECT_NEAR(e.fwd, cap * kFa2CausalFwd8k / kH100Peak, 1e-12);
   EXPECT_NEAR(e.bwd, cap * kFa2Bwd8k / kH100Peak, 1e-12);
-  EXPECT_EQ(attention_efficiency(h100(), "fa2", 8192, true, true).power_cap, 1.0);
+  EXPECT_EQ(attention_power_cap_factor(h100(), hopper), 1.0);
+  EXPECT_EQ(attention_efficiency(h100(), "fa2", 8192, true, true).fwd, kFa2CausalFwd8k / kH100Peak);
   GpuSpec unknown = capped;
   unknown.tdp_W = 0;
   EXPECT_EQ(attention_efficiency(unknown, "fa2", 8192, true, true).fwd, kFa2CausalFwd8k / kH100Peak);
   // A GPU whose ceiling is above the reference's is not sped up.
   GpuSpec faster = capped;
   faster.mamf_bf16_tflops = 900;
-  EXPECT_EQ(attention_efficiency(faster, "fa2", 8192, true, true).power_cap, 1.0);
+  EXPECT_EQ(attention_power_cap_factor(faster, hopper), 1.0);
+  EXPECT_EQ(attention_efficiency(faster, "fa2", 8192, true, true).fwd, kFa2CausalFwd8k / kH100Peak);
 }
 
 TEST(AttentionKernels, StatedEfficiencyWinsOtherwiseThePrior) {

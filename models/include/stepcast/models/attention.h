@@ -21,8 +21,11 @@ struct AttentionKernelFigures {
 
 struct AttentionTable {
   std::string name;                     // the architecture, e.g. "hopper" (the key)
-  std::string reference_gpu;            // the GPU the figures were measured on
+  std::string reference_gpu;            // the GPU the figures were measured on (a GPU preset)
   double reference_bf16_dense_tflops = 0;
+  // The reference GPU preset's power limit and bf16 GEMM ceiling, resolved when the catalog
+  // loads (attention_power_cap_factor); 0 = unknown.
+  double reference_tdp_W = 0, reference_mamf_bf16_tflops = 0;
   double head_dim = 0;
   std::vector<double> seq;              // tokens, ascending
   std::map<std::string, AttentionKernelFigures> kernels;  // "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"
@@ -37,8 +40,7 @@ const std::vector<std::string>& attention_kernel_names();
 // Efficiency (achieved / dense bf16 peak) of the core attention, forward and backward.
 struct AttentionEfficiency {
   double fwd = 0, bwd = 0;
-  bool from_table = false;              // false: the GPU's attention_efficiency (or the prior)
-  double power_cap = 1;                 // the table's figures scaled by attention_power_cap_factor
+  bool from_table = false;  // false: the GPU's attention_efficiency (or the prior)
 };
 
 // The prior used where no table applies (FlashAttention-class kernels, unsourced [U]).
@@ -58,7 +60,7 @@ AttentionEfficiency attention_efficiency(const GpuSpec& gpu, const std::string& 
 // A GPU held below the power limit the table's reference GPU ran at (an H100 capped at
 // 500 W, its figures measured at 700 W) sustains a lower tensor-core clock, and its fused
 // attention kernels with it: the ratio its GEMM ceiling measured at the cap shows,
-// gpu.mamf_bf16_tflops / reference.mamf_bf16_tflops, at most 1. 1 when either power limit
+// gpu.mamf_bf16_tflops / table.reference_mamf_bf16_tflops, at most 1. 1 when either power limit
 // or either ceiling is unknown, or the GPU runs at the reference's limit or above
 // (docs/model-reference.md "Attention kernels").
 double attention_power_cap_factor(const GpuSpec& gpu, const AttentionTable& table);
