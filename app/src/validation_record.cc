@@ -247,6 +247,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
     r.assumptions.push_back("schedule not stated: 1F1B");
   }
   t.recompute = text(f, "recompute");
+  if (auto d = text(f, "moe_dispatcher")) r.moe_dispatcher_text = *d;
   if (auto z = text(f, "zero_fsdp")) {
     const std::string low = lower(*z);
     if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3")) {
@@ -436,6 +437,32 @@ void stack_rule(const json& rec, Record& r) {
   }
 }
 
+// layout.moe_dispatcher: Megatron-Core's token dispatcher as the record names it. HybridEP
+// (the flex dispatcher's "hybridep" backend) has no sourced cost here and is priced as NCCL's
+// all-to-all, which the printed assumption says (docs/validation.md).
+void moe_dispatcher_rule(Record& r) {
+  const std::string& t = r.moe_dispatcher_text;
+  if (t.empty()) {
+    r.assumptions.push_back("moe_dispatcher not stated: NCCL's all-to-all (Megatron-Core's alltoall dispatcher)");
+    return;
+  }
+  const std::string low = lower(t);
+  if (contains(low, "hybridep") || contains(low, "hybrid-ep") || contains(low, "hybrid ep")) {
+    r.moe_dispatcher = "alltoall";
+    r.assumptions.push_back(
+        fmt::format("moe_dispatcher {}: HybridEP is not modelled, priced as NCCL's all-to-all", quote(t)));
+    return;
+  }
+  if (contains(low, "deepep")) r.moe_dispatcher = "deepep";
+  else if (contains(low, "allgather") || contains(low, "all-gather")) r.moe_dispatcher = "allgather";
+  else if (contains(low, "alltoall") || contains(low, "all-to-all")) r.moe_dispatcher = "alltoall";
+  else {
+    r.assumptions.push_back(fmt::format("moe_dispatcher {} not recognised: NCCL's all-to-all", quote(t)));
+    return;
+  }
+  mapped(r, "moe_dispatcher", t, r.moe_dispatcher);
+}
+
 // The mixture-of-experts description of a record (docs/validation.md "How a record becomes
 // a scenario"): "128 routed experts", "top-8", "expert intermediate 768" (or "expert FFN
 // 768"), "no shared expert" / "2 shared experts" ("shared expert intermediate 1408"),
@@ -467,6 +494,7 @@ void moe_rule(Record& r) {
     r.moe_experts = 0;
     return;
   }
+  moe_dispatcher_rule(r);
   r.assumptions.push_back(fmt::format("moe {}: {} experts, top-{}, expert FFN {}, {} shared{}, {} leading dense "
                                       "layers; tokens spread evenly over the experts (no load imbalance)",
                                       quote(r.moe), r.moe_experts, r.moe_top_k, r.moe_ffn, r.moe_shared,
@@ -760,6 +788,7 @@ ScenarioBuild build_scenario(Record& r) {
   plan["precision"] = r.precision;
   plan["flash_attention"] = r.flash_attention;
   if (!r.attention_kernel.empty()) plan["attention_kernel"] = r.attention_kernel;
+  if (r.moe_experts > 0 && r.moe_dispatcher != "alltoall") plan["moe_dispatcher"] = r.moe_dispatcher;
   sc["plan"] = std::move(plan);
   sc["workload"] = {{"seq_len", r.seq}};
   out.scenario = std::move(sc);

@@ -49,6 +49,9 @@ struct Record {
   bool sequence_parallel = false, flash_attention = false;
   std::string attention_kernel;  // "" = the stack's (plan.attention_kernel)
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
+  // layout.moe_dispatcher as written ("" = not stated) and the plan.moe_dispatcher it maps to
+  // (moe_rule): "alltoall" (also for HybridEP, which is not modelled), "allgather", "deepep".
+  std::string moe_dispatcher_text, moe_dispatcher = "alltoall";
   int zero = 0;
   std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)
   // Megatron-Bridge performance recipes (bridge_rule): gradients reduced in bf16, TP

@@ -332,6 +332,43 @@ TEST_F(ValidateTest, MoeDescriptionsAndMegatronBridgeRecipesMapByDocumentedRules
                   "512), 1 leading dense layers"));
 }
 
+// layout.moe_dispatcher maps to plan.moe_dispatcher by name; HybridEP, which stepcast does not
+// model, and a name it does not know are priced as NCCL's all-to-all and say so; a record
+// that does not state one gets the all-to-all and the assumption printed.
+TEST_F(ValidateTest, MoeDispatcherIsReadByNameOrPricedAsTheAllToAll) {
+  const auto moe_record = [](const std::string& id, const json& dispatcher) {
+    json layout = {{"tp", 1}, {"ep", 4}, {"zero_fsdp", "ZeRO-1"}};
+    if (!dispatcher.is_null()) layout["moe_dispatcher"] = dispatcher;
+    return record(json{{"id", id},
+                       {"model", {{"name", "Qwen3 tiny"}, {"moe", "8 routed experts, top-2, expert intermediate 512"}}},
+                       {"layout", layout}});
+  };
+  const std::string path = file_of("[" + moe_record("deepep", "DeepEP (flex)") + "," +
+                                   moe_record("hybrid", "HybridEP") + "," + moe_record("gather", "allgather") + "," +
+                                   moe_record("odd", "pigeons") + "," + moe_record("none", nullptr) + "]");
+  auto rep = run_validate({path, ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 5u);
+  const auto dispatcher_of = [&](std::size_t i) {
+    const json plan = json::parse(rep->rows[i].scenario_json)["plan"];
+    return plan.contains("moe_dispatcher") ? plan["moe_dispatcher"].get<std::string>() : std::string("alltoall");
+  };
+  const auto has = [&](std::size_t i, const std::string& line) {
+    const auto& a = rep->rows[i].assumptions;
+    return std::find(a.begin(), a.end(), line) != a.end();
+  };
+  EXPECT_EQ(dispatcher_of(0), "deepep");
+  EXPECT_TRUE(has(0, "moe_dispatcher \"DeepEP (flex)\": deepep"));
+  EXPECT_EQ(dispatcher_of(1), "alltoall");
+  EXPECT_TRUE(has(1, "moe_dispatcher \"HybridEP\": HybridEP is not modelled, priced as NCCL's all-to-all"));
+  EXPECT_EQ(dispatcher_of(2), "allgather");
+  EXPECT_EQ(dispatcher_of(3), "alltoall");
+  EXPECT_TRUE(has(3, "moe_dispatcher \"pigeons\" not recognised: NCCL's all-to-all"));
+  EXPECT_EQ(dispatcher_of(4), "alltoall");
+  EXPECT_TRUE(has(4, "moe_dispatcher not stated: NCCL's all-to-all (Megatron-Core's alltoall dispatcher)"));
+  for (const ValidationRow& r : rep->rows) EXPECT_TRUE(r.predicted) << r.id << ": " << r.reason;
+}
+
 TEST_F(ValidateTest, InconsistentRecordsAreErrors) {
   const std::string kv = record(json::parse(R"j({"model": {"kv_heads": 3}})j"));
   const std::string ga = record(json::parse(R"j({"id": "ga", "layout": {"grad_accum": 4}})j"));
@@ -598,7 +635,7 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
   const std::string path = STEPCAST_SOURCE_DIR "/docs/data/validation-megatron-moe-recipes.json";
   // Megatron-LM's count: 3 (fwd + 2 bwd) x 2 (FMA) per weight element and token.
   const double h = 2048, q = 32 * 128, kv = 4 * 128, s = 4096, layers = 48, vocab = 151936;
-  const double experts = 6 * h * (768 * 8 * 3) * layers;                           // SwiGLU: 3 matrices, top-8
+  const double experts = 6 * h * (768 * 8 * 3) * layers;                             // SwiGLU: 3 matrices, top-8
   const double attention = 6 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h) * layers;  // causal half
   const double logits = 6 * h * vocab;
   const double per_token = experts + attention + logits;
@@ -608,8 +645,7 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
   ASSERT_EQ(file["records"].size(), 2u);
   for (const json& rec : file["records"]) {
     const double tflops = rec["measured"]["model_tflops_per_gpu"].get<double>();
-    EXPECT_NEAR(rec["measured"]["tokens_per_s_per_gpu"].get<double>(), tflops * 1e12 / per_token, 0.5)
-        << rec["id"];
+    EXPECT_NEAR(rec["measured"]["tokens_per_s_per_gpu"].get<double>(), tflops * 1e12 / per_token, 0.5) << rec["id"];
   }
 
   auto rep = run_validate({path, ""});
