@@ -513,6 +513,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     st.parts.interference += slowed;
   }
   st.host = (dense_n + mtp_dense) * L.dense_stall + (moe_n + mtp_moe_n) * L.moe_stall;
+  st.moe = (moe_n + mtp_moe_n) * (L.moe.mlp_fwd_s() + L.moe.mlp_bwd_s() + L.moe_stall) + st.ep;
   if (p.offload_activations > 0 || p.offload_weights > 0) {
     // Whole layers, the stage's first ones: the first min(n_a, n_w) offload both kinds, the
     // next ones up to max(n_a, n_w) the more offloaded kind alone (layer_cost.h LayerOffload).
@@ -703,7 +704,7 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, 
 
 StepParts step_parts(const StepBreakdown& b, const ComputeParts& compute) {
   const double slowed = compute.interference;
-  return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed};
+  return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed, b.moe};
 }
 
 Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
@@ -879,6 +880,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.breakdown.optimizer = tail_opt;
   e.breakdown.input = w.input_time_s;
   e.breakdown.host = mb * (slowest.host + slowest.offload);
+  e.breakdown.moe = mb * slowest.moe;
   e.step_time_s = e.breakdown.compute + e.breakdown.exposed_comm + e.breakdown.bubble +
                   e.breakdown.wait + e.breakdown.optimizer + e.breakdown.input;
   if (e.breakdown.host > 0) e.step_time_s += e.breakdown.host;  // added only when launch-bound

@@ -6,6 +6,7 @@
 
 #include "stepcast/models/band.h"
 #include "stepcast/models/estimate.h"
+#include "stepcast/models/layer_cost.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/report.h"
@@ -74,6 +75,54 @@ TEST(Band, TiesDependOnHowDifferentlyTheStepsAreMadeUp) {
   EXPECT_TRUE(ties(10.0, a, 10.5, b));
   EXPECT_FALSE(ties(10.0, a, 10.55, b));
   EXPECT_TRUE(ties(10.5, b, 10.0, a));  // symmetric
+}
+
+TEST(Band, MoeBlocksWidenTheBandByTheirShare) {
+  // 8 s compute and 2 s exposed communication, of which 5 s are MoE blocks (an attribution:
+  // the step is still 10 s). model variance = (0.8 x 0.10)^2 + (0.2 x 0.25)^2 + (0.5 x 0.50)^2
+  // = 0.0064 + 0.0025 + 0.0625 = 0.0714; with sd 0.05: sigma = sqrt(0.0739) = 0.271846.
+  ASSERT_EQ(part_uncertainty().moe, 0.50);
+  const ValidationResiduals v{12, 0.0, 0.05};
+  StepParts moe{8, 2, 0, 0, 0, 0, 0, 0};
+  moe.moe = 5;
+  EXPECT_DOUBLE_EQ(moe.total(), 10.0);
+  const Band b = step_time_band(moe, v);
+  EXPECT_NEAR(b.p10, 10.0 * std::exp(-1.2815516 * 0.271846), 1e-4);
+  EXPECT_NEAR(b.p90, 10.0 * std::exp(1.2815516 * 0.271846), 1e-4);  // 14.17 s
+  // Without MoE blocks the same parts give the dense band: sqrt(0.0089 + 0.0025) = 0.106771.
+  const Band dense = step_time_band(StepParts{8, 2, 0, 0, 0, 0, 0, 0}, v);
+  EXPECT_NEAR(dense.p90, 10.0 * std::exp(1.2815516 * 0.106771), 1e-4);
+  // Two layouts alike but for their MoE share (5 s and 1 s of 10): sigma_d = 0.5 x 0.4 = 0.2,
+  // z90 sigma_d = 0.2563: 25 % apart (log 1.25 = 0.2231) ties, 30 % (0.2624) does not.
+  StepParts less = moe;
+  less.moe = 1;
+  EXPECT_TRUE(ties(10.0, moe, 12.5, less));
+  EXPECT_FALSE(ties(10.0, moe, 13.0, less));
+}
+
+// The MoE blocks of an estimate: its MoE layers' MLP blocks forward and backward, their host
+// stall and the exposed all-to-alls, summed by hand from the layer costs on one stage.
+TEST(Band, AnEstimatesMoeBlocksAreItsMoeLayersBlocksAndExposedAllToAlls) {
+  auto loaded = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/qwen3-30b-a3b-ep8-16xh100.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  Scenario s = *loaded;
+  s.plan.pp = 1;
+  s.plan.virtual_stages = 1;
+  s.plan.schedule = Schedule::kOneFOneB;
+  s.plan.dp = 16;
+  const Estimate e = estimate(s);
+  const LayerCost lc = layer_cost(s.model, s.cluster, s.plan, s.workload.seq_len, true);
+  const LayerComm cm = layer_comm(s.model, s.cluster, s.plan, s.workload.seq_len, true, lc);
+  const double stall = host_stall(s.model, s.plan, lc, cm, true).total_s();
+  const double mb = 512.0 / (16 * 2);  // global batch / (dp x microbatch)
+  const double blocks = mb * 48 * (lc.mlp_fwd_s() + lc.mlp_bwd_s() + stall);
+  EXPECT_GT(e.exposed.ep, 0.0);
+  EXPECT_NEAR(e.breakdown.moe, blocks + e.exposed.ep, 1e-9 * e.step_time_s);
+  EXPECT_LT(e.breakdown.moe, e.step_time_s);
+  // A dense model has none, and its band is what it was without the MoE term.
+  auto d = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(estimate(*d).breakdown.moe, 0.0);
 }
 
 TEST(Band, EstimateReportsCarryTheBand) {

@@ -34,12 +34,17 @@ struct StepParts {
   double input = 0;  // given by the scenario: no uncertainty of the model's
   double host = 0;   // GPU idle while the host dispatches kernels (launch-bound)
   double interference = 0;  // compute slowed by overlapped collectives (not in `compute`)
+  // Of the parts above (an attribution, not added to the total): the seconds spent in the
+  // MoE blocks of mixture-of-experts layers -- router, token permutation, shared and routed
+  // experts, their exposed all-to-alls and host stall. Their own uncertainty applies to it.
+  double moe = 0;
   double total() const { return compute + exposed_comm + bubble + optimizer + wait + input + host + interference; }
 };
 
 // Relative 1-sigma uncertainty of each part (log scale), from the status of its constants.
 struct PartUncertainty {
   double compute, exposed_comm, bubble, optimizer, wait, host, interference;
+  double moe;  // the MoE blocks (StepParts::moe), on top of the parts they lie in
 };
 const PartUncertainty& part_uncertainty();
 

@@ -66,6 +66,10 @@ struct StepBreakdown {
   double input = 0;
   double host = 0;          // GPU idle waiting for the host: kernel dispatch (section 4.3) and
                             // offload transfers not hidden by the layers' compute
+  // Of the parts above (an attribution, not added to the step): the MoE blocks' seconds --
+  // the MoE layers' router, permutation and experts forward and backward, their exposed
+  // all-to-alls and host stall (the band's MoE uncertainty, band.h StepParts::moe).
+  double moe = 0;
 };
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
@@ -92,6 +96,7 @@ struct StageTimes {
   double fsdp_last = 0, fsdp_last_interference = 0;
   double host = 0;           // launch-bound stall of the stage's layers per microbatch (section 4.3)
   double offload = 0;        // exposed activation and weight offload transfers per microbatch
+  double moe = 0;            // of the above, the MoE blocks per microbatch (StepBreakdown::moe)
   // ZeRO-3 fetched per module (zero3_fetch.h): the coordinator's device synchronisations and
   // the weights gathered per microbatch; the host's issue of each gather (kSyncedList).
   int zero3_syncs = 0, zero3_gathers = 0, zero3_issue_launches = 0;
