@@ -1,11 +1,14 @@
 #include "validation_record.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <regex>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -211,6 +214,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   r.dp = positive(f, "dp", false);
   r.cp = positive(f, "cp", false).value_or(1);
   r.ep = positive(f, "ep", false).value_or(1);
+  r.etp = positive(f, "etp", false).value_or(0);
   r.global_batch = positive(f, "global_batch", true).value_or(1);
   t.grad_accum = positive(f, "grad_accum", false);
   if (auto mb = positive(f, "microbatch", false)) {
@@ -248,6 +252,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   }
   t.recompute = text(f, "recompute");
   if (auto d = text(f, "moe_dispatcher")) r.moe_dispatcher_text = *d;
+  if (auto o = flag(f, "moe_a2a_overlap")) r.moe_a2a_overlap = *o;
   if (auto z = text(f, "zero_fsdp")) {
     const std::string low = lower(*z);
     if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3")) {
@@ -524,6 +529,29 @@ void bridge_rule(const json& rec, Record& r) {
   r.assumptions.push_back("Megatron-Bridge performance recipe (scripts/performance): " + applied);
 }
 
+// Megatron-Core's recompute_modules named in a selective recompute's description, as whole
+// words in the order written ("selective: moe_act, layernorm"); none: Megatron's default
+// selective recomputation (the attention core).
+std::vector<std::string> recompute_modules_in(const std::string& low) {
+  static const std::array<std::string_view, 7> kModules{"core_attn", "layernorm",      "mlp",        "moe_act",
+                                                        "moe",       "shared_experts", "mla_up_proj"};
+  std::vector<std::string> out;
+  std::string word;
+  const auto take = [&] {
+    if (std::find(kModules.begin(), kModules.end(), word) != kModules.end() &&
+        std::find(out.begin(), out.end(), word) == out.end()) {
+      out.push_back(word);
+    }
+    word.clear();
+  };
+  for (char ch : low) {
+    if ((ch >= 'a' && ch <= 'z') || ch == '_') word += ch;
+    else take();
+  }
+  take();
+  return out;
+}
+
 Record read_record(const json& rec, const std::string& path, Diagnostics& diag) {
   Record r;
   r.id = path;
@@ -580,6 +608,11 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
           "recompute {} under FSDP2/torchtitan: selective_op (torchtitan's op-level policy: its configs' "
           "selective_ac_option \"op\")",
           quote(*lt.recompute)));
+    } else if (r.recompute == "selective" && !(r.recompute_modules = recompute_modules_in(low)).empty()) {
+      std::string names;
+      for (const std::string& mod : r.recompute_modules) names += (names.empty() ? "" : ", ") + mod;
+      r.assumptions.push_back(
+          fmt::format("recompute {}: selective, recompute_modules {}", quote(*lt.recompute), names));
     } else {
       mapped(r, "recompute", *lt.recompute, r.recompute);
     }
@@ -774,6 +807,7 @@ ScenarioBuild build_scenario(Record& r) {
   if (r.dp) plan["dp"] = *r.dp;
   plan["cp"] = r.cp;
   plan["ep"] = r.ep;
+  if (r.etp > 0) plan["etp"] = r.etp;
   plan["sequence_parallel"] = r.sequence_parallel;
   if (r.tp_comm_overlap) plan["tp_comm_overlap"] = true;
   if (r.grad_dtype != "fp32") plan["grad_dtype"] = r.grad_dtype;
@@ -789,6 +823,8 @@ ScenarioBuild build_scenario(Record& r) {
   plan["flash_attention"] = r.flash_attention;
   if (!r.attention_kernel.empty()) plan["attention_kernel"] = r.attention_kernel;
   if (r.moe_experts > 0 && r.moe_dispatcher != "alltoall") plan["moe_dispatcher"] = r.moe_dispatcher;
+  if (r.moe_a2a_overlap) plan["moe_a2a_overlap"] = true;
+  if (!r.recompute_modules.empty()) plan["recompute_modules"] = r.recompute_modules;
   sc["plan"] = std::move(plan);
   sc["workload"] = {{"seq_len", r.seq}};
   out.scenario = std::move(sc);

@@ -52,6 +52,11 @@ struct Record {
   // layout.moe_dispatcher as written ("" = not stated) and the plan.moe_dispatcher it maps to
   // (moe_rule): "alltoall" (also for HybridEP, which is not modelled), "allgather", "deepep".
   std::string moe_dispatcher_text, moe_dispatcher = "alltoall";
+  // layout.moe_a2a_overlap (Megatron-Core's overlap_moe_expert_parallel_comm) and the
+  // Megatron-Core recompute_modules named in a "selective" layout.recompute.
+  bool moe_a2a_overlap = false;
+  std::int64_t etp = 0;  // layout.etp, expert tensor parallelism (0: not stated, the plan's default tp)
+  std::vector<std::string> recompute_modules;
   int zero = 0;
   std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)
   // Megatron-Bridge performance recipes (bridge_rule): gradients reduced in bf16, TP

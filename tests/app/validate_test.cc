@@ -369,6 +369,46 @@ TEST_F(ValidateTest, MoeDispatcherIsReadByNameOrPricedAsTheAllToAll) {
   for (const ValidationRow& r : rep->rows) EXPECT_TRUE(r.predicted) << r.id << ": " << r.reason;
 }
 
+// layout.etp, layout.moe_a2a_overlap and the recompute_modules a "selective" description
+// names reach the plan; the scenario loader's own rules then apply (Megatron-Core refuses
+// the all-to-all overlap with full recomputation: not predicted, with its reason).
+TEST_F(ValidateTest, FoldingOverlapAndRecomputeModulesReachThePlan) {
+  const auto moe_record = [](const std::string& id, const json& layout) {
+    json l = {{"tp", 2}, {"pp", 2}, {"ep", 8}, {"zero_fsdp", "ZeRO-1"}, {"sequence_parallel", true}};
+    l.update(layout);
+    return record(
+        json{{"id", id},
+             {"model", {{"name", "Qwen3 tiny"}, {"moe", "16 routed experts, top-2, expert intermediate 512"}}},
+             {"layout", l}});
+  };
+  const std::string folded =
+      moe_record("folded", {{"etp", 1}, {"moe_a2a_overlap", true}, {"recompute", "selective: moe_act, layernorm"}});
+  const std::string refused = moe_record("refused", {{"etp", 1}, {"moe_a2a_overlap", true}, {"recompute", "full"}});
+  const std::string plain = moe_record("plain", {{"ep", 4}, {"recompute", "selective"}});
+  auto rep = run_validate({file_of("[" + folded + "," + refused + "," + plain + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 3u);
+  // 16 GPUs, tp 2 x pp 2: dp 4, so ep 8 needs the folding etp 1 (ep 8 divides tp x dp = 8).
+  const ValidationRow& f = rep->rows[0];
+  ASSERT_TRUE(f.predicted) << f.reason;
+  const json fp = json::parse(f.scenario_json)["plan"];
+  EXPECT_EQ(fp["etp"], 1);
+  EXPECT_EQ(fp["ep"], 8);
+  EXPECT_EQ(fp["moe_a2a_overlap"], true);
+  EXPECT_EQ(fp["recompute"], "selective");
+  EXPECT_EQ(fp["recompute_modules"], json::parse(R"(["moe_act", "layernorm"])"));
+  EXPECT_NE(std::find(f.assumptions.begin(), f.assumptions.end(),
+                      "recompute \"selective: moe_act, layernorm\": selective, recompute_modules moe_act, layernorm"),
+            f.assumptions.end());
+  EXPECT_FALSE(rep->rows[1].predicted);
+  EXPECT_NE(rep->rows[1].reason.find("plan.moe_a2a_overlap"), std::string::npos) << rep->rows[1].reason;
+  const json pp = json::parse(rep->rows[2].scenario_json)["plan"];
+  EXPECT_FALSE(pp.contains("etp"));
+  EXPECT_FALSE(pp.contains("moe_a2a_overlap"));
+  EXPECT_FALSE(pp.contains("recompute_modules"));  // Megatron's default selective: the attention core
+  EXPECT_EQ(pp["recompute"], "selective");
+}
+
 TEST_F(ValidateTest, InconsistentRecordsAreErrors) {
   const std::string kv = record(json::parse(R"j({"model": {"kv_heads": 3}})j"));
   const std::string ga = record(json::parse(R"j({"id": "ga", "layout": {"grad_accum": 4}})j"));
@@ -628,52 +668,78 @@ TEST(ValidateShipped, MegatronBridgeMoeRowsAreExpressedAndHeldOut) {
 
 // Megatron-LM's MoE recipe index (docs/data/validation-megatron-moe-recipes.json), held
 // out: Qwen3-30B-A3B on 32 H100 as the recipes run it (TP1 PP1 EP8, micro batch 1, global
-// batch 256, the distributed optimizer), in BF16 and FP8. The source measures model TFLOP/s;
-// the file's tokens/s are that divided by Megatron-LM's own FLOP count per token
-// (megatron/training/training.py transformer_flops), written out here by hand.
+// batch 256, the distributed optimizer) in BF16 and FP8, and Qwen3-235B-A22B on 256 H100
+// (TP2 PP8 with 3-layer virtual stages, EP32 folded with etp 1, the all-to-all overlap,
+// moe_act and layernorm recomputed). The source measures model TFLOP/s; the file's tokens/s
+// are that divided by Megatron-LM's own FLOP count per token (megatron/training/training.py
+// transformer_flops), written out here by hand.
 TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
   const std::string path = STEPCAST_SOURCE_DIR "/docs/data/validation-megatron-moe-recipes.json";
-  // Megatron-LM's count: 3 (fwd + 2 bwd) x 2 (FMA) per weight element and token.
-  const double h = 2048, q = 32 * 128, kv = 4 * 128, s = 4096, layers = 48, vocab = 151936;
-  const double experts = 6 * h * (768 * 8 * 3) * layers;                             // SwiGLU: 3 matrices, top-8
-  const double attention = 6 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h) * layers;  // causal half
-  const double logits = 6 * h * vocab;
-  const double per_token = experts + attention + logits;
-  EXPECT_DOUBLE_EQ(per_token, 23006281728.0);
+  // Megatron-LM's count: 3 (fwd + 2 bwd) x 2 (FMA) per weight element and token, the
+  // attention core at the causal half, SwiGLU experts (3 matrices), top-8, no padding.
+  const auto per_token = [](double h, double heads, double layers, double expert_ffn) {
+    const double q = heads * 128, kv = 4 * 128, s = 4096, vocab = 151936;
+    const double experts = 6 * h * (expert_ffn * 8 * 3) * layers;
+    const double attention = 6 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h) * layers;
+    return experts + attention + 6 * h * vocab;
+  };
+  const double small = per_token(2048, 32, 48, 768), large = per_token(4096, 64, 94, 1536);
+  EXPECT_DOUBLE_EQ(small, 23006281728.0);
+  EXPECT_DOUBLE_EQ(large, 148034813952.0);
   std::ifstream in(path);
   const json file = json::parse(in);
-  ASSERT_EQ(file["records"].size(), 2u);
+  ASSERT_EQ(file["records"].size(), 3u);
   for (const json& rec : file["records"]) {
+    const bool big = rec["id"].get<std::string>().find("235b") != std::string::npos;
     const double tflops = rec["measured"]["model_tflops_per_gpu"].get<double>();
-    EXPECT_NEAR(rec["measured"]["tokens_per_s_per_gpu"].get<double>(), tflops * 1e12 / per_token, 0.5) << rec["id"];
+    EXPECT_NEAR(rec["measured"]["tokens_per_s_per_gpu"].get<double>(), tflops * 1e12 / (big ? large : small), 0.5)
+        << rec["id"];
   }
 
   auto rep = run_validate({path, ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 2u);
+  ASSERT_EQ(rep->rows.size(), 3u);
   EXPECT_EQ(rep->compared, 0u);
-  EXPECT_EQ(rep->moe_compared, 2u);
+  EXPECT_EQ(rep->moe_compared, 3u);
   for (const ValidationRow& r : rep->rows) {
     SCOPED_TRACE(r.id);
     const json sc = json::parse(r.scenario_json);
-    EXPECT_EQ(sc["plan"]["stack"], "megatron-core");
-    EXPECT_EQ(sc["plan"]["tp"], 1);
-    EXPECT_EQ(sc["plan"]["pp"], 1);
-    EXPECT_EQ(sc["plan"]["dp"], 32);
-    EXPECT_EQ(sc["plan"]["ep"], 8);
-    EXPECT_EQ(sc["plan"]["microbatch"], 1);
-    EXPECT_EQ(sc["plan"]["global_batch"], 256);
-    EXPECT_EQ(sc["plan"]["zero"], 1);
+    const json& plan = sc["plan"];
+    EXPECT_EQ(plan["stack"], "megatron-core");
+    EXPECT_EQ(plan["zero"], 1);
+    EXPECT_EQ(plan["etp"], 1);
+    EXPECT_EQ(plan["microbatch"], 1);
     EXPECT_EQ(sc["cluster"]["preset"], "dgx-h100");
-    EXPECT_EQ(sc["cluster"]["nodes"], 4);
     EXPECT_EQ(sc["model"]["moe"]["num_experts"], 128);
     EXPECT_EQ(sc["model"]["moe"]["top_k"], 8);
-    EXPECT_EQ(sc["plan"]["precision"], r.id.find("fp8") != std::string::npos ? "fp8" : "bf16");
+    EXPECT_FALSE(plan.contains("moe_dispatcher"));  // HybridEP: priced as the all-to-all
+    EXPECT_EQ(plan["precision"], r.id.find("fp8") != std::string::npos ? "fp8" : "bf16");
+    if (r.id.find("235b") != std::string::npos) {
+      EXPECT_EQ(plan["tp"], 2);
+      EXPECT_EQ(plan["pp"], 8);
+      EXPECT_EQ(plan["dp"], 16);
+      EXPECT_EQ(plan["ep"], 32);
+      EXPECT_EQ(plan["schedule"], "interleaved");
+      EXPECT_EQ(plan["virtual_stages"], 4);
+      EXPECT_EQ(plan["global_batch"], 2048);
+      EXPECT_EQ(plan["moe_a2a_overlap"], true);
+      EXPECT_EQ(plan["recompute"], "selective");
+      EXPECT_EQ(plan["recompute_modules"], json::parse(R"(["moe_act", "layernorm"])"));
+      EXPECT_EQ(sc["cluster"]["nodes"], 32);
+    } else {
+      EXPECT_EQ(plan["tp"], 1);
+      EXPECT_EQ(plan["pp"], 1);
+      EXPECT_EQ(plan["dp"], 32);
+      EXPECT_EQ(plan["ep"], 8);
+      EXPECT_EQ(plan["global_batch"], 256);
+      EXPECT_FALSE(plan.contains("moe_a2a_overlap"));
+      EXPECT_EQ(sc["cluster"]["nodes"], 4);
+    }
     EXPECT_TRUE(r.feasible) << r.reason;
     EXPECT_EQ(r.metric, "tokens/s/GPU");
-    // The finding docs/validation.md reports: the same model, on these recipes, is predicted
-    // within a quarter (the 25.11 record's layout is +138 %).
-    EXPECT_LT(std::abs(r.throughput_error()), 0.25);
+    // The finding docs/validation.md reports: on these recipes every row is predicted within
+    // a fifth (the 25.11 record's layout of the smaller model is +138 %).
+    EXPECT_LT(std::abs(r.throughput_error()), 0.20);
   }
 }
 
