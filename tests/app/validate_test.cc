@@ -670,7 +670,8 @@ TEST(ValidateShipped, MegatronBridgeMoeRowsAreExpressedAndHeldOut) {
 // out: Qwen3-30B-A3B on 32 H100 as the recipes run it (TP1 PP1 EP8, micro batch 1, global
 // batch 256, the distributed optimizer) in BF16 and FP8, and Qwen3-235B-A22B on 256 H100
 // (TP2 PP8 with 3-layer virtual stages, EP32 folded with etp 1, the all-to-all overlap,
-// moe_act and layernorm recomputed). The source measures model TFLOP/s; the file's tokens/s
+// moe_act and layernorm recomputed) and on 128 B200 (MXFP8, TP2 PP4 with 2-layer virtual
+// stages, EP16, DeepEP, micro batch 3). The source measures model TFLOP/s; the file's tokens/s
 // are that divided by Megatron-LM's own FLOP count per token (megatron/training/training.py
 // transformer_flops), written out here by hand.
 TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
@@ -688,7 +689,7 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
   EXPECT_DOUBLE_EQ(large, 148034813952.0);
   std::ifstream in(path);
   const json file = json::parse(in);
-  ASSERT_EQ(file["records"].size(), 3u);
+  ASSERT_EQ(file["records"].size(), 4u);
   for (const json& rec : file["records"]) {
     const bool big = rec["id"].get<std::string>().find("235b") != std::string::npos;
     const double tflops = rec["measured"]["model_tflops_per_gpu"].get<double>();
@@ -698,9 +699,9 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
 
   auto rep = run_validate({path, ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 3u);
+  ASSERT_EQ(rep->rows.size(), 4u);
   EXPECT_EQ(rep->compared, 0u);
-  EXPECT_EQ(rep->moe_compared, 3u);
+  EXPECT_EQ(rep->moe_compared, 4u);
   for (const ValidationRow& r : rep->rows) {
     SCOPED_TRACE(r.id);
     const json sc = json::parse(r.scenario_json);
@@ -708,12 +709,26 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
     EXPECT_EQ(plan["stack"], "megatron-core");
     EXPECT_EQ(plan["zero"], 1);
     EXPECT_EQ(plan["etp"], 1);
-    EXPECT_EQ(plan["microbatch"], 1);
-    EXPECT_EQ(sc["cluster"]["preset"], "dgx-h100");
     EXPECT_EQ(sc["model"]["moe"]["num_experts"], 128);
     EXPECT_EQ(sc["model"]["moe"]["top_k"], 8);
-    EXPECT_FALSE(plan.contains("moe_dispatcher"));  // HybridEP: priced as the all-to-all
     EXPECT_EQ(plan["precision"], r.id.find("fp8") != std::string::npos ? "fp8" : "bf16");
+    EXPECT_TRUE(r.feasible) << r.reason;
+    EXPECT_EQ(r.metric, "tokens/s/GPU");
+    if (r.id.find("b200") != std::string::npos) {
+      // DeepEP, as the recipe names it; the B200's MoE rows stay far off (docs/validation.md).
+      EXPECT_EQ(sc["cluster"]["preset"], "dgx-b200");
+      EXPECT_EQ(plan["moe_dispatcher"], "deepep");
+      EXPECT_EQ(plan["ep"], 16);
+      EXPECT_EQ(plan["virtual_stages"], 12);
+      EXPECT_EQ(plan["microbatch"], 3);
+      EXPECT_EQ(plan["global_batch"], 3072);
+      EXPECT_EQ(plan["moe_a2a_overlap"], true);
+      EXPECT_EQ(plan["recompute"], "none");
+      continue;
+    }
+    EXPECT_EQ(plan["microbatch"], 1);
+    EXPECT_EQ(sc["cluster"]["preset"], "dgx-h100");
+    EXPECT_FALSE(plan.contains("moe_dispatcher"));  // HybridEP: priced as the all-to-all
     if (r.id.find("235b") != std::string::npos) {
       EXPECT_EQ(plan["tp"], 2);
       EXPECT_EQ(plan["pp"], 8);
@@ -735,10 +750,8 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
       EXPECT_FALSE(plan.contains("moe_a2a_overlap"));
       EXPECT_EQ(sc["cluster"]["nodes"], 4);
     }
-    EXPECT_TRUE(r.feasible) << r.reason;
-    EXPECT_EQ(r.metric, "tokens/s/GPU");
-    // The finding docs/validation.md reports: on these recipes every row is predicted within
-    // a fifth (the 25.11 record's layout of the smaller model is +138 %).
+    // The finding docs/validation.md reports: on H100 these recipes are predicted within a
+    // fifth (the 25.11 record's layout of the smaller model is +138 %).
     EXPECT_LT(std::abs(r.throughput_error()), 0.20);
   }
 }
