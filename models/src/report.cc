@@ -49,6 +49,7 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"breakdown_s.wait", e.breakdown.wait},
       {"breakdown_s.optimizer", e.breakdown.optimizer},
       {"breakdown_s.input", e.breakdown.input},
+      {"moe_blocks_s", e.breakdown.moe},
       {"compute_s.gemm", e.compute.gemm},
       {"compute_s.attention", e.compute.attention},
       {"compute_s.memory_bound", e.compute.memory_bound},
@@ -168,6 +169,9 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
   if (!p.attention_kernel.empty()) j["plan"]["attention_kernel"] = p.attention_kernel;  // listed when stated
   if (p.stack != Stack::kMegatronCore || e.breakdown.host > 0) j["breakdown_s"]["host"] = e.breakdown.host;
+  // MoE models: the seconds of the step in the MoE blocks (already in the parts above; the
+  // band's MoE term, docs/model-reference.md section 8). Not listed for dense models.
+  if (e.breakdown.moe > 0) j["moe_blocks_s"] = e.breakdown.moe;
   if (e.pace > 1.0) {
     j["slowest_gpu"] = {{"gpu_speed_sigma", s.cluster.gpu_speed_sigma},
                         {"gpus", e.world},
@@ -267,6 +271,11 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   part("optimizer", e.breakdown.optimizer);
   if (e.breakdown.input > 0) part("input", e.breakdown.input);
   if (e.breakdown.host > 0) part(s.plan.offloads() ? "host (dispatch+offload)" : "host (launch-bound)", e.breakdown.host);
+  if (e.breakdown.moe > 0) {
+    part("of which MoE blocks", e.breakdown.moe);
+    line("   (router, permutation, experts and their all-to-alls, inside the parts above; they widen the");
+    line("    band: docs/model-reference.md section 8)");
+  }
   if (e.pace > 1.0) {
     line(fmt::format("  of which the slowest of {} GPUs {} (every GPU time x {:.4f}: spread {:.2f}% x E[max] {:.2f};",
                      e.world, seconds_text(slowest_gpu_cost_s(s.model, s.cluster, s.plan, s.workload, e.step_time_s)), e.pace,

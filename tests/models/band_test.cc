@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "stepcast/models/band.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/layer_cost.h"
@@ -119,10 +121,16 @@ TEST(Band, AnEstimatesMoeBlocksAreItsMoeLayersBlocksAndExposedAllToAlls) {
   EXPECT_GT(e.exposed.ep, 0.0);
   EXPECT_NEAR(e.breakdown.moe, blocks + e.exposed.ep, 1e-9 * e.step_time_s);
   EXPECT_LT(e.breakdown.moe, e.step_time_s);
-  // A dense model has none, and its band is what it was without the MoE term.
+  // The reports carry it: JSON moe_blocks_s, a text line under the step's parts.
+  const auto j = nlohmann::json::parse(estimate_report_json(s, e));
+  EXPECT_DOUBLE_EQ(j.at("moe_blocks_s").get<double>(), e.breakdown.moe);
+  EXPECT_NE(estimate_report_text(s, e).find("of which MoE blocks"), std::string::npos);
+  // A dense model has none, lists none, and its band is what it was without the MoE term.
   auto d = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
   ASSERT_TRUE(d.ok()) << d.error().message;
-  EXPECT_EQ(estimate(*d).breakdown.moe, 0.0);
+  const Estimate de = estimate(*d);
+  EXPECT_EQ(de.breakdown.moe, 0.0);
+  EXPECT_FALSE(nlohmann::json::parse(estimate_report_json(*d, de)).contains("moe_blocks_s"));
 }
 
 TEST(Band, EstimateReportsCarryTheBand) {
