@@ -17,6 +17,7 @@
 
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/analysis/simulate_report.h"
+#include "stepcast/models/band.h"
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/estimate.h"
@@ -1458,6 +1459,26 @@ TEST(Engine, SameProgramGivesByteIdenticalTraceAndReport) {
     EXPECT_EQ(analysis::simulate_report_json(s, a.program, a.summary, full, 1),
               analysis::simulate_report_json(s, b.program, b.summary, full, 1));
   }
+}
+
+// An MoE model's simulated band carries its MoE blocks at the closed form's share of the
+// step (band.h StepParts::moe); the same parts without them give the narrower dense band.
+TEST(Engine, SimulatedBandOfAnMoeModelCarriesItsMoeBlocks) {
+  const Scenario s = scenario(kMoeEp);
+  const Simulated r = run(s, false);
+  const auto j = analysis::simulate_report_value(s, r.program, r.summary, false, 1);
+  const analysis::RankBreakdown& c = r.summary.ranks[r.summary.critical];
+  StepParts parts{c.compute, c.exposed_comm(), c.bubble, c.optimizer, c.wait, c.input, 0.0};
+  const double k = r.summary.step_time_s / parts.total();
+  const Band dense = step_time_band(parts, validation_residuals(s.plan.stack));
+  const Estimate e = estimate(s);
+  ASSERT_GT(e.breakdown.moe, 0.0);
+  parts.moe = e.breakdown.moe / e.step_time_s * parts.total();
+  const Band moe = step_time_band(parts, validation_residuals(s.plan.stack));
+  EXPECT_NEAR(j.at("step_time_band_s").at("p90").get<double>(), moe.p90 * k, 1e-9 * moe.p90 * k);
+  EXPECT_NEAR(j.at("step_time_band_s").at("p10").get<double>(), moe.p10 * k, 1e-9 * moe.p10 * k);
+  EXPECT_GT(moe.p90, dense.p90);
+  EXPECT_LT(moe.p10, dense.p10);
 }
 
 TEST(Engine, ShuffledScenarioKeysGiveByteIdenticalOutput) {
