@@ -68,6 +68,8 @@ void predict(Record& r, ValidationRow& row) {
   row.bubble_s = e.breakdown.bubble;
   row.optimizer_s = e.breakdown.optimizer;
   row.host_s = e.breakdown.host;
+  row.band_p10_s = e.step_time_band.p10;
+  row.band_p90_s = e.step_time_band.p90;
   row.memory_total_bytes = e.memory.total;
   row.memory_usable_bytes = e.memory.usable;
   if (row.metric == "TFLOP/s/GPU") row.predicted_value = row.predicted_tflops;
@@ -121,11 +123,13 @@ void summarize(ValidateReport& rep) {
     if (r.has_throughput_error() && r.moe) {
       ++rep.moe_compared;
       moe_sum += r.throughput_error();
+      if (r.in_band()) ++rep.moe_within_band;
     } else if (r.has_throughput_error()) {
       const double e = r.throughput_error();
       abs_errors.push_back(std::fabs(e));
       sum += e;
       if (std::fabs(e) <= 0.10) ++rep.within_10_percent;
+      if (r.in_band()) ++rep.within_band;
     }
     if (r.has_iteration_error()) {
       ++rep.iteration_compared;
@@ -186,6 +190,11 @@ std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 ordered_json positive_or_null(double x) { return x > 0 ? ordered_json(x) : ordered_json(nullptr); }
 
 }  // namespace
+
+bool ValidationRow::in_band() const {
+  const double implied = predicted_iteration_s * predicted_value / measured_value;
+  return band_p10_s <= implied && implied <= band_p90_s;
+}
 
 double ValidationRow::memory_error() const {
   return (memory_total_bytes / kGiB - measured_peak_memory_gib) / measured_peak_memory_gib;
@@ -269,19 +278,22 @@ std::string validate_text(const ValidateReport& rep) {
   }
   line("");
   if (rep.compared > 0) {
-    line(fmt::format("throughput: {} records compared; median |error| {:.1f}%, mean |error| {:.1f}%, mean signed "
-                     "error {}, within 10%: {} of {}",
-                     rep.compared, 100 * rep.median_abs_error, 100 * rep.mean_abs_error, pct(rep.mean_error),
-                     rep.within_10_percent, rep.compared));
+    line(
+        fmt::format("throughput: {} records compared; median |error| {:.1f}%, mean |error| {:.1f}%, mean signed "
+                    "error {}, within 10%: {} of {}; measured inside the predicted p10-p90 band: {} of {}",
+                    rep.compared, 100 * rep.median_abs_error, 100 * rep.mean_abs_error, pct(rep.mean_error),
+                    rep.within_10_percent, rep.compared, rep.within_band, rep.compared));
   } else if (rep.moe_compared > 0) {
     line("throughput: no dense record compared (the mixture-of-experts records are summarised apart)");
   } else {
     line("throughput: no feasible record with a measurement");
   }
   if (rep.moe_compared > 0) {
-    line(fmt::format("mixture-of-experts throughput, apart (not in the line above or the band residuals): {} "
-                     "record{} compared, mean signed error {}",
-                     rep.moe_compared, rep.moe_compared == 1 ? "" : "s", pct(rep.moe_mean_error)));
+    line(
+        fmt::format("mixture-of-experts throughput, apart (not in the line above or the band residuals): {} "
+                    "record{} compared, mean signed error {}; measured inside the predicted band: {} of {}",
+                    rep.moe_compared, rep.moe_compared == 1 ? "" : "s", pct(rep.moe_mean_error), rep.moe_within_band,
+                    rep.moe_compared));
   }
   if (rep.iteration_compared > 0) {
     line(fmt::format("iteration time: mean |error| {:.1f}% over {} record{}", 100 * rep.iteration_mean_abs_error,
@@ -354,6 +366,7 @@ std::string validate_json(const ValidateReport& rep) {
           {"value", r.metric.empty() ? ordered_json(nullptr) : ordered_json(r.predicted_value)},
           {"tflops_per_gpu", r.predicted_tflops},
           {"iteration_time_s", r.predicted_iteration_s},
+          {"iteration_time_band_s", {{"p10", r.band_p10_s}, {"p90", r.band_p90_s}}},
           {"samples_per_s", r.predicted_samples_per_s},
           {"tokens_per_s", r.predicted_tokens_per_s},
           {"peak_memory_gib", r.memory_total_bytes / kGiB},
@@ -381,6 +394,7 @@ std::string validate_json(const ValidateReport& rep) {
         {"throughput", r.has_throughput_error() ? ordered_json(r.throughput_error()) : ordered_json(nullptr)},
         {"iteration_time_s", r.has_iteration_error() ? ordered_json(r.iteration_error()) : ordered_json(nullptr)},
         {"peak_memory", r.has_memory_error() ? ordered_json(r.memory_error()) : ordered_json(nullptr)}};
+    x["in_band"] = r.has_throughput_error() ? ordered_json(r.in_band()) : ordered_json(nullptr);
     x["assumptions"] = r.assumptions;
     rows.push_back(std::move(x));
   }
@@ -391,7 +405,9 @@ std::string validate_json(const ValidateReport& rep) {
                   {"mean_abs_error", or_null(rep.compared, rep.mean_abs_error)},
                   {"mean_error", or_null(rep.compared, rep.mean_error)},
                   {"within_10_percent", rep.within_10_percent},
+                  {"within_band", rep.within_band},
                   {"moe_compared", rep.moe_compared},
+                  {"moe_within_band", rep.moe_within_band},
                   {"moe_mean_error", or_null(rep.moe_compared, rep.moe_mean_error)},
                   {"iteration_compared", rep.iteration_compared},
                   {"iteration_mean_abs_error", or_null(rep.iteration_compared, rep.iteration_mean_abs_error)},

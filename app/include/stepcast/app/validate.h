@@ -59,6 +59,7 @@ struct ValidationRow {
   double ep_s = 0, cp_s = 0;  // exposed all-to-all and context-parallel ring exchange
   double host_s = 0;          // the GPU waiting for the host (launch-bound layers, ZeRO-3 issues, offload)
   double memory_total_bytes = 0, memory_usable_bytes = 0;
+  double band_p10_s = 0, band_p90_s = 0;  // the predicted step's p10-p90 band (model-reference section 8)
 
   // (predicted - measured) / measured. Throughput and iteration time need `feasible` and the
   // measurement; peak memory needs `predicted` and the measurement.
@@ -68,6 +69,9 @@ struct ValidationRow {
   double throughput_error() const { return (predicted_value - measured_value) / measured_value; }
   double iteration_error() const { return (predicted_iteration_s - measured_iteration_s) / measured_iteration_s; }
   double memory_error() const;
+  // Whether the measured throughput lies inside the prediction's band: the step it implies,
+  // predicted step x predicted / measured throughput, between p10 and p90 (has_throughput_error).
+  bool in_band() const;
 };
 
 struct ValidateReport {
@@ -81,7 +85,9 @@ struct ValidateReport {
   double mean_abs_error = 0;
   double mean_error = 0;                   // signed (bias)
   int within_10_percent = 0;               // |error| <= 0.10
+  int within_band = 0;                     // measured inside the p10-p90 band (ValidationRow::in_band)
   int moe_compared = 0;
+  int moe_within_band = 0;
   double moe_mean_error = 0;               // signed, over the MoE rows with a throughput error
   int iteration_compared = 0;
   double iteration_mean_abs_error = 0;
