@@ -50,7 +50,7 @@ struct Record {
   std::string attention_kernel;  // "" = the stack's (plan.attention_kernel)
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
   // layout.moe_dispatcher as written ("" = not stated) and the plan.moe_dispatcher it maps to
-  // (moe_rule): "alltoall" (also for HybridEP, which is not modelled), "allgather", "deepep".
+  // (moe_dispatcher_rule): "alltoall" (also for HybridEP, which is not modelled), "allgather", "deepep".
   std::string moe_dispatcher_text, moe_dispatcher = "alltoall";
   // layout.moe_a2a_overlap (Megatron-Core's overlap_moe_expert_parallel_comm) and the
   // Megatron-Core recompute_modules named in a "selective" layout.recompute.
