@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "stepcast/models/presets.h"
 
@@ -601,6 +602,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";
     else if (starts_with(low, "none") || starts_with(low, "no ")) r.recompute = "none";
     else if (contains(low, "full")) r.recompute = "full";
+    if (r.recompute == "selective") r.recompute_modules = recompute_modules_in(low);
     if (r.recompute == "none" && !(starts_with(low, "none") || starts_with(low, "no "))) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
     } else if (r.recompute == "selective_op") {
@@ -608,11 +610,9 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
           "recompute {} under FSDP2/torchtitan: selective_op (torchtitan's op-level policy: its configs' "
           "selective_ac_option \"op\")",
           quote(*lt.recompute)));
-    } else if (r.recompute == "selective" && !(r.recompute_modules = recompute_modules_in(low)).empty()) {
-      std::string names;
-      for (const std::string& mod : r.recompute_modules) names += (names.empty() ? "" : ", ") + mod;
-      r.assumptions.push_back(
-          fmt::format("recompute {}: selective, recompute_modules {}", quote(*lt.recompute), names));
+    } else if (!r.recompute_modules.empty()) {
+      r.assumptions.push_back(fmt::format("recompute {}: selective, recompute_modules {}", quote(*lt.recompute),
+                                          fmt::join(r.recompute_modules, ", ")));
     } else {
       mapped(r, "recompute", *lt.recompute, r.recompute);
     }

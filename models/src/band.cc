@@ -67,16 +67,31 @@ const ValidationResiduals& validation_residuals(Stack stack) {
   return own.records >= kMinStackRecords ? own : validation_residuals();
 }
 
+namespace {
+
+// Each part of a step with its uncertainty, in one order for the band and the tie rule.
+struct Term {
+  double seconds, u;
+};
+std::array<Term, 8> terms(const StepParts& p) {
+  const PartUncertainty& u = part_uncertainty();
+  return {{{p.compute, u.compute},
+           {p.exposed_comm, u.exposed_comm},
+           {p.bubble, u.bubble},
+           {p.optimizer, u.optimizer},
+           {p.wait, u.wait},
+           {p.host, u.host},
+           {p.interference, u.interference},
+           {p.moe, u.moe}}};
+}
+
+}  // namespace
+
 Band step_time_band(const StepParts& parts, const ValidationResiduals& v) {
   const double total = parts.total();
   if (!(total > 0)) return Band{};
-  const PartUncertainty& u = part_uncertainty();
-  const auto term = [&](double t, double rel) { return (t / total) * rel; };
-  const double model_var = std::pow(term(parts.compute, u.compute), 2) +
-                           std::pow(term(parts.exposed_comm, u.exposed_comm), 2) +
-                           std::pow(term(parts.bubble, u.bubble), 2) + std::pow(term(parts.optimizer, u.optimizer), 2) +
-                           std::pow(term(parts.wait, u.wait), 2) + std::pow(term(parts.host, u.host), 2) +
-                           std::pow(term(parts.interference, u.interference), 2) + std::pow(term(parts.moe, u.moe), 2);
+  double model_var = 0;
+  for (const Term& t : terms(parts)) model_var += std::pow((t.seconds / total) * t.u, 2);
   const double sigma = std::sqrt(model_var + v.sd_log * v.sd_log);
   return Band{total * std::exp(v.mean_log - kZ90 * sigma), total * std::exp(v.mean_log + kZ90 * sigma)};
 }
@@ -90,14 +105,11 @@ bool ties(double value_a, const StepParts& a, double value_b, const StepParts& b
   if (!(value_a > 0) || !(value_b > 0)) return false;
   const double ta = a.total(), tb = b.total();
   if (!(ta > 0) || !(tb > 0)) return false;
-  const PartUncertainty& u = part_uncertainty();
-  const auto term = [&](double xa, double xb, double rel) { return rel * (xa / ta - xb / tb); };
-  const double var =
-      std::pow(term(a.compute, b.compute, u.compute), 2) +
-      std::pow(term(a.exposed_comm, b.exposed_comm, u.exposed_comm), 2) +
-      std::pow(term(a.bubble, b.bubble, u.bubble), 2) + std::pow(term(a.optimizer, b.optimizer, u.optimizer), 2) +
-      std::pow(term(a.wait, b.wait, u.wait), 2) + std::pow(term(a.host, b.host, u.host), 2) +
-      std::pow(term(a.interference, b.interference, u.interference), 2) + std::pow(term(a.moe, b.moe, u.moe), 2);
+  const std::array<Term, 8> ta_terms = terms(a), tb_terms = terms(b);
+  double var = 0;
+  for (std::size_t i = 0; i < ta_terms.size(); ++i) {
+    var += std::pow(ta_terms[i].u * (ta_terms[i].seconds / ta - tb_terms[i].seconds / tb), 2);
+  }
   return std::abs(std::log(value_b / value_a)) <= kZ90 * std::sqrt(var);
 }
 
