@@ -454,6 +454,9 @@ void PlannerView::showReport() {
 }
 
 void PlannerView::updateChart() {
+  // Every change to a series or an axis re-lays the chart out at once, so the order matters
+  // for the GUI's budget: empty the series, set the axes while they are empty (cheap), then
+  // hand over the points and their colours in one call each.
   pareto_->clear();
   best_->clear();
   const app::PlanReport* r = report();
@@ -477,20 +480,15 @@ void PlannerView::updateChart() {
     y_hi = std::max(y_hi, y_of(c));
   };
   QList<QPointF> points;
+  QHash<int, QHash<QXYSeries::PointConfiguration, QVariant>> colours;
   for (std::size_t i : res.pareto) {
+    colours[static_cast<int>(points.size())][QXYSeries::PointConfiguration::Color] = spare_color(res.ranked[i]);
     points.append(QPointF(res.ranked[i].gpus(), y_of(res.ranked[i])));
     extend(res.ranked[i]);
   }
-  pareto_->replace(points);
-  // All colours in one call: one per point would redo the series' layout each time.
-  QHash<int, QHash<QXYSeries::PointConfiguration, QVariant>> colours;
-  for (int i = 0; i < static_cast<int>(res.pareto.size()); ++i) {
-    colours[i][QXYSeries::PointConfiguration::Color] = spare_color(res.ranked[res.pareto[static_cast<std::size_t>(i)]]);
-  }
-  pareto_->setPointsConfiguration(colours);
   const planner::Candidate& best = res.ranked.front();
-  best_->append(best.gpus(), y_of(best));
   extend(best);
+
   const double x_pad = std::max(1.0, 0.1 * (x_hi - x_lo)), y_pad = std::max(1e-9, 0.08 * (y_hi - y_lo)) +
                                                                        0.02 * std::abs(y_hi);
   x->setRange(std::max(0.0, x_lo - x_pad), x_hi + x_pad);
@@ -506,6 +504,10 @@ void PlannerView::updateChart() {
   chart_->setTitle(tr("Pareto front: %1 layouts (fewer GPUs, %2, more spare memory)")
                        .arg(res.pareto.size())
                        .arg(train ? tr("shorter time to train") : tr("shorter step")));
+
+  pareto_->replace(points);
+  pareto_->setPointsConfiguration(colours);
+  best_->append(best.gpus(), y_of(best));
 }
 
 const planner::Candidate* PlannerView::selectedCandidate() const {

@@ -39,6 +39,18 @@ qint64 thread_cpu_ms() {
   return static_cast<qint64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// The GUI thread's budget of CPU between two event-loop turns. The product's is 100 ms (the
+// plain build uses 12-25 ms of it at the worst turn, painting the result). Under
+// AddressSanitizer every allocation in Qt's text layout and chart code goes through ASan's
+// allocator, which makes that same paint 4-8x slower (55-106 ms measured on this search), so
+// a sanitized build is held to 4x the budget: still far below the regression this test exists
+// to catch (the search's own work on the GUI thread: 30 s there).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr qint64 kGuiBudgetMs = 400;
+#else
+constexpr qint64 kGuiBudgetMs = 100;
+#endif
+
 bool open_small(ScenarioDocument& doc) {
   QString error;
   if (!doc.open(QString::fromUtf8(kScenario), &error)) {
@@ -295,7 +307,7 @@ void PlannerTest::eventLoopNeverBlocksDuringALongSearch() {
         view.table()->model()->rowCount());
   QVERIFY(view.table()->model()->rowCount() > 0);
   QVERIFY(view.paretoSeries()->count() > 0);
-  QVERIFY2(worst_cpu < 100,
+  QVERIFY2(worst_cpu < kGuiBudgetMs,
            qPrintable(QStringLiteral("the event loop worked %1 ms without returning").arg(worst_cpu)));
   QVERIFY2(worst < 1000, qPrintable(QStringLiteral("the event loop was blocked for %1 ms").arg(worst)));
 }
