@@ -1,6 +1,11 @@
 #include "stepcast/app/presets.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "stepcast/models/params.h"
@@ -97,6 +102,7 @@ std::string presets_json(const PresetsReport& report) {
       o["kernels"][kernel] = {{"fwd_causal_tflops", f.fwd_causal_tflops},
                               {"fwd_tflops", f.fwd_tflops},
                               {"bwd_tflops", f.bwd_tflops}};
+      if (f.fwd_from_causal) o["kernels"][kernel]["fwd_tflops_from_causal"] = true;
       if (!f.source.empty()) o["kernels"][kernel]["source"] = f.source;
     }
     o["source"] = t.source;
@@ -165,18 +171,29 @@ std::string presets_text(const PresetsReport& report) {
                        name_of(st.pipeline_p2p), st.display_name);
   }
   for (const auto& [arch, t] : cat.attention) {
+    std::vector<std::string> own;  // families measured apart from the table's source
+    for (const auto& [kernel, f] : t.kernels) {
+      if (!f.source.empty()) own.push_back(kernel);
+    }
     out += fmt::format(
         "\nAttention kernels on {} (plan.attention_kernel; TFLOP/s on {}, head dim {:g}, causal forward / "
-        "backward; sdpa-*: measured on an H200; source: presets --json)\n",
-        arch, t.reference_gpu, t.head_dim);
+        "backward; {}source: presets --json)\n",
+        arch, t.reference_gpu, t.head_dim,
+        own.empty() ? std::string() : fmt::format("{}: measured apart; ", fmt::join(own, ", ")));
+    // Columns 13 wide, wider where a pair needs it (Blackwell's "1332.4/1074.8").
+    std::size_t width = 13;
+    const auto pair = [](const AttentionKernelFigures& f, std::size_t i) {
+      return fmt::format("{:g}/{:g}", f.fwd_causal_tflops[i], f.bwd_tflops[i]);
+    };
+    for (const auto& [kernel, f] : t.kernels) {
+      for (std::size_t i = 0; i < t.seq.size(); ++i) width = std::max(width, pair(f, i).size() + 2);
+    }
     out += fmt::format("  {:<10}", "tokens");
-    for (double n : t.seq) out += fmt::format("{:>13g}", n);
+    for (double n : t.seq) out += fmt::format("{:>{}g}", n, width);
     out += "\n";
     for (const auto& [kernel, f] : t.kernels) {
       out += fmt::format("  {:<10}", kernel);
-      for (std::size_t i = 0; i < t.seq.size(); ++i) {
-        out += fmt::format("{:>13}", fmt::format("{:g}/{:g}", f.fwd_causal_tflops[i], f.bwd_tflops[i]));
-      }
+      for (std::size_t i = 0; i < t.seq.size(); ++i) out += fmt::format("{:>{}}", pair(f, i), width);
       out += "\n";
     }
   }

@@ -146,6 +146,11 @@ AttentionTable read_attention(ObjectReader& r) {
       AttentionKernelFigures f;
       for (auto [key, out] : {std::pair{"fwd_causal_tflops", &f.fwd_causal_tflops},
                               std::pair{"fwd_tflops", &f.fwd_tflops}, std::pair{"bwd_tflops", &f.bwd_tflops}}) {
+        if (out == &f.fwd_tflops && !kr.has("fwd_tflops")) {  // a causal-only table
+          f.fwd_tflops = f.fwd_causal_tflops;
+          f.fwd_from_causal = true;
+          continue;
+        }
         if (const json* a = kr.array(key)) series(*a, kr.path_of(key), *out);
         if (out->size() != t.seq.size()) kr.diag().add(kr.path_of(key), "needs one figure per seq entry");
       }

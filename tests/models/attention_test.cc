@@ -110,16 +110,60 @@ TEST(AttentionKernels, EveryStackKernelHasFiguresInEveryTable) {
   }
 }
 
-// The names the loaders accept (attention_kernel_names) are exactly the families the tables
-// hold: a family added to attention.json without its name, or the reverse, fails here.
-TEST(AttentionKernels, EveryNamedFamilyHasFiguresInEveryTable) {
+// The names the loaders accept (attention_kernel_names) are exactly the families the Hopper
+// table holds, and every other table holds only named families: a family added to
+// attention.json without its name, or the reverse, fails here. Blackwell has no fa3
+// (FlashAttention-3 runs on Hopper only): a plan naming it there gets the prior.
+TEST(AttentionKernels, EveryNamedFamilyHasFiguresOnHopperAndEveryTableOnlyNamedOnes) {
+  std::vector<std::string> names = attention_kernel_names();
+  std::sort(names.begin(), names.end());
   for (const auto& [arch, table] : builtin_presets().attention) {
     std::vector<std::string> families;
     for (const auto& [kernel, figures] : table.kernels) families.push_back(kernel);
-    std::vector<std::string> names = attention_kernel_names();
-    std::sort(names.begin(), names.end());
-    EXPECT_EQ(families, names) << arch;
+    if (arch == "hopper") {
+      EXPECT_EQ(families, names);
+    }
+    for (const std::string& f : families) EXPECT_TRUE(std::binary_search(names.begin(), names.end(), f)) << arch;
   }
+  const AttentionTable* blackwell = attention_table("blackwell");
+  ASSERT_NE(blackwell, nullptr);
+  EXPECT_EQ(blackwell->kernels.count("fa3"), 0u);
+  const AttentionEfficiency e = attention_efficiency(builtin_presets().gpus.at("b200"), "fa3", 8192, true, true);
+  EXPECT_FALSE(e.from_table);
+  EXPECT_EQ(e.fwd, kAttentionEfficiencyPrior);
+}
+
+// Blackwell's table is cudnn-frontend's B200 SDPA benchmark (the Llama 3.1 405B layer: batch
+// 1, 128 query heads, head dim 128, causal). By hand from its times at 8192 tokens: the
+// causal forward's FLOPs are 4 s^2 d h / 2 = 2 x 8192^2 x 128 x 128 = 2.199e12, over cuDNN's
+// 1.877 ms = 1171.6 TFLOP/s; the backward's 2.5x that over 5.833 ms = 942.5; FlashAttention-2
+// 5.499 ms and 17.288 ms: 399.9 and 318.0. Over the B200's 2250 dense bf16 TFLOP/s. The CSV
+// has no non-causal forward: that is priced at the causal figure. Shorter than its first
+// row (2048) clamps there.
+TEST(AttentionKernels, BlackwellFiguresAreCudnnFrontendsB200Times) {
+  const GpuSpec b200 = builtin_presets().gpus.at("b200");
+  ASSERT_EQ(b200.architecture, "blackwell");
+  const double flops_fwd = 2.0 * 8192.0 * 8192.0 * 128 * 128;
+  const double peak = 2250;
+  const AttentionEfficiency cudnn = attention_efficiency(b200, "cudnn", 8192, true, true);
+  EXPECT_TRUE(cudnn.from_table);
+  EXPECT_NEAR(cudnn.fwd * peak, flops_fwd / 1.877e-3 / 1e12, 0.5);
+  EXPECT_NEAR(cudnn.bwd * peak, 2.5 * flops_fwd / 5.833e-3 / 1e12, 0.5);
+  const AttentionEfficiency fa2 = attention_efficiency(b200, "fa2", 8192, true, true);
+  EXPECT_NEAR(fa2.fwd * peak, flops_fwd / 5.499e-3 / 1e12, 0.5);
+  EXPECT_NEAR(fa2.bwd * peak, 2.5 * flops_fwd / 17.288e-3 / 1e12, 0.5);
+  // PyTorch SDPA on cuDNN is the same benchmark row as cuDNN.
+  EXPECT_EQ(attention_efficiency(b200, "sdpa-cudnn", 8192, true, true).fwd, cudnn.fwd);
+  // Causal-only table: the non-causal forward is the causal figure, and the loader says so.
+  EXPECT_EQ(attention_efficiency(b200, "cudnn", 8192, false, true).fwd, cudnn.fwd);
+  EXPECT_TRUE(attention_table("blackwell")->kernels.at("cudnn").fwd_from_causal);
+  EXPECT_FALSE(attention_table("hopper")->kernels.at("cudnn").fwd_from_causal);
+  EXPECT_EQ(attention_efficiency(b200, "cudnn", 512, true, true).fwd,
+            attention_efficiency(b200, "cudnn", 2048, true, true).fwd);
+  // cuDNN on B200 at 8k tokens: about half the dense peak forward, 0.42 backward, below the
+  // 0.6 prior Blackwell had without a table.
+  EXPECT_LT(cudnn.fwd, kAttentionEfficiencyPrior);
+  EXPECT_LT(cudnn.bwd, cudnn.fwd);
 }
 
 // Llama-3-8B's attention (32 heads of 128, GQA 8) at 8192 tokens, one microbatch, on one

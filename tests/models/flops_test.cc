@@ -247,6 +247,40 @@ TEST(Flops, Fp8GemmEfficiencyFallsWithAShortInnerDimensionAsDeepGemmMeasured) {
       1.0, 1e-12);
 }
 
+// The B200's bf16 ceiling and short-K factor (gpus.json b200) come from XLA's published
+// per-shape GEMM table for sm_100 (matmul_interpolator_data.h): two rows fix them, b = 4
+// batched 4096 x 4096 x K GEMMs at K = 512 (1090.6 TFLOP/s) and K = 4096 (1670.5). As one
+// GEMM of M = 16384: 2048 tiles of 128 x 256 in 14 waves of 148 SMs (q_wave = 2048/2072),
+// so rate = C x q_wave x K / (K + K_half): K_half = 336.7, C = 1829.0 by hand below. The
+// table's other rows at that shape, K = 256, 1024 and 2048 (791.8, 1350.5, 1539.9), are
+// held out and come out within 2 %. FP8's K_half is twice bf16's (its main loop runs twice
+// as fast); the table's fp8 columns are not used (on sm_90 they exceed the H100's peak).
+TEST(Flops, B200GemmsFallWithAShortInnerDimensionAsXlasSm100TableMeasured) {
+  const GpuSpec& g = builtin_presets().gpus.at("b200");
+  const double q_wave = 2048.0 / 2072;
+  const double ratio = 1090.6 / 1670.5;  // (512 / (512 + Kh)) / (4096 / (4096 + Kh))
+  const double k_half = (512.0 * 4096 - ratio * 4096 * 512) / (ratio * 4096 - 512);
+  EXPECT_NEAR(k_half, 336.7, 0.1);
+  const double ceiling = 1670.5 * (4096 + k_half) / 4096 / q_wave;
+  EXPECT_NEAR(ceiling, 1829.0, 0.1);
+  EXPECT_DOUBLE_EQ(g.gemm_bf16_k_half, 337);
+  EXPECT_DOUBLE_EQ(g.mamf_bf16_tflops, 1829.0);
+  EXPECT_DOUBLE_EQ(g.gemm_fp8_k_half, 2 * g.gemm_bf16_k_half);
+  auto rate = [&](double k) { return 2 * 16384 * 4096 * k / gemm_time_s(g, Precision::kBf16, 16384, 4096, k) / 1e12; };
+  expect_rel(rate(512), 1090.6, 0.002);
+  expect_rel(rate(4096), 1670.5, 0.002);
+  struct Row {
+    double k, tflops;
+  };
+  for (const Row& r : {Row{256, 791.8}, Row{1024, 1350.5}, Row{2048, 1539.9}}) {
+    SCOPED_TRACE(testing::Message() << "K " << r.k);
+    expect_rel(rate(r.k), r.tflops, 0.02);
+  }
+  // FP8 at K = 4096: the ceiling's 3432.5 x q_wave x 4096 / (4096 + 674).
+  expect_rel(2 * 16384 * 4096 * 4096.0 / gemm_time_s(g, Precision::kFp8, 16384, 4096, 4096) / 1e12,
+             3432.5 * q_wave * 4096 / (4096 + 674), 0.002);
+}
+
 // A GEMM's backward on its own shapes, against the hand calculation of docs/model-reference.md
 // section 7 (Llama-3-70B, TP8, T = 8192, H100 bf16, eta_max = 794.5/989.4): the QKV GEMM
 // 8192 x 1280 x 8192 takes 0.268 ms forward (320 tiles in 3 waves); its data gradient

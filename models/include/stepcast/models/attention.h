@@ -16,6 +16,9 @@ namespace stepcast {
 // AttentionTable::seq.
 struct AttentionKernelFigures {
   std::vector<double> fwd_causal_tflops, fwd_tflops, bwd_tflops;
+  // The table gave no non-causal forward (a causal-only benchmark): fwd_tflops is the causal
+  // series, which errs slow (every family with both runs the non-causal forward faster).
+  bool fwd_from_causal = false;
   std::string source;  // where a family measured apart from the table's source comes from
 };
 
@@ -28,13 +31,15 @@ struct AttentionTable {
   double reference_tdp_W = 0, reference_mamf_bf16_tflops = 0;
   double head_dim = 0;
   std::vector<double> seq;              // tokens, ascending
-  std::map<std::string, AttentionKernelFigures> kernels;  // "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"
+  // A subset of attention_kernel_names(): "fa2", "cudnn", "fa3", "sdpa-flash", "sdpa-cudnn"
+  // (FlashAttention-3 runs on Hopper only); a family the table lacks gets the prior.
+  std::map<std::string, AttentionKernelFigures> kernels;
   std::string source;
 };
 
 // The kernel families plan.attention_kernel and a stack's attention_kernel may name: the
 // published fa2, cudnn, fa3 and the families measured on an H200, sdpa-flash and sdpa-cudnn
-// (every family has figures in each table: AttentionKernels.EveryNamedFamilyHasFiguresInEveryTable).
+// (each table holds only these, and every stack's family: AttentionKernels tests).
 const std::vector<std::string>& attention_kernel_names();
 
 // Efficiency (achieved / dense bf16 peak) of the core attention, forward and backward.
