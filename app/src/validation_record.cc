@@ -647,6 +647,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
 struct GpuPreset {
   const char* cluster;
   const char* gpu;
+  bool grace_blackwell = false;  // a GB200, priced as the B200 it carries
 };
 GpuPreset preset_for(const std::string& description) {
   const std::string g = lower(description);
@@ -654,6 +655,7 @@ GpuPreset preset_for(const std::string& description) {
   if (contains(g, "a100")) return {"dgx-a100", "a100-sxm-80gb"};
   if (contains(g, "h100")) return {"dgx-h100", "h100-sxm"};
   if (contains(g, "h200")) return {"dgx-h200", "h200-sxm"};
+  if (contains(g, "gb200")) return {"dgx-b200", "b200", true};  // before "b200", which it contains
   if (contains(g, "b200")) return {"dgx-b200", "b200"};
   return {"", ""};
 }
@@ -690,8 +692,19 @@ ScenarioBuild build_scenario(Record& r) {
   }
   const GpuPreset preset = preset_for(r.gpu);
   if (*preset.cluster == '\0') {
-    out.reason = fmt::format("no cluster preset for gpu {} (known: SXM A100, H100, H200, B200)", quote(r.gpu));
+    out.reason =
+        fmt::format("no cluster preset for gpu {} (known: SXM A100, H100, H200, B200; GB200 as B200)", quote(r.gpu));
     return out;
+  }
+  // A GB200 record runs on the B200 preset: the same Blackwell GPU, on 8-GPU dgx-b200 nodes
+  // whatever the record's tray or rack size. What the GB200 has more (a higher power limit,
+  // a 72-GPU NVLink domain) is not modelled, so the prediction errs slow.
+  if (preset.grace_blackwell) {
+    if (r.gpus_per_node != 8 && r.gpus % 8 == 0) r.gpus_per_node = 8;
+    r.assumptions.push_back(fmt::format(
+        "gpu {}: a GB200 priced as the B200 on dgx-b200 nodes of 8 GPUs (the same Blackwell GPU; the GB200's "
+        "higher power limit and 72-GPU NVLink domain are not modelled: errs slow)",
+        quote(r.gpu)));
   }
   // A record on one node may use part of it (a single-GPU run); several nodes must be whole
   // 8-GPU nodes, as the DGX-class presets are.

@@ -276,6 +276,30 @@ TEST_F(ValidateTest, InterconnectDescriptionsSetTheNics) {
   }
 }
 
+// A GB200 contains "b200" in its name: it runs on the B200 preset on purpose, in 8-GPU
+// nodes whatever tray or rack size the record states, and says so; a GB300 (Blackwell Ultra,
+// another GPU) is not predicted.
+TEST_F(ValidateTest, AGb200RecordIsPricedAsTheB200AndSaysSo) {
+  const std::string gb200 = record(json::parse(R"j({"id": "gb200", "hardware": {"gpu": "NVIDIA GB200 (DGX-GB200 NVL72)",
+      "gpus_total": 16, "gpus_per_node": 72}})j"));
+  const std::string gb300 = record(json::parse(R"j({"id": "gb300", "hardware": {"gpu": "DGX-GB300"}})j"));
+  auto rep = run_validate({file_of("[" + gb200 + "," + gb300 + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 2u);
+  const ValidationRow& row = rep->rows[0];
+  ASSERT_TRUE(row.predicted) << row.reason;
+  const json sc = json::parse(row.scenario_json);
+  EXPECT_EQ(sc["cluster"]["preset"], "dgx-b200");
+  EXPECT_EQ(sc["cluster"]["nodes"], 2);
+  const bool said = std::any_of(row.assumptions.begin(), row.assumptions.end(), [](const std::string& a) {
+    return a.find("a GB200 priced as the B200 on dgx-b200 nodes of 8 GPUs") != std::string::npos;
+  });
+  EXPECT_TRUE(said);
+  EXPECT_FALSE(rep->rows[1].predicted);
+  EXPECT_EQ(rep->rows[1].reason,
+            "no cluster preset for gpu \"DGX-GB300\" (known: SXM A100, H100, H200, B200; GB200 as B200)");
+}
+
 TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   const std::string moe = record(json::parse(R"j({"id": "moe", "model": {"moe": "128 experts, top-8"},
       "layout": {"ep": 2}})j"));
@@ -289,7 +313,8 @@ TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   EXPECT_EQ(rep->rows[0].reason,
             "mixture-of-experts model (model.moe \"128 experts, top-8\") without the expert FFN width (\"expert "
             "intermediate F\")");
-  EXPECT_EQ(rep->rows[1].reason, "no cluster preset for gpu \"TPU v4\" (known: SXM A100, H100, H200, B200)");
+  EXPECT_EQ(rep->rows[1].reason,
+            "no cluster preset for gpu \"TPU v4\" (known: SXM A100, H100, H200, B200; GB200 as B200)");
   const ValidationRow& r = rep->rows[2];
   EXPECT_TRUE(r.feasible) << r.reason;
   const auto has = [&](const std::string& a) {
