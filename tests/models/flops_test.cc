@@ -247,6 +247,18 @@ TEST(Flops, Fp8GemmEfficiencyFallsWithAShortInnerDimensionAsDeepGemmMeasured) {
       1.0, 1e-12);
 }
 
+// The two-row fit of rate = ceiling x q_wave x K / (K + K_half) by hand, from the rates at
+// K = 512 and K = 4096 of one output shape (model-reference 4.1): their ratio fixes K_half,
+// then the K = 4096 rate the ceiling.
+struct ShortKFit {
+  double k_half, ceiling;
+};
+ShortKFit fit_short_k(double rate_512, double rate_4096, double q_wave) {
+  const double ratio = rate_512 / rate_4096;  // (512 / (512 + Kh)) / (4096 / (4096 + Kh))
+  const double k_half = (512.0 * 4096 - ratio * 4096 * 512) / (ratio * 4096 - 512);
+  return {k_half, rate_4096 * (4096 + k_half) / 4096 / q_wave};
+}
+
 // The B200's bf16 ceiling and short-K factor (gpus.json b200) come from XLA's published
 // per-shape GEMM table for sm_100 (matmul_interpolator_data.h): two rows fix them, b = 4
 // batched 4096 x 4096 x K GEMMs at K = 512 (1090.6 TFLOP/s) and K = 4096 (1670.5). As one
@@ -258,11 +270,9 @@ TEST(Flops, Fp8GemmEfficiencyFallsWithAShortInnerDimensionAsDeepGemmMeasured) {
 TEST(Flops, B200GemmsFallWithAShortInnerDimensionAsXlasSm100TableMeasured) {
   const GpuSpec& g = builtin_presets().gpus.at("b200");
   const double q_wave = 2048.0 / 2072;
-  const double ratio = 1090.6 / 1670.5;  // (512 / (512 + Kh)) / (4096 / (4096 + Kh))
-  const double k_half = (512.0 * 4096 - ratio * 4096 * 512) / (ratio * 4096 - 512);
-  EXPECT_NEAR(k_half, 336.7, 0.1);
-  const double ceiling = 1670.5 * (4096 + k_half) / 4096 / q_wave;
-  EXPECT_NEAR(ceiling, 1829.0, 0.1);
+  const ShortKFit fit = fit_short_k(1090.6, 1670.5, q_wave);
+  EXPECT_NEAR(fit.k_half, 336.7, 0.1);
+  EXPECT_NEAR(fit.ceiling, 1829.0, 0.1);
   EXPECT_DOUBLE_EQ(g.gemm_bf16_k_half, 337);
   EXPECT_DOUBLE_EQ(g.mamf_bf16_tflops, 1829.0);
   EXPECT_DOUBLE_EQ(g.gemm_fp8_k_half, 2 * g.gemm_bf16_k_half);
@@ -289,9 +299,12 @@ TEST(Flops, B200GemmsFallWithAShortInnerDimensionAsXlasSm100TableMeasured) {
 // rows from K = 512 within 3 % at b = 2 and 4 (b = 2 as one GEMM of M = 8192: 1024 tiles in
 // 8 waves, q_wave 1024/1056), as this project's H200 sweep found K_half 174.
 TEST(Flops, ShortKFormReproducesXlasSm90BatchedRows) {
+  const ShortKFit fit = fit_short_k(620.4, 788.7, 2048.0 / 2112);
+  EXPECT_NEAR(fit.k_half, 165.1, 0.1);
+  EXPECT_NEAR(fit.ceiling, 846.1, 0.1);
   GpuSpec g = builtin_presets().gpus.at("h100-sxm");
-  g.gemm_bf16_k_half = 165.1;
-  g.mamf_bf16_tflops = 846.1;
+  g.gemm_bf16_k_half = fit.k_half;
+  g.mamf_bf16_tflops = fit.ceiling;
   struct Row {
     double m, k, tflops;
   };
