@@ -43,9 +43,10 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 // A description as it appears in an assumption: quoted, at most 40 characters.
 std::string quote(const std::string& s) { return reader::describe(json(s)); }
 
-// A positive integer field. Absent or null: nullopt (with "missing (required)" or
-// "expected a positive integer, got null" when `required`).
-std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool required) {
+// A positive integer field. Absent or null: nullopt (with "missing (required): a positive
+// integer" or "expected a positive integer, got null" when `required`). A count written as
+// text ("8") is read as that number and, with `rec`, printed as an assumption.
+std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool required, Record* rec = nullptr) {
   const json* v = r.raw(key);
   if (!v) {
     if (required) r.diag().add(r.path_of(key), "missing (required): a positive integer");
@@ -62,6 +63,17 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
   } else if (v->is_number_float()) {
     const double d = v->get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 0x1p62) x = static_cast<std::int64_t>(d);
+  } else if (v->is_string() && rec != nullptr) {
+    const std::string& t = v->get_ref<const std::string&>();
+    const std::size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+    const std::string digits = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+    if (!digits.empty() && digits.size() <= 13 &&
+        std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      x = std::stoll(digits);
+      if (*x >= 1 && *x <= kMaxCount) {
+        rec->assumptions.push_back(fmt::format("{} {}: {} (a count written as text)", key, quote(t), *x));
+      }
+    }
   }
   if (!x || *x < 1) {
     r.diag().add(r.path_of(key), "expected a positive integer, got " + reader::describe(*v));
@@ -72,6 +84,13 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
     return std::nullopt;
   }
   return x;
+}
+
+// A parallel degree a record may leave out (absent or null): 1, printed.
+std::int64_t degree(ObjectReader& r, std::string_view key, Record& rec) {
+  if (auto x = positive(r, key, false, &rec)) return *x;
+  rec.assumptions.push_back(fmt::format("{} not stated: 1", key));
+  return 1;
 }
 
 // A measured quantity: absent or null -> 0; else a finite number > 0.
@@ -92,9 +111,25 @@ std::optional<std::string> text(ObjectReader& r, std::string_view key) {
   return r.string(key);
 }
 
-std::optional<bool> flag(ObjectReader& r, std::string_view key) {
+// A yes/no field: true or false, or (printed as an assumption) a word that says it: "yes",
+// "no", "on", "off", "true", "false", "enabled", "disabled" in any case.
+std::optional<bool> flag(ObjectReader& r, std::string_view key, Record& rec) {
   const json* v = r.raw(key);
   if (!v || v->is_null()) return std::nullopt;
+  if (v->is_string()) {
+    const std::string w = lower(v->get<std::string>());
+    static const std::pair<const char*, bool> kWords[] = {{"yes", true},     {"no", false},      {"on", true},
+                                                          {"off", false},    {"true", true},     {"false", false},
+                                                          {"enabled", true}, {"disabled", false}};
+    for (const auto& [word, value] : kWords) {
+      if (w == word) {
+        rec.assumptions.push_back(fmt::format("{} {}: {}", key, quote(v->get<std::string>()), value));
+        return value;
+      }
+    }
+    r.diag().add(r.path_of(key), "expected true or false (or yes/no, on/off), got " + reader::describe(*v));
+    return std::nullopt;
+  }
   return r.boolean(key);
 }
 
@@ -117,7 +152,9 @@ void read_model(ObjectReader& f, Record& r) {
   f.ignore({"params", "activated_params", "notes"});
   if (auto name = text(f, "name")) {
     const std::string n = lower(*name);
-    if (contains(n, "llama") || contains(n, "qwen") || contains(n, "mistral")) {
+    // The families that publish Llama's block (RMSNorm, SwiGLU, RoPE, no biases, untied).
+    static const char* const kLlamaLike[] = {"llama", "qwen", "mistral", "mixtral", "deepseek", "internlm", "baichuan"};
+    if (std::any_of(std::begin(kLlamaLike), std::end(kLlamaLike), [&](const char* k) { return contains(n, k); })) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
       r.assumptions.push_back(fmt::format(
@@ -134,13 +171,13 @@ void read_model(ObjectReader& f, Record& r) {
           quote(*name)));
     }
   }
-  r.layers = positive(f, "layers", true).value_or(0);
-  r.hidden = positive(f, "hidden", true).value_or(0);
-  r.heads = positive(f, "heads", true).value_or(0);
-  r.vocab = positive(f, "vocab", true).value_or(0);
-  r.seq = positive(f, "seq_len", true).value_or(0);
-  r.head_dim = positive(f, "head_dim", false);
-  r.sliding_window = positive(f, "sliding_window", false).value_or(0);
+  r.layers = positive(f, "layers", true, &r).value_or(0);
+  r.hidden = positive(f, "hidden", true, &r).value_or(0);
+  r.heads = positive(f, "heads", true, &r).value_or(0);
+  r.vocab = positive(f, "vocab", true, &r).value_or(0);
+  r.seq = positive(f, "seq_len", true, &r).value_or(0);
+  r.head_dim = positive(f, "head_dim", false, &r);
+  r.sliding_window = positive(f, "sliding_window", false, &r).value_or(0);
   if (const json* v = f.raw("window_attn_skip_freq"); v && !v->is_null()) {
     const bool ok = v->is_number_integer() &&
                     (v->get<std::int64_t>() == 0 || (v->get<std::int64_t>() >= 2 && v->get<std::int64_t>() <= 1000));
@@ -168,13 +205,13 @@ void read_model(ObjectReader& f, Record& r) {
     r.moe = moe->is_string() ? moe->get<std::string>() : moe->dump();
     if (r.moe.empty()) r.moe = "(empty)";
   }
-  if (auto kv = positive(f, "kv_heads", false)) {
+  if (auto kv = positive(f, "kv_heads", false, &r)) {
     r.kv_heads = *kv;
   } else {
     r.kv_heads = r.heads;
     r.assumptions.push_back("kv_heads not given: multi-head attention (kv_heads = heads)");
   }
-  if (auto ffn = positive(f, "ffn_hidden", false)) {
+  if (auto ffn = positive(f, "ffn_hidden", false, &r)) {
     r.ffn = *ffn;
   } else if (r.moe.empty()) {
     r.ffn = 4 * r.hidden;
@@ -195,8 +232,8 @@ void read_hardware(ObjectReader& f, Record& r) {
   if (auto text = f.string("interconnect")) r.interconnect = *text;
   auto gpu = f.required_string("gpu");
   r.gpu = gpu.value_or("");
-  r.gpus = positive(f, "gpus_total", true).value_or(0);
-  r.gpus_per_node = positive(f, "gpus_per_node", false).value_or(8);
+  r.gpus = positive(f, "gpus_total", true, &r).value_or(0);
+  r.gpus_per_node = positive(f, "gpus_per_node", false, &r).value_or(8);
   f.finish();
 }
 
@@ -210,20 +247,20 @@ struct LayoutText {
 LayoutText read_layout(ObjectReader& f, Record& r) {
   LayoutText t;
   f.ignore({"techniques", "system"});
-  r.tp = positive(f, "tp", true).value_or(1);
-  r.pp = positive(f, "pp", true).value_or(1);
-  r.dp = positive(f, "dp", false);
-  r.cp = positive(f, "cp", false).value_or(1);
-  r.ep = positive(f, "ep", false).value_or(1);
-  r.etp = positive(f, "etp", false).value_or(0);
-  r.global_batch = positive(f, "global_batch", true).value_or(1);
-  t.grad_accum = positive(f, "grad_accum", false);
-  if (auto mb = positive(f, "microbatch", false)) {
+  r.tp = degree(f, "tp", r);
+  r.pp = degree(f, "pp", r);
+  r.dp = positive(f, "dp", false, &r);
+  r.cp = positive(f, "cp", false, &r).value_or(1);
+  r.ep = positive(f, "ep", false, &r).value_or(1);
+  r.etp = positive(f, "etp", false, &r).value_or(0);
+  r.global_batch = positive(f, "global_batch", false, &r).value_or(0);  // 0: not stated (read_record)
+  t.grad_accum = positive(f, "grad_accum", false, &r);
+  if (auto mb = positive(f, "microbatch", false, &r)) {
     r.microbatch = *mb;
   } else {
     r.assumptions.push_back("microbatch not stated: 1");
   }
-  const std::optional<std::int64_t> v = positive(f, "virtual_stages", false);
+  const std::optional<std::int64_t> v = positive(f, "virtual_stages", false, &r);
   const bool chunks = v && *v >= 2;
   if (auto s = text(f, "schedule")) {
     const std::string low = lower(*s);
@@ -251,9 +288,15 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   } else if (r.pp > 1) {
     r.assumptions.push_back("schedule not stated: 1F1B");
   }
-  t.recompute = text(f, "recompute");
+  if (const json* rc = f.raw("recompute"); rc && rc->is_boolean()) {
+    // true: activation checkpointing on, Megatron's --checkpoint-activations (every layer); false: off.
+    t.recompute = rc->get<bool>() ? "full" : "none";
+    r.assumptions.push_back(fmt::format("recompute {}: {}", rc->get<bool>() ? "true" : "false", *t.recompute));
+  } else {
+    t.recompute = text(f, "recompute");
+  }
   if (auto d = text(f, "moe_dispatcher")) r.moe_dispatcher_text = *d;
-  if (auto o = flag(f, "moe_a2a_overlap")) r.moe_a2a_overlap = *o;
+  if (auto o = flag(f, "moe_a2a_overlap", r)) r.moe_a2a_overlap = *o;
   if (auto z = text(f, "zero_fsdp")) {
     const std::string low = lower(*z);
     if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3")) {
@@ -278,8 +321,9 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
     r.assumptions.push_back("ZeRO not stated: 0 (replicated optimizer, as Megatron's DDP)");
   }
   const std::string gpu = lower(r.gpu);
-  const bool hopper_or_later = contains(gpu, "h100") || contains(gpu, "h200") || contains(gpu, "b200");
-  if (auto sp = flag(f, "sequence_parallel")) {
+  const bool hopper_or_later =
+      contains(gpu, "h100") || contains(gpu, "h800") || contains(gpu, "h200") || contains(gpu, "b200");
+  if (auto sp = flag(f, "sequence_parallel", r)) {
     r.sequence_parallel = *sp;
   } else if (r.tp > 1) {
     r.sequence_parallel = hopper_or_later;
@@ -297,7 +341,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   } else {
     r.assumptions.push_back("precision not stated: bf16");
   }
-  if (auto fa = flag(f, "flash_attention")) {
+  if (auto fa = flag(f, "flash_attention", r)) {
     r.flash_attention = *fa;
   } else {
     r.flash_attention = hopper_or_later;
@@ -311,19 +355,29 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
 }
 
 void read_measured(ObjectReader& f, Record& r) {
-  f.ignore({"pct_of_peak", "aggregate_pflops", "mfu", "training_time_days_300B_tokens"});
+  f.ignore({"pct_of_peak", "aggregate_pflops", "training_time_days_300B_tokens"});
   r.tflops = measurement(f, "tflops_per_gpu");
   r.iteration_s = measurement(f, "iteration_time_s");
   r.samples_per_s = measurement(f, "samples_per_s");
   r.tokens_per_s = measurement(f, "tokens_per_s");
   r.tokens_per_s_per_gpu = measurement(f, "tokens_per_s_per_gpu");
   r.peak_memory_gib = measurement(f, "peak_memory_gib");
-  const double model_tflops = measurement(f, "model_tflops_per_gpu");
-  if (model_tflops > 0 && r.tflops <= 0) {
-    r.assumptions.push_back(fmt::format(
-        "model_tflops_per_gpu ({}) is under the source's own FLOP accounting, not reproduced here: "
-        "throughput compared as tokens/s",
-        model_tflops));
+  r.mfu = measurement(f, "mfu");
+  if (r.mfu > 100) {
+    f.diag().add(f.path_of("mfu"),
+                 fmt::format("expected a fraction (0 to 1) or a percentage (up to 100), got {}", r.mfu));
+    r.mfu = 0;
+  } else if (r.mfu > 1) {
+    r.assumptions.push_back(fmt::format("mfu {}: {} (a percentage)", r.mfu, r.mfu / 100));
+    r.mfu /= 100;
+  }
+  r.model_tflops = measurement(f, "model_tflops_per_gpu");
+  const bool rate = r.tokens_per_s_per_gpu > 0 || r.tokens_per_s > 0 || r.samples_per_s > 0;
+  if (r.model_tflops > 0 && r.tflops <= 0 && rate) {
+    r.assumptions.push_back(
+        fmt::format("model_tflops_per_gpu ({}) is under the source's own FLOP accounting, not reproduced here: "
+                    "throughput compared as tokens/s",
+                    r.model_tflops));
   }
   const auto acc = text(f, "flop_accounting");
   const std::string low = lower(acc.value_or(""));
@@ -491,6 +545,12 @@ void moe_rule(Record& r) {
     if (r.moe_shared > 0 && r.moe_shared_ffn == 0) r.moe_shared_ffn = r.moe_ffn;
   }
   r.moe_dense = std::max(number(R"(first\s+(\d+)\s+(?:layers\s+)?dense)"), number(R"((\d+)\s+dense\s+layers)"));
+  if (r.moe_ffn < 1 && r.moe_dense == 0 && r.ffn > 0 && r.moe_experts >= 1) {
+    // Every layer MoE and no expert width stated: each expert is the model's FFN (Mixtral, GShard).
+    r.moe_ffn = r.ffn;
+    r.assumptions.push_back(
+        fmt::format("moe {}: expert FFN width not stated, every layer MoE: ffn_hidden ({})", quote(r.moe), r.ffn));
+  }
   std::vector<std::string> missing;
   if (r.moe_experts < 1) missing.push_back("the number of routed experts (\"N routed experts\")");
   if (r.moe_top_k < 1 || r.moe_top_k > r.moe_experts) missing.push_back("experts per token (\"top-K\")");
@@ -514,20 +574,35 @@ void moe_rule(Record& r) {
 // distributed optimizer off), the performance scripts set grad_reduce_in_fp32=False, and
 // they enable TP communication overlap (tp_comm_overlap) where tp > 1.
 void bridge_rule(const json& rec, Record& r) {
-  if (!contains(lower(source_title(rec)), "megatron-bridge")) return;
+  const std::string title = lower(source_title(rec));
+  const bool bridge = contains(title, "megatron-bridge");
+  // NeMo's own performance tables (before Megatron-Bridge) ran NeMo's recipes: their optimizer
+  // is the distributed one (nemo/collections/llm/recipes/optim/adam.py
+  // distributed_fused_adam_with_cosine_annealing: use_distributed_optimizer=True), and NeMo's
+  // scripts/performance set grad_reduce_in_fp32=False for FP8 only (helpers.py
+  // set_precision_configs; BF16 keeps the bf16_mixed plugin's fp32 reduction).
+  const bool nemo = !bridge && contains(title, "nemo") && r.stack == "megatron-core";
+  if (!bridge && !nemo) return;
   std::string applied;
   if (r.zero == 0) {
     r.zero = 1;
-    applied += "distributed optimizer (ZeRO 1: use_distributed_optimizer=True in every recipe; FSDP=0 is "
-               "Megatron-FSDP off)";
+    applied += bridge ? "distributed optimizer (ZeRO 1: use_distributed_optimizer=True in every recipe; FSDP=0 is "
+                        "Megatron-FSDP off)"
+                      : "distributed optimizer (ZeRO 1: use_distributed_optimizer=True in NeMo's recipe optimizer)";
   }
-  r.grad_dtype = "bf16";
-  applied += std::string(applied.empty() ? "" : "; ") + "gradients reduced in bf16 (grad_reduce_in_fp32=False)";
+  if (bridge || r.precision == "fp8") {
+    r.grad_dtype = "bf16";
+    applied += std::string(applied.empty() ? "" : "; ") + "gradients reduced in bf16 (grad_reduce_in_fp32=False)";
+  }
   if (r.tp > 1 && r.sequence_parallel) {
     r.tp_comm_overlap = true;
-    applied += "; TP communication overlap (tp_comm_overlap)";
+    applied += std::string(applied.empty() ? "" : "; ") + "TP communication overlap (tp_comm_overlap)";
   }
-  r.assumptions.push_back("Megatron-Bridge performance recipe (scripts/performance): " + applied);
+  if (!applied.empty()) {
+    r.assumptions.push_back(std::string(bridge ? "Megatron-Bridge performance recipe (scripts/performance): "
+                                               : "NeMo recipe (its performance scripts): ") +
+                            applied);
+  }
 }
 
 // Megatron-Core's recompute_modules named in a selective recompute's description, as whole
@@ -598,12 +673,20 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   if (lt.recompute) {
     const std::string low = lower(*lt.recompute);
     const bool torchtitan = r.stack == "fsdp2-eager" || r.stack == "fsdp2-compile";
+    const bool says_none = starts_with(low, "none") || starts_with(low, "no ") || low == "no" || low == "off" ||
+                           low == "false" || low == "disabled";
     if (starts_with(low, "full")) r.recompute = "full";
     else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";
-    else if (starts_with(low, "none") || starts_with(low, "no ")) r.recompute = "none";
+    else if (says_none) r.recompute = "none";
     else if (contains(low, "full")) r.recompute = "full";
+    // "activation checkpointing", "gradient checkpointing", "yes": every layer's activations
+    // recomputed, what those words meant before selective recomputation (Megatron's
+    // --checkpoint-activations, DeepSpeed's and PyTorch's checkpoint of each block).
+    else if (contains(low, "checkpoint") || contains(low, "recomput") || low == "yes" || low == "on" || low == "true" ||
+             low == "enabled")
+      r.recompute = "full";
     if (r.recompute == "selective") r.recompute_modules = recompute_modules_in(low);
-    if (r.recompute == "none" && !(starts_with(low, "none") || starts_with(low, "no "))) {
+    if (r.recompute == "none" && !says_none) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
     } else if (r.recompute == "selective_op") {
       r.assumptions.push_back(fmt::format(
@@ -629,7 +712,22 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     diag.add(path + ".model.kv_heads", fmt::format("{} does not divide heads ({})", r.kv_heads, r.heads));
   }
   const std::int64_t dp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
-  if (lt.grad_accum && dp > 0 && *lt.grad_accum * r.microbatch * dp != r.global_batch) {
+  if (r.global_batch == 0 && dp > 0) {
+    // Not stated: the accumulation the record states, else one microbatch per data-parallel
+    // rank when there is no pipeline; a pipeline's fill depends on the microbatch count, so a
+    // pipelined record without either is not predicted (build_scenario).
+    if (lt.grad_accum) {
+      r.global_batch = *lt.grad_accum * r.microbatch * dp;
+      r.assumptions.push_back(fmt::format("global_batch not stated: grad_accum x microbatch x dp = {} x {} x {} = {}",
+                                          *lt.grad_accum, r.microbatch, dp, r.global_batch));
+    } else if (r.pp == 1) {
+      r.global_batch = r.microbatch * dp;
+      r.assumptions.push_back(fmt::format(
+          "global_batch not stated: one microbatch per data-parallel rank, no accumulation (microbatch x dp = {} x {} "
+          "= {})",
+          r.microbatch, dp, r.global_batch));
+    }
+  } else if (lt.grad_accum && dp > 0 && *lt.grad_accum * r.microbatch * dp != r.global_batch) {
     diag.add(path + ".layout.grad_accum",
              fmt::format("{} does not match global_batch / (microbatch x dp) = {} / ({} x {})", *lt.grad_accum,
                          r.global_batch, r.microbatch, dp));
@@ -648,10 +746,17 @@ struct GpuPreset {
   const char* cluster;
   const char* gpu;
   bool grace_blackwell = false;  // a GB200, priced as the B200 it carries
+  // The export parts (A800, H800): the A100's and H100's compute and memory with NVLink cut
+  // to 400 GB/s bidirectional, 200 GB/s per direction (NVIDIA's A800 and H800 SXM product
+  // specifications); 0 = the preset's own NVLink.
+  double nvlink_GBps = 0;
+  const char* part = "";  // "A800" or "H800" for the printed rule
 };
 GpuPreset preset_for(const std::string& description) {
   const std::string g = lower(description);
   if (contains(g, "pcie")) return {"", ""};  // the presets are SXM servers
+  if (contains(g, "a800")) return {"dgx-a100", "a100-sxm-80gb", false, 200, "A800"};
+  if (contains(g, "h800")) return {"dgx-h100", "h100-sxm", false, 200, "H800"};
   if (contains(g, "a100")) return {"dgx-a100", "a100-sxm-80gb"};
   if (contains(g, "h100")) return {"dgx-h100", "h100-sxm"};
   if (contains(g, "h200")) return {"dgx-h200", "h200-sxm"};
@@ -682,6 +787,13 @@ std::vector<Record> read_records(const json& doc, Diagnostics& diag) {
 
 ScenarioBuild build_scenario(Record& r) {
   ScenarioBuild out;
+  if (r.global_batch == 0) {
+    out.reason = fmt::format(
+        "global_batch not stated (nor grad_accum) with pp {}: the pipeline's fill depends on the number of "
+        "microbatches",
+        r.pp);
+    return out;
+  }
   if (!r.moe.empty() && r.moe_experts == 0) {
     out.reason = fmt::format("mixture-of-experts model (model.moe {}) without {}", quote(r.moe), r.moe_missing);
     return out;
@@ -692,8 +804,10 @@ ScenarioBuild build_scenario(Record& r) {
   }
   const GpuPreset preset = preset_for(r.gpu);
   if (*preset.cluster == '\0') {
-    out.reason =
-        fmt::format("no cluster preset for gpu {} (known: SXM A100, H100, H200, B200; GB200 as B200)", quote(r.gpu));
+    out.reason = fmt::format(
+        "no cluster preset for gpu {} (known: SXM A100, H100, H200, B200; A800 and H800 as A100 and H100 with their "
+        "NVLink; GB200 as B200)",
+        quote(r.gpu));
     return out;
   }
   // A GB200 record runs on the B200 preset: the same Blackwell GPU, on 8-GPU dgx-b200 nodes
@@ -806,6 +920,14 @@ ScenarioBuild build_scenario(Record& r) {
   sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
   if (part_of_one_node) sc["cluster"]["gpus_per_node"] = r.gpus_per_node;
   if (gpu.size() > 1 || gpu_preset != preset.gpu) sc["cluster"]["gpu"] = std::move(gpu);
+  if (preset.nvlink_GBps > 0) {
+    sc["cluster"]["intra_node"] = {{"bandwidth_GBps", preset.nvlink_GBps}};
+    r.assumptions.push_back(fmt::format(
+        "gpu {}: an {}, the {} preset's GPU with NVLink at {} GB/s per direction (400 GB/s bidirectional, NVIDIA's {} "
+        "specification; preset {}: {} GB/s)",
+        quote(r.gpu), preset.part, preset.cluster, preset.nvlink_GBps, preset.part, preset.cluster,
+        builtin_presets().clusters.at(preset.cluster).intra_bandwidth_GBps));
+  }
   // NICs per node and their speed, where the interconnect description states them.
   if (const auto nics = nics_of(r.interconnect, r.gpus_per_node); nics && nics->per_node >= 1 && nics->per_node <= 1024 && nics->gbps >= 0.1) {
     const ClusterSpec& pc = builtin_presets().clusters.at(preset.cluster);
@@ -865,15 +987,16 @@ std::string layout_of(const Record& r) {
   if (r.ep > 1) s += fmt::format(" ep{}", r.ep);
   if (r.virtual_stages > 1) s += fmt::format(" v{}", r.virtual_stages);
   if (r.zero > 0) s += fmt::format(" z{}", r.zero);
-  s += fmt::format(" mb{} gbs{}", r.microbatch, r.global_batch);
+  s += r.global_batch > 0 ? fmt::format(" mb{} gbs{}", r.microbatch, r.global_batch)
+                          : fmt::format(" mb{} gbs?", r.microbatch);
   return s;
 }
 
 std::vector<std::string> common_assumptions() {
   return {
       "model: GPT family -- LayerNorm, GELU FFN (2 matrices), learned positions (unless the record says "
-      "otherwise), linear biases, tied input/output embedding, dropout on; a model named Llama, Qwen or "
-      "Mistral: Llama architecture",
+      "otherwise), linear biases, tied input/output embedding, dropout on; a model named Llama, Qwen, "
+      "Mistral, Mixtral, DeepSeek, InternLM or Baichuan: Llama architecture",
       "cluster: DGX-class preset of the record's GPU (A100 -> dgx-a100: 8 x A100-SXM4-80GB, NVLink 3 at 300 GB/s "
       "per direction, 8 x 200 Gb/s NICs per node; H100 -> dgx-h100), nodes = GPUs / 8; a power limit stated in the "
       "GPU description (\"500 W cap\") selects the GPU preset measured at it where there is one (H100 at 500 W: "

@@ -67,6 +67,8 @@ struct Record {
   // measured (absent: <= 0)
   double tflops = 0, iteration_s = 0, samples_per_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0;
   double peak_memory_gib = 0;
+  double model_tflops = 0;  // measured.model_tflops_per_gpu (the source's own model-FLOP count)
+  double mfu = 0;           // measured.mfu as a fraction (a percentage above 1 is divided by 100)
   Accounting accounting = Accounting::kNarayananEq3;
   bool accounting_stated = false;
   std::vector<std::string> assumptions;  // the record-specific rules applied, in rule order

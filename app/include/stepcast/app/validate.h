@@ -37,6 +37,8 @@ struct ValidationRow {
   double measured_samples_per_s = 0;
   double measured_tokens_per_s = 0;
   double measured_tokens_per_s_per_gpu = 0;
+  double measured_model_tflops = 0;      // the source's own model-FLOP count; the metric "model TFLOP/s" when no rate
+  double measured_mfu = 0;               // a fraction; the metric "MFU %" when nothing else is measured
   double measured_peak_memory_gib = 0;   // max over ranks
 
   // The throughput compared: the first the record measures of "TFLOP/s/GPU" (under its own
