@@ -51,7 +51,8 @@ void predict(Record& r, ValidationRow& row) {
   const Estimate e = estimate(*scenario);
   const double world = static_cast<double>(e.world);
   row.predicted = true;
-  row.accounting_flops_per_step = validation::accounting_flops(r, &row.accounting);
+  row.accounting_flops_per_step =
+      validation::accounting_flops(r, static_cast<double>(e.params.active), &row.accounting);
   row.predicted_iteration_s = e.step_time_s;
   row.predicted_tflops = row.accounting_flops_per_step / (e.step_time_s * world) / 1e12;
   row.predicted_samples_per_s = static_cast<double>(r.global_batch) / e.step_time_s;

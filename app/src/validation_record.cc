@@ -149,7 +149,13 @@ void mapped(Record& rec, const char* field, const std::string& desc, const std::
 }
 
 void read_model(ObjectReader& f, Record& r) {
-  f.ignore({"params", "activated_params", "notes"});
+  f.ignore({"notes"});
+  for (auto [key, out] :
+       {std::pair{"params", &r.stated_params}, std::pair{"activated_params", &r.stated_active_params}}) {
+    if (const json* v = f.raw(key); v && v->is_number() && std::isfinite(v->get<double>()) && v->get<double>() > 0) {
+      *out = v->get<double>();  // a description otherwise ("175B"): not read
+    }
+  }
   if (auto name = text(f, "name")) {
     const std::string n = lower(*name);
     // The families that publish Llama's block (RMSNorm, SwiGLU, RoPE, no biases, untied).
@@ -386,6 +392,13 @@ void read_measured(ObjectReader& f, Record& r) {
     r.accounting_stated = true;
   } else if (contains(low, "96*b") || contains(low, "eq. 3") || contains(low, "eq3")) {
     r.accounting = Accounting::kNarayananEq3;
+    r.accounting_stated = true;
+  } else if (contains(low, "palm") || contains(low, "12*l*h*s") || contains(low, "12lhs") ||
+             contains(low, "12*l*h*q*t") || contains(low, "12lhqt")) {
+    r.accounting = Accounting::kPalm;
+    r.accounting_stated = true;
+  } else if (std::regex_search(low, std::regex(R"((^|[^0-9.])6\s*[*x]?\s*(n|p|nd|pd|params|parameters)\b)"))) {
+    r.accounting = Accounting::kSixN;
     r.accounting_stated = true;
   } else if (r.tflops > 0) {
     r.assumptions.push_back(fmt::format("FLOP accounting {}: Narayanan eq. 3 (96 B s l h^2 ...)",
@@ -966,10 +979,27 @@ ScenarioBuild build_scenario(Record& r) {
   return out;
 }
 
-double accounting_flops(const Record& r, std::string* name) {
+double accounting_flops(const Record& r, double active_params, std::string* name) {
   const double B = static_cast<double>(r.global_batch), s = static_cast<double>(r.seq);
   const double l = static_cast<double>(r.layers), h = static_cast<double>(r.hidden);
   const double V = static_cast<double>(r.vocab_padded);
+  if (r.accounting == Accounting::kSixN || r.accounting == Accounting::kPalm) {
+    // N: the parameters a token uses as the record states them (activated ones for a
+    // mixture of experts), else stepcast's count.
+    const bool moe = !r.moe.empty() && r.stated_active_params > 0;
+    const double N = moe                                    ? r.stated_active_params
+                     : r.stated_params > 0 && r.moe.empty() ? r.stated_params
+                                                            : active_params;
+    const char* from = moe                                    ? "model.activated_params"
+                       : r.stated_params > 0 && r.moe.empty() ? "model.params"
+                                                              : "stepcast's count";
+    if (r.accounting == Accounting::kSixN) {
+      *name = fmt::format("6 N per token (N = {:.4g}, {})", N, from);
+      return 6.0 * N * B * s;
+    }
+    *name = fmt::format("PaLM (6 N + 12 l h s per token, N = {:.4g}, {})", N, from);
+    return B * s * (6.0 * N + 12.0 * l * h * s);
+  }
   if (r.accounting == Accounting::kKorthikantiEq7) {
     *name = "korthikanti2022_eq7 (72 B s l h^2 (1 + s/6h + V/12lh), no recompute)";
     return 72.0 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));

@@ -16,7 +16,9 @@
 namespace stepcast::app::validation {
 
 // FLOP accountings a record's `measured.flop_accounting` may name.
-enum class Accounting { kNarayananEq3, kKorthikantiEq7 };
+// A record's FLOP accounting of its TFLOP/s: Narayanan et al. eq. 3 (with the recomputed
+// forward), Korthikanti et al. eq. 7 (model FLOPs), 6 N per token, or PaLM's 6 N + 12 l h s.
+enum class Accounting { kNarayananEq3, kKorthikantiEq7, kSixN, kPalm };
 
 enum class Architecture { kGpt, kLlama };
 
@@ -28,6 +30,7 @@ struct Record {
   std::int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
   std::optional<std::int64_t> head_dim;
   std::int64_t vocab_padded = 0;
+  double stated_params = 0, stated_active_params = 0;  // model.params, model.activated_params (0: not given)
   bool learned_positions = true;
   bool linear_bias_override = false;  // GPT-OSS: the Llama architecture with linear biases
   // Sliding-window attention, as the record states it (model.sliding_window,
@@ -94,7 +97,9 @@ struct ScenarioBuild {
 ScenarioBuild build_scenario(Record& r);
 
 // The record's own FLOP accounting of one iteration, and its name.
-double accounting_flops(const Record& r, std::string* name);
+// `active_params`: stepcast's count of the parameters a token uses, for the 6 N accountings
+// of a record that states no model.params.
+double accounting_flops(const Record& r, double active_params, std::string* name);
 
 // "tp8 pp4 dp32 mb1 gbs1792" (dp derived from the GPU count when the record omits it).
 std::string layout_of(const Record& r);

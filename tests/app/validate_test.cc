@@ -515,11 +515,15 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   const std::string nemo = record(json::parse(R"j({"id": "nemo",
       "source": {"title": "NVIDIA NeMo Framework performance summary (24.12)"},
       "hardware": {"gpu": "H100-SXM5-80GB"}, "layout": {"zero_fsdp": null, "precision": "FP8"}})j"));
+  const std::string six_n = record(json::parse(R"j({"id": "six_n", "model": {"params": 2e9},
+      "measured": {"flop_accounting": "6ND"}})j"));
+  const std::string palm = record(json::parse(R"j({"id": "palm", "model": {"params": 2e9},
+      "measured": {"flop_accounting": "PaLM: 6N + 12*L*H*Q*T per token"}})j"));
   auto rep = run_validate({file_of("[" + text + "," + unstated + "," + piped + "," + mfu + "," + model_tflops + "," +
-                                   h800 + "," + mixtral + "," + nemo + "]"),
+                                   h800 + "," + mixtral + "," + nemo + "," + six_n + "," + palm + "]"),
                            ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 8u);
+  ASSERT_EQ(rep->rows.size(), 10u);
   const auto has = [](const ValidationRow& r, const std::string& a) {
     return std::find(r.assumptions.begin(), r.assumptions.end(), a) != r.assumptions.end();
   };
@@ -570,7 +574,7 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   EXPECT_EQ(mt.metric, "model TFLOP/s");
   ASSERT_TRUE(mt.feasible) << mt.reason;
   EXPECT_NEAR(mt.predicted_value, model_flops / (mt.predicted_iteration_s * 16) / 1e12, 1e-9);
-  EXPECT_EQ(rep->compared, 6);  // text, unstated, mfu, model_tflops, h800, nemo
+  EXPECT_EQ(rep->compared, 8);  // text, unstated, mfu, model_tflops, h800, nemo, six_n, palm
 
   // An H800: the H100 preset with NVLink at 200 GB/s per direction.
   sc = json::parse(rep->rows[5].scenario_json);
@@ -594,6 +598,13 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   EXPECT_EQ(sc["plan"]["zero"], 1);
   EXPECT_EQ(sc["plan"]["grad_dtype"], "bf16");
   EXPECT_EQ(sc["plan"]["tp_comm_overlap"], true);
+
+  // TFLOP/s under 6 N per token: 6 x 2e9 x 64 x 2048 = 1,572,864,000,000,000; under PaLM's
+  // 6 N + 12 l h s: 64 x 2048 x (1.2e10 + 12 x 4 x 1024 x 2048 = 100,663,296), i.e.
+  // 1,572,864,000,000,000 + 131,072 x 100,663,296 = 13,194,139,533,312: 1,586,058,139,533,312.
+  EXPECT_DOUBLE_EQ(rep->rows[8].accounting_flops_per_step, 1'572'864'000'000'000.0);
+  EXPECT_DOUBLE_EQ(rep->rows[9].accounting_flops_per_step, 1'586'058'139'533'312.0);
+  EXPECT_NEAR(rep->rows[8].predicted_value, 1.572864e15 / (rep->rows[8].predicted_iteration_s * 16) / 1e12, 1e-9);
 }
 
 TEST_F(ValidateTest, WrongTypesNameTheirJsonPath) {
