@@ -93,10 +93,24 @@ std::int64_t degree(ObjectReader& r, std::string_view key, Record& rec) {
   return 1;
 }
 
-// A measured quantity: absent or null -> 0; else a finite number > 0.
-double measurement(ObjectReader& r, std::string_view key) {
+// A measured quantity: absent or null -> 0; else a finite number > 0. A number written as
+// text ("5,762", "1.2e3") is read as that number, printed as an assumption.
+double measurement(ObjectReader& r, std::string_view key, Record& rec) {
   const json* v = r.raw(key);
   if (!v || v->is_null()) return 0;
+  if (v->is_string()) {
+    std::string t = v->get<std::string>();
+    t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == ',' || c == '_' || c == ' '; }), t.end());
+    static const std::regex kNumber(R"([0-9]+(\.[0-9]*)?([eE][+-]?[0-9]{1,3})?)");
+    if (std::regex_match(t, kNumber)) {
+      const double x = std::stod(t);
+      if (std::isfinite(x) && x > 0) {
+        rec.assumptions.push_back(
+            fmt::format("{} {}: {} (a number written as text)", key, quote(v->get<std::string>()), x));
+        return x;
+      }
+    }
+  }
   if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0) {
     r.diag().add(r.path_of(key), "expected a positive number, got " + reader::describe(*v));
     return 0;
@@ -303,7 +317,14 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   }
   if (auto d = text(f, "moe_dispatcher")) r.moe_dispatcher_text = *d;
   if (auto o = flag(f, "moe_a2a_overlap", r)) r.moe_a2a_overlap = *o;
-  if (auto z = text(f, "zero_fsdp")) {
+  std::optional<std::string> zero_text;
+  if (const json* zv = f.raw("zero_fsdp");
+      zv && zv->is_number_integer() && zv->get<std::int64_t>() >= 0 && zv->get<std::int64_t>() <= 3) {
+    zero_text = fmt::format("zero-{}", zv->get<std::int64_t>());  // a stage number: ZeRO that stage
+  } else {
+    zero_text = text(f, "zero_fsdp");
+  }
+  if (auto z = zero_text) {
     const std::string low = lower(*z);
     if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3")) {
       r.zero = 3;
@@ -362,13 +383,13 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
 
 void read_measured(ObjectReader& f, Record& r) {
   f.ignore({"pct_of_peak", "aggregate_pflops", "training_time_days_300B_tokens"});
-  r.tflops = measurement(f, "tflops_per_gpu");
-  r.iteration_s = measurement(f, "iteration_time_s");
-  r.samples_per_s = measurement(f, "samples_per_s");
-  r.tokens_per_s = measurement(f, "tokens_per_s");
-  r.tokens_per_s_per_gpu = measurement(f, "tokens_per_s_per_gpu");
-  r.peak_memory_gib = measurement(f, "peak_memory_gib");
-  r.mfu = measurement(f, "mfu");
+  r.tflops = measurement(f, "tflops_per_gpu", r);
+  r.iteration_s = measurement(f, "iteration_time_s", r);
+  r.samples_per_s = measurement(f, "samples_per_s", r);
+  r.tokens_per_s = measurement(f, "tokens_per_s", r);
+  r.tokens_per_s_per_gpu = measurement(f, "tokens_per_s_per_gpu", r);
+  r.peak_memory_gib = measurement(f, "peak_memory_gib", r);
+  r.mfu = measurement(f, "mfu", r);
   if (r.mfu > 100) {
     f.diag().add(f.path_of("mfu"),
                  fmt::format("expected a fraction (0 to 1) or a percentage (up to 100), got {}", r.mfu));
@@ -377,7 +398,7 @@ void read_measured(ObjectReader& f, Record& r) {
     r.assumptions.push_back(fmt::format("mfu {}: {} (a percentage)", r.mfu, r.mfu / 100));
     r.mfu /= 100;
   }
-  r.model_tflops = measurement(f, "model_tflops_per_gpu");
+  r.model_tflops = measurement(f, "model_tflops_per_gpu", r);
   const bool rate = r.tokens_per_s_per_gpu > 0 || r.tokens_per_s > 0 || r.samples_per_s > 0;
   if (r.model_tflops > 0 && r.tflops <= 0 && rate) {
     r.assumptions.push_back(
@@ -764,12 +785,14 @@ struct GpuPreset {
   // specifications); 0 = the preset's own NVLink.
   double nvlink_GBps = 0;
   const char* part = "";  // "A800" or "H800" for the printed rule
+  bool grace_hopper = false;  // a GH200, priced as the H100 it carries
 };
 GpuPreset preset_for(const std::string& description) {
   const std::string g = lower(description);
   if (contains(g, "pcie")) return {"", ""};  // the presets are SXM servers
   if (contains(g, "a800")) return {"dgx-a100", "a100-sxm-80gb", false, 200, "A800"};
   if (contains(g, "h800")) return {"dgx-h100", "h100-sxm", false, 200, "H800"};
+  if (contains(g, "gh200")) return {"dgx-h100", "h100-sxm", false, 0, "", true};  // before "h200", which it contains
   if (contains(g, "a100")) return {"dgx-a100", "a100-sxm-80gb"};
   if (contains(g, "h100")) return {"dgx-h100", "h100-sxm"};
   if (contains(g, "h200")) return {"dgx-h200", "h200-sxm"};
@@ -833,10 +856,18 @@ ScenarioBuild build_scenario(Record& r) {
         "higher power limit and 72-GPU NVLink domain are not modelled: errs slow)",
         quote(r.gpu)));
   }
-  // A record on one node may use part of it (a single-GPU run); several nodes must be whole
-  // 8-GPU nodes, as the DGX-class presets are.
+  if (preset.grace_hopper) {
+    r.assumptions.push_back(fmt::format(
+        "gpu {}: a GH200 priced as the H100 SXM (the same GH100 GPU at the H100's clocks and ceilings; its HBM as "
+        "stated, its Grace CPU and chip-to-chip link not modelled)",
+        quote(r.gpu)));
+  }
+  // A record on one node may use part of it (a single-GPU run). Several nodes of fewer than 8
+  // GPUs (HGX boards of 4, quad GH200 nodes) are nodes of that many of the preset's GPUs, each
+  // with the preset's NVLink bandwidth; more than 8 per node is not predicted.
   const bool part_of_one_node = r.gpus == r.gpus_per_node && r.gpus_per_node >= 1 && r.gpus_per_node < 8;
-  if (r.gpus_per_node != 8 && !part_of_one_node) {
+  const bool small_nodes = !part_of_one_node && r.gpus_per_node >= 1 && r.gpus_per_node < 8;
+  if (r.gpus_per_node > 8) {
     out.reason = fmt::format("{} GPUs per node; the {} preset has 8", r.gpus_per_node, preset.cluster);
     return out;
   }
@@ -931,7 +962,7 @@ ScenarioBuild build_scenario(Record& r) {
   sc["name"] = r.id;
   sc["model"] = std::move(model);
   sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
-  if (part_of_one_node) sc["cluster"]["gpus_per_node"] = r.gpus_per_node;
+  if (part_of_one_node || small_nodes) sc["cluster"]["gpus_per_node"] = r.gpus_per_node;
   if (gpu.size() > 1 || gpu_preset != preset.gpu) sc["cluster"]["gpu"] = std::move(gpu);
   if (preset.nvlink_GBps > 0) {
     sc["cluster"]["intra_node"] = {{"bandwidth_GBps", preset.nvlink_GBps}};
@@ -941,8 +972,21 @@ ScenarioBuild build_scenario(Record& r) {
         quote(r.gpu), preset.part, preset.cluster, preset.nvlink_GBps, preset.part, preset.cluster,
         builtin_presets().clusters.at(preset.cluster).intra_bandwidth_GBps));
   }
-  // NICs per node and their speed, where the interconnect description states them.
-  if (const auto nics = nics_of(r.interconnect, r.gpus_per_node); nics && nics->per_node >= 1 && nics->per_node <= 1024 && nics->gbps >= 0.1) {
+  // NICs per node and their speed, where the interconnect description states them; nodes of
+  // fewer GPUs without them keep the preset's NICs per GPU.
+  const auto nics = nics_of(r.interconnect, r.gpus_per_node);
+  const bool nics_stated = nics && nics->per_node >= 1 && nics->per_node <= 1024 && nics->gbps >= 0.1;
+  if (small_nodes) {
+    const ClusterSpec& pc = builtin_presets().clusters.at(preset.cluster);
+    const int per_node = std::max(1, static_cast<int>(pc.nics_per_node * r.gpus_per_node / pc.gpus_per_node));
+    if (!nics_stated) sc["cluster"]["inter_node"] = {{"nic_Gbps", pc.nic_Gbps}, {"nics_per_node", per_node}};
+    r.assumptions.push_back(fmt::format(
+        "{} GPUs per node: nodes of {} {} GPUs (the {} preset's GPU and NVLink bandwidth per GPU){}", r.gpus_per_node,
+        r.gpus_per_node, preset.gpu, preset.cluster,
+        nics_stated ? std::string()
+                    : fmt::format(", {} x {} Gb/s NICs per node (the preset's per GPU)", per_node, pc.nic_Gbps)));
+  }
+  if (nics_stated) {
     const ClusterSpec& pc = builtin_presets().clusters.at(preset.cluster);
     if (nics->per_node != pc.nics_per_node || nics->gbps != pc.nic_Gbps) {
       sc["cluster"]["inter_node"] = {{"nic_Gbps", nics->gbps}, {"nics_per_node", nics->per_node}};

@@ -500,7 +500,8 @@ TEST_F(ValidateTest, SlidingWindowFieldsAreReadOrNamed) {
 // rejection of the whole file.
 TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   const std::string text = record(json::parse(R"j({"id": "text", "layout": {"tp": "2", "pp": " 2", "microbatch": "2",
-      "global_batch": "64", "sequence_parallel": "yes", "recompute": true}})j"));
+      "global_batch": "64", "sequence_parallel": "yes", "recompute": true, "zero_fsdp": 2},
+      "measured": {"tflops_per_gpu": "1,000.5"}})j"));
   // merge_patch: null removes a key, so these records leave tp, pp and the batch out.
   const std::string unstated = record(json::parse(R"j({"id": "unstated", "layout": {"tp": null, "pp": null,
       "virtual_stages": null, "schedule": null, "global_batch": null, "recompute": "activation checkpointing"}})j"));
@@ -529,7 +530,9 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   };
 
   const ValidationRow& t = rep->rows[0];
-  EXPECT_EQ(t.layout, "tp2 pp2 dp4 v2 z1 mb2 gbs64");  // 16 GPUs / (2 x 2)
+  EXPECT_EQ(t.layout, "tp2 pp2 dp4 v2 z2 mb2 gbs64");  // 16 GPUs / (2 x 2); zero_fsdp 2: ZeRO 2
+  EXPECT_DOUBLE_EQ(t.measured_value, 1000.5);
+  EXPECT_TRUE(has(t, "tflops_per_gpu \"1,000.5\": 1000.5 (a number written as text)"));
   EXPECT_TRUE(has(t, "tp \"2\": 2 (a count written as text)"));
   EXPECT_TRUE(has(t, "pp \" 2\": 2 (a count written as text)"));
   EXPECT_TRUE(has(t, "sequence_parallel \"yes\": true"));
@@ -689,16 +692,21 @@ TEST_F(ValidateTest, ScenariosAreWrittenOrFailCleanly) {
 }
 
 // A record on part of one node (a single-GPU run) runs on that many GPUs of one node; several
-// nodes must be whole 8-GPU nodes.
+// nodes of fewer than 8 GPUs are nodes of that many of the preset's GPUs with its NICs per GPU;
+// more than 8 per node is not predicted.
 TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   const std::string one = record(json::parse(R"j({"id": "one", "hardware": {"gpus_total": 1, "gpus_per_node": 1},
       "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "schedule": "1F1B", "global_batch": 8}})j"));
   const std::string split =
       record(json::parse(R"j({"id": "split", "hardware": {"gpus_total": 8, "gpus_per_node": 4}})j"));
+  const std::string wide =
+      record(json::parse(R"j({"id": "wide", "hardware": {"gpus_total": 32, "gpus_per_node": 16}})j"));
+  const std::string gh200 = record(json::parse(R"j({"id": "gh200", "hardware": {"gpu": "GH200 96GB",
+      "gpus_total": 16, "gpus_per_node": 4, "interconnect": "4x 200 Gb/s Slingshot per node"}})j"));
   const std::string out = (dir_ / "out").string();
-  auto rep = run_validate({file_of("[" + one + "," + split + "]"), out});
+  auto rep = run_validate({file_of("[" + one + "," + split + "," + wide + "," + gh200 + "]"), out});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 2u);
+  ASSERT_EQ(rep->rows.size(), 4u);
   const ValidationRow& r = rep->rows[0];
   EXPECT_TRUE(r.feasible) << r.reason;
   EXPECT_NE(std::find(r.assumptions.begin(), r.assumptions.end(), "1 GPU of one dgx-a100 node"), r.assumptions.end());
@@ -708,8 +716,23 @@ TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ((*parsed)["cluster"]["nodes"], 1);
   EXPECT_EQ((*parsed)["cluster"]["gpus_per_node"], 1);
-  EXPECT_FALSE(rep->rows[1].predicted);
-  EXPECT_EQ(rep->rows[1].reason, "4 GPUs per node; the dgx-a100 preset has 8");
+  // Two nodes of 4 A100s: the preset's 8 x 200 Gb/s NICs per 8 GPUs are 4 per node of 4.
+  ASSERT_TRUE(rep->rows[1].predicted) << rep->rows[1].reason;
+  json sc = json::parse(rep->rows[1].scenario_json);
+  EXPECT_EQ(sc["cluster"], json::parse(R"j({"preset": "dgx-a100", "nodes": 2, "gpus_per_node": 4,
+      "inter_node": {"nic_Gbps": 200.0, "nics_per_node": 4}})j"));
+  const auto& a = rep->rows[1].assumptions;
+  EXPECT_NE(std::find(a.begin(), a.end(),
+                      "4 GPUs per node: nodes of 4 a100-sxm-80gb GPUs (the dgx-a100 preset's GPU and NVLink bandwidth "
+                      "per GPU), 4 x 200 Gb/s NICs per node (the preset's per GPU)"),
+            a.end());
+  EXPECT_FALSE(rep->rows[2].predicted);
+  EXPECT_EQ(rep->rows[2].reason, "16 GPUs per node; the dgx-a100 preset has 8");
+  // A GH200 (quad nodes): the H100 preset with its stated 96 GB and the stated NICs.
+  ASSERT_TRUE(rep->rows[3].predicted) << rep->rows[3].reason;
+  sc = json::parse(rep->rows[3].scenario_json);
+  EXPECT_EQ(sc["cluster"], json::parse(R"j({"preset": "dgx-h100", "nodes": 4, "gpus_per_node": 4,
+      "gpu": {"preset": "h100-sxm", "hbm_GiB": 96.0}, "inter_node": {"nic_Gbps": 200.0, "nics_per_node": 4}})j"));
 }
 
 // Validates a shipped records file of `rows` records and calls `check` on each row, which
