@@ -268,7 +268,9 @@ std::string validate_text(const ValidateReport& rep) {
   }
   auto val = [](double v) { return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); };
   line("stepcast validate: predicted vs measured training runs");
-  line("throughput: the record's TFLOP/s per GPU under its own FLOP accounting, else tokens/s (per GPU) or samples/s;");
+  line(
+      "throughput: the record's TFLOP/s per GPU under its own FLOP accounting, else tokens/s (per GPU), samples/s, "
+      "model TFLOP/s or MFU;");
   line("error = (predicted - measured) / measured; '-' not measured, 'n/a' not predicted");
   line("");
   const std::string head = fmt::format("{:<{}}{:>5}  {:<{}}", "id", id_w, "GPUs", "layout", layout_w);
