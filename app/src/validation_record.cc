@@ -195,7 +195,17 @@ void read_model(ObjectReader& f, Record& r) {
   r.hidden = positive(f, "hidden", true, &r).value_or(0);
   r.heads = positive(f, "heads", true, &r).value_or(0);
   r.vocab = positive(f, "vocab", true, &r).value_or(0);
-  r.seq = positive(f, "seq_len", true, &r).value_or(0);
+  // A sequence length written as "4k" / "128K": thousands of tokens in powers of two (4096,
+  // 131072), as context lengths are named.
+  if (const json* sv = f.raw("seq_len"); sv && sv->is_string()) {
+    std::smatch k;
+    const std::string t = sv->get<std::string>();
+    if (std::regex_match(t, k, std::regex(R"(\s*(\d{1,4})\s*[kK]\s*)"))) {
+      r.seq = std::stoll(k[1].str()) * 1024;
+      r.assumptions.push_back(fmt::format("seq_len {}: {} (k = 1024 tokens)", quote(t), r.seq));
+    }
+  }
+  if (r.seq == 0) r.seq = positive(f, "seq_len", true, &r).value_or(0);
   r.head_dim = positive(f, "head_dim", false, &r);
   r.sliding_window = positive(f, "sliding_window", false, &r).value_or(0);
   if (const json* v = f.raw("window_attn_skip_freq"); v && !v->is_null()) {
@@ -430,7 +440,8 @@ void read_measured(ObjectReader& f, Record& r) {
 
 // The scale-out NICs of a record's nodes (docs/validation.md "How a record becomes a
 // scenario"), where its interconnect description states them: "8x 200 Gb/s HDR",
-// "4x Omni-Path 100 Gb/s links", "eight 200G NICs per server", "400 Gb/s per GPU".
+// "4x Omni-Path 100 Gb/s links", "8 x 400 Gbps", "8x HDR", "200 Gb/s x 8", "eight 200G NICs
+// per server", "400 Gb/s per GPU".
 struct Nics {
   int per_node = 0;
   double gbps = 0;
@@ -438,9 +449,25 @@ struct Nics {
 
 std::optional<Nics> nics_of(const std::string& text, std::int64_t gpus_per_node) {
   std::smatch m;
+  // A link speed's unit: Gb/s, Gbs, Gbps, Gbit/s (not "GB": bytes).
+  static const std::string kUnit = R"(\s*G(?:b/?s|bps|bit/?s)\b)";
+  static const std::string kSpeed = R"((\d{1,6}(?:\.\d{1,3})?))";
   if (std::regex_search(text, m,
-                        std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2}(\d{1,6}(?:\.\d{1,3})?)\s*Gb/?s)", std::regex::icase))) {
+                        std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2})" + kSpeed + kUnit, std::regex::icase))) {
     return Nics{std::stoi(m[1].str()), std::stod(m[2].str())};
+  }
+  // InfiniBand generations by name (IBTA 4x link rates): "8x HDR", "4 x NDR InfiniBand".
+  static const std::pair<const char*, double> kInfiniBand[] = {{"edr", 100}, {"hdr", 200}, {"ndr", 400}, {"xdr", 800}};
+  if (std::regex_search(text, m, std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2}(EDR|HDR|NDR|XDR)\b)",
+                                            std::regex::icase))) {
+    const std::string gen = lower(m[2].str());
+    for (const auto& [name, gbps] : kInfiniBand) {
+      if (gen == name) return Nics{std::stoi(m[1].str()), gbps};
+    }
+  }
+  // The speed first: "200 Gb/s x 8", "200Gbps x8".
+  if (std::regex_search(text, m, std::regex(R"(\b)" + kSpeed + kUnit + R"(\s*x\s*(\d{1,4})\b)", std::regex::icase))) {
+    return Nics{std::stoi(m[2].str()), std::stod(m[1].str())};
   }
   static const std::pair<const char*, int> kWords[] = {{"one", 1}, {"two", 2}, {"four", 4}, {"eight", 8}, {"sixteen", 16}};
   if (std::regex_search(text, m, std::regex(R"(\b(one|two|four|eight|sixteen)\s+(\d{1,6})\s*G\b)", std::regex::icase))) {
@@ -449,7 +476,7 @@ std::optional<Nics> nics_of(const std::string& text, std::int64_t gpus_per_node)
       if (word == name) return Nics{n, std::stod(m[2].str())};
     }
   }
-  if (std::regex_search(text, m, std::regex(R"(\b(\d{1,6}(?:\.\d{1,3})?)\s*Gb/?s\s+per\s+GPU)", std::regex::icase))) {
+  if (std::regex_search(text, m, std::regex(R"(\b)" + kSpeed + kUnit + R"(\s+per\s+GPU)", std::regex::icase))) {
     return Nics{static_cast<int>(gpus_per_node), std::stod(m[1].str())};
   }
   return std::nullopt;
@@ -628,7 +655,9 @@ void bridge_rule(const json& rec, Record& r) {
     r.grad_dtype = "bf16";
     applied += std::string(applied.empty() ? "" : "; ") + "gradients reduced in bf16 (grad_reduce_in_fp32=False)";
   }
-  if (r.tp > 1 && r.sequence_parallel) {
+  // NeMo's dense recipes pass tp_comm_overlap=True with their userbuffers configurations; its
+  // MoE recipes (Mixtral, DeepSeek-V3) leave it off.
+  if (r.tp > 1 && r.sequence_parallel && (bridge || r.moe.empty())) {
     r.tp_comm_overlap = true;
     applied += std::string(applied.empty() ? "" : "; ") + "TP communication overlap (tp_comm_overlap)";
   }

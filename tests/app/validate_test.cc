@@ -255,6 +255,11 @@ TEST_F(ValidateTest, InterconnectDescriptionsSetTheNics) {
       {"backend RDMA 400 Gb/s per GPU", {{"nic_Gbps", 400.0}, {"nics_per_node", 8}}},
       {"DGX (NIC configuration not stated on page)", nullptr},
       {"12345x 100 Gb/s", nullptr},  // no count of five digits: not read
+      {"8 x 400 Gbps InfiniBand per node", {{"nic_Gbps", 400.0}, {"nics_per_node", 8}}},
+      {"4x HDR InfiniBand (Slingshot on the login nodes)", {{"nic_Gbps", 200.0}, {"nics_per_node", 4}}},
+      {"4 x NDR", {{"nic_Gbps", 400.0}, {"nics_per_node", 4}}},
+      {"RoCE 100 Gbit/s x 4", {{"nic_Gbps", 100.0}, {"nics_per_node", 4}}},
+      {"8x H100 80GB per node", nullptr},  // GB is memory, not a link rate
   };
   for (const Case& c : cases) {
     json patch = json::object();
@@ -516,15 +521,19 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   const std::string nemo = record(json::parse(R"j({"id": "nemo",
       "source": {"title": "NVIDIA NeMo Framework performance summary (24.12)"},
       "hardware": {"gpu": "H100-SXM5-80GB"}, "layout": {"zero_fsdp": null, "precision": "FP8"}})j"));
+  const std::string nemo_moe = record(json::parse(R"j({"id": "nemo_moe",
+      "source": {"title": "NVIDIA NeMo Framework performance summary (24.12)"},
+      "model": {"name": "Mixtral tiny", "kv_heads": 8, "ffn_hidden": 3584, "moe": "8 experts, top-2", "seq_len": "2k"},
+      "hardware": {"gpu": "H100-SXM5-80GB"}, "layout": {"ep": 2, "zero_fsdp": null}})j"));
   const std::string six_n = record(json::parse(R"j({"id": "six_n", "model": {"params": 2e9},
       "measured": {"flop_accounting": "6ND"}})j"));
   const std::string palm = record(json::parse(R"j({"id": "palm", "model": {"params": 2e9},
       "measured": {"flop_accounting": "PaLM: 6N + 12*L*H*Q*T per token"}})j"));
   auto rep = run_validate({file_of("[" + text + "," + unstated + "," + piped + "," + mfu + "," + model_tflops + "," +
-                                   h800 + "," + mixtral + "," + nemo + "," + six_n + "," + palm + "]"),
+                                   h800 + "," + mixtral + "," + nemo + "," + six_n + "," + palm + "," + nemo_moe + "]"),
                            ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 10u);
+  ASSERT_EQ(rep->rows.size(), 11u);
   const auto has = [](const ValidationRow& r, const std::string& a) {
     return std::find(r.assumptions.begin(), r.assumptions.end(), a) != r.assumptions.end();
   };
@@ -608,6 +617,15 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   EXPECT_DOUBLE_EQ(rep->rows[8].accounting_flops_per_step, 1'572'864'000'000'000.0);
   EXPECT_DOUBLE_EQ(rep->rows[9].accounting_flops_per_step, 1'586'058'139'533'312.0);
   EXPECT_NEAR(rep->rows[8].predicted_value, 1.572864e15 / (rep->rows[8].predicted_iteration_s * 16) / 1e12, 1e-9);
+
+  // NeMo's MoE recipes leave TP overlap off; "2k" tokens is 2048.
+  const ValidationRow& nm = rep->rows[10];
+  ASSERT_TRUE(nm.predicted) << nm.reason;
+  sc = json::parse(nm.scenario_json);
+  EXPECT_EQ(sc["plan"]["zero"], 1);
+  EXPECT_FALSE(sc["plan"].contains("tp_comm_overlap"));
+  EXPECT_EQ(sc["workload"]["seq_len"], 2048);
+  EXPECT_TRUE(has(nm, "seq_len \"2k\": 2048 (k = 1024 tokens)"));
 }
 
 TEST_F(ValidateTest, WrongTypesNameTheirJsonPath) {
