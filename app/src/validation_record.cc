@@ -262,8 +262,10 @@ void read_hardware(ObjectReader& f, Record& r) {
   if (auto text = f.string("interconnect")) r.interconnect = *text;
   auto gpu = f.required_string("gpu");
   r.gpu = gpu.value_or("");
-  r.gpus = positive(f, "gpus_total", true, &r).value_or(0);
-  r.gpus_per_node = positive(f, "gpus_per_node", false, &r).value_or(8);
+  r.gpus = positive(f, "gpus_total", false, &r).value_or(0);  // 0: not stated (read_record derives it)
+  const auto gpn = positive(f, "gpus_per_node", false, &r);
+  r.gpus_per_node = gpn.value_or(8);
+  r.gpus_per_node_stated = gpn.has_value();
   f.finish();
 }
 
@@ -726,6 +728,21 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   if (me) {
     ObjectReader f(*me, top.path_of("measured"), diag);
     read_measured(f, r);
+  }
+  if (h && r.gpus == 0) {
+    // Not stated: the layout's product when it states dp, else the record cannot be placed.
+    if (r.dp) {
+      r.gpus = r.tp * r.pp * r.cp * *r.dp;
+      r.assumptions.push_back(fmt::format("gpus_total not stated: tp x pp x cp x dp = {} x {} x {} x {} = {}", r.tp,
+                                          r.pp, r.cp, *r.dp, r.gpus));
+    } else {
+      diag.add(path + ".hardware.gpus_total", "missing (required): a positive integer (or layout.dp, to derive it)");
+    }
+  }
+  // A run on fewer than 8 GPUs whose node size is not stated ran on part of one node.
+  if (!r.gpus_per_node_stated && r.gpus > 0 && r.gpus < 8) {
+    r.gpus_per_node = r.gpus;
+    r.assumptions.push_back(fmt::format("gpus_per_node not stated, {} GPUs: one node", r.gpus));
   }
   if (diag.size() != before) return r;
   stack_rule(rec, r);

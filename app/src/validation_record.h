@@ -46,6 +46,7 @@ struct Record {
   std::string gpu;                      // the record's description
   std::string interconnect;             // the record's description ("" when absent)
   std::int64_t gpus = 0, gpus_per_node = 8;
+  bool gpus_per_node_stated = false;
   // layout
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, global_batch = 0, microbatch = 1, virtual_stages = 1;
   std::optional<std::int64_t> dp;

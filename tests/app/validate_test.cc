@@ -525,15 +525,20 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
       "source": {"title": "NVIDIA NeMo Framework performance summary (24.12)"},
       "model": {"name": "Mixtral tiny", "kv_heads": 8, "ffn_hidden": 3584, "moe": "8 experts, top-2", "seq_len": "2k"},
       "hardware": {"gpu": "H100-SXM5-80GB"}, "layout": {"ep": 2, "zero_fsdp": null}})j"));
+  const std::string derived = record(json::parse(R"j({"id": "derived", "hardware": {"gpus_total": null},
+      "layout": {"dp": 4}})j"));
+  const std::string four = record(json::parse(R"j({"id": "four", "hardware": {"gpus_total": 4,
+      "gpus_per_node": null}})j"));
   const std::string six_n = record(json::parse(R"j({"id": "six_n", "model": {"params": 2e9},
       "measured": {"flop_accounting": "6ND"}})j"));
   const std::string palm = record(json::parse(R"j({"id": "palm", "model": {"params": 2e9},
       "measured": {"flop_accounting": "PaLM: 6N + 12*L*H*Q*T per token"}})j"));
-  auto rep = run_validate({file_of("[" + text + "," + unstated + "," + piped + "," + mfu + "," + model_tflops + "," +
-                                   h800 + "," + mixtral + "," + nemo + "," + six_n + "," + palm + "," + nemo_moe + "]"),
-                           ""});
+  auto rep = run_validate(
+      {file_of("[" + text + "," + unstated + "," + piped + "," + mfu + "," + model_tflops + "," + h800 + "," + mixtral +
+               "," + nemo + "," + six_n + "," + palm + "," + nemo_moe + "," + derived + "," + four + "]"),
+       ""});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  ASSERT_EQ(rep->rows.size(), 11u);
+  ASSERT_EQ(rep->rows.size(), 13u);
   const auto has = [](const ValidationRow& r, const std::string& a) {
     return std::find(r.assumptions.begin(), r.assumptions.end(), a) != r.assumptions.end();
   };
@@ -586,7 +591,7 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   EXPECT_EQ(mt.metric, "model TFLOP/s");
   ASSERT_TRUE(mt.feasible) << mt.reason;
   EXPECT_NEAR(mt.predicted_value, model_flops / (mt.predicted_iteration_s * 16) / 1e12, 1e-9);
-  EXPECT_EQ(rep->compared, 8);  // text, unstated, mfu, model_tflops, h800, nemo, six_n, palm
+  EXPECT_EQ(rep->compared, 10);  // text, unstated, mfu, model_tflops, h800, nemo, six_n, palm, derived, four
 
   // An H800: the H100 preset with NVLink at 200 GB/s per direction.
   sc = json::parse(rep->rows[5].scenario_json);
@@ -626,6 +631,21 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   EXPECT_FALSE(sc["plan"].contains("tp_comm_overlap"));
   EXPECT_EQ(sc["workload"]["seq_len"], 2048);
   EXPECT_TRUE(has(nm, "seq_len \"2k\": 2048 (k = 1024 tokens)"));
+
+  // No GPU count: the layout's product, 2 x 2 x 1 x 4 = 16; four GPUs without a node size: one
+  // node of 4.
+  EXPECT_EQ(rep->rows[11].gpus, 16);
+  EXPECT_TRUE(has(rep->rows[11], "gpus_total not stated: tp x pp x cp x dp = 2 x 2 x 1 x 4 = 16"));
+  ASSERT_TRUE(rep->rows[12].predicted) << rep->rows[12].reason;
+  EXPECT_EQ(json::parse(rep->rows[12].scenario_json)["cluster"],
+            json::parse(R"j({"preset": "dgx-a100", "nodes": 1, "gpus_per_node": 4})j"));
+  EXPECT_TRUE(has(rep->rows[12], "gpus_per_node not stated, 4 GPUs: one node"));
+  // Neither a GPU count nor dp: the record cannot be placed, an error naming the field.
+  const std::string nowhere = record(json::parse(R"j({"id": "nowhere", "hardware": {"gpus_total": null}})j"));
+  const std::string path = file_of("[" + nowhere + "]");
+  EXPECT_EQ(error_of(path), path +
+                                ": records[0].hardware.gpus_total: missing (required): a positive integer (or "
+                                "layout.dp, to derive it)");
 }
 
 TEST_F(ValidateTest, WrongTypesNameTheirJsonPath) {
