@@ -40,6 +40,12 @@ bool contains(const std::string& haystack, const char* needle) {
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// The part of a description the rules' regular expressions read: its first 1000 characters
+// (the longest description of a shipped record has 269). libstdc++'s std::regex recurses per
+// character, so an unbounded input (a fuzzed or pasted megabyte) would overflow the stack.
+constexpr std::size_t kRegexInputMax = 1000;
+std::string clip(const std::string& s) { return s.size() <= kRegexInputMax ? s : s.substr(0, kRegexInputMax); }
+
 // A description as it appears in an assumption: quoted, at most 40 characters.
 std::string quote(const std::string& s) { return reader::describe(json(s)); }
 
@@ -99,10 +105,10 @@ double measurement(ObjectReader& r, std::string_view key, Record& rec) {
   const json* v = r.raw(key);
   if (!v || v->is_null()) return 0;
   if (v->is_string()) {
-    std::string t = v->get<std::string>();
+    std::string t = v->get<std::string>().size() <= 64 ? v->get<std::string>() : std::string();
     t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == ',' || c == '_' || c == ' '; }), t.end());
     static const std::regex kNumber(R"([0-9]+(\.[0-9]*)?([eE][+-]?[0-9]{1,3})?)");
-    if (std::regex_match(t, kNumber)) {
+    if (!t.empty() && std::regex_match(t, kNumber)) {
       const double x = std::stod(t);
       if (std::isfinite(x) && x > 0) {
         rec.assumptions.push_back(
@@ -200,7 +206,7 @@ void read_model(ObjectReader& f, Record& r) {
   if (const json* sv = f.raw("seq_len"); sv && sv->is_string()) {
     std::smatch k;
     const std::string t = sv->get<std::string>();
-    if (std::regex_match(t, k, std::regex(R"(\s*(\d{1,4})\s*[kK]\s*)"))) {
+    if (t.size() <= 32 && std::regex_match(t, k, std::regex(R"(\s*(\d{1,4})\s*[kK]\s*)"))) {
       r.seq = std::stoll(k[1].str()) * 1024;
       r.assumptions.push_back(fmt::format("seq_len {}: {} (k = 1024 tokens)", quote(t), r.seq));
     }
@@ -419,7 +425,7 @@ void read_measured(ObjectReader& f, Record& r) {
                     r.model_tflops));
   }
   const auto acc = text(f, "flop_accounting");
-  const std::string low = lower(acc.value_or(""));
+  const std::string low = lower(clip(acc.value_or("")));
   if (contains(low, "72*b") || contains(low, "eq. 7") || contains(low, "eq7")) {
     r.accounting = Accounting::kKorthikantiEq7;
     r.accounting_stated = true;
@@ -449,7 +455,8 @@ struct Nics {
   double gbps = 0;
 };
 
-std::optional<Nics> nics_of(const std::string& text, std::int64_t gpus_per_node) {
+std::optional<Nics> nics_of(const std::string& description, std::int64_t gpus_per_node) {
+  const std::string text = clip(description);
   std::smatch m;
   // A link speed's unit: Gb/s, Gbs, Gbps, Gbit/s (not "GB": bytes).
   static const std::string kUnit = R"(\s*G(?:b/?s|bps|bit/?s)\b)";
@@ -525,8 +532,8 @@ void stack_rule(const json& rec, Record& r) {
   } else if (contains(low, "deepspeed") && r.zero == 3) {
     // The DeepSpeed of the record's year: the first 20xx in its id or source title.
     std::smatch y;
-    const std::string ids =
-        (rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") + " " + source_title(rec);
+    const std::string ids = clip((rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") +
+                                 " " + source_title(rec));
     const bool dated = std::regex_search(ids, y, std::regex(R"((?:^|[^0-9])(20[0-9]{2})(?:[^0-9]|$))"));
     const bool v2021 = dated && std::stoi(y[1].str()) <= 2021;
     r.stack = v2021 ? "deepspeed-zero-2021" : "deepspeed-zero";
@@ -592,7 +599,7 @@ void moe_dispatcher_rule(Record& r) {
 // "first 3 layers dense" / "3 dense layers".
 void moe_rule(Record& r) {
   if (r.moe.empty()) return;
-  const std::string d = lower(r.moe);
+  const std::string d = lower(clip(r.moe));
   std::smatch m;
   auto number = [&](const char* pattern) -> std::int64_t {
     if (!std::regex_search(d, m, std::regex(pattern))) return 0;
@@ -930,7 +937,7 @@ ScenarioBuild build_scenario(Record& r) {
   // another limit keeps the preset's ceilings, measured at its own TDP, and says so.
   std::string gpu_preset = preset.gpu;
   std::smatch m;
-  const std::string desc = r.gpu;
+  const std::string desc = clip(r.gpu);
   if (std::regex_search(desc, m, std::regex(R"((\d+)\s*W\b)"))) {
     const int watts = std::stoi(m[1].str());
     const GpuSpec& rated = builtin_presets().gpus.at(preset.gpu);

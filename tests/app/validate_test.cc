@@ -648,6 +648,30 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
                                 "layout.dp, to derive it)");
 }
 
+// Descriptions of hundreds of thousands of characters (pasted or fuzzed) are read in their
+// first 1000 characters: the rules' regular expressions would otherwise recurse per character
+// and overflow the stack. The record is predicted or refused by field, never a crash.
+TEST_F(ValidateTest, HugeDescriptionsAreReadWithoutCrashing) {
+  const std::string pad(200'000, ' ');
+  json patch = json::object();
+  patch["hardware"]["gpu"] = "H100 1" + pad + "W";
+  patch["hardware"]["interconnect"] = "8 x" + pad + "200 Gbps";
+  patch["measured"]["flop_accounting"] = "6" + pad + "N";
+  patch["layout"]["schedule"] = "interleaved" + pad;
+  const std::string huge = record(patch);
+  auto rep = run_validate({file_of("[" + huge + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_TRUE(rep->rows.at(0).predicted) << rep->rows[0].reason;
+  // A number written as 300,000 digits is not a number: an error naming the field.
+  json digits = json::object();
+  digits["model"]["seq_len"] = pad + "4k";
+  digits["measured"]["tokens_per_s"] = std::string(300'000, '1');
+  const std::string path = file_of("[" + record(digits) + "]");
+  const std::string err = error_of(path);
+  EXPECT_NE(err.find("records[0].model.seq_len: expected a positive integer"), std::string::npos) << err;
+  EXPECT_NE(err.find("records[0].measured.tokens_per_s: expected a positive number"), std::string::npos) << err;
+}
+
 TEST_F(ValidateTest, WrongTypesNameTheirJsonPath) {
   const std::string bad =
       record(json::parse(R"j({"id": "bad", "model": {"hidden": "x"}, "layout": {"sequence_parallel": "maybe"},
