@@ -461,14 +461,15 @@ std::optional<Nics> nics_of(const std::string& description, std::int64_t gpus_pe
   // A link speed's unit: Gb/s, Gbs, Gbps, Gbit/s (not "GB": bytes).
   static const std::string kUnit = R"(\s*G(?:b/?s|bps|bit/?s)\b)";
   static const std::string kSpeed = R"((\d{1,6}(?:\.\d{1,3})?))";
-  if (std::regex_search(text, m,
-                        std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2})" + kSpeed + kUnit, std::regex::icase))) {
+  if (std::regex_search(
+          text, m, std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2})" + kSpeed + kUnit, std::regex::icase))) {
     return Nics{std::stoi(m[1].str()), std::stod(m[2].str())};
   }
   // InfiniBand generations by name (IBTA 4x link rates): "8x HDR", "4 x NDR InfiniBand".
   static const std::pair<const char*, double> kInfiniBand[] = {{"edr", 100}, {"hdr", 200}, {"ndr", 400}, {"xdr", 800}};
-  if (std::regex_search(text, m, std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2}(EDR|HDR|NDR|XDR)\b)",
-                                            std::regex::icase))) {
+  if (std::regex_search(
+          text, m,
+          std::regex(R"(\b(\d{1,4})\s*x\s*(?:[A-Za-z][\w-]*\s+){0,2}(EDR|HDR|NDR|XDR)\b)", std::regex::icase))) {
     const std::string gen = lower(m[2].str());
     for (const auto& [name, gbps] : kInfiniBand) {
       if (gen == name) return Nics{std::stoi(m[1].str()), gbps};
@@ -837,7 +838,7 @@ struct GpuPreset {
   // to 400 GB/s bidirectional, 200 GB/s per direction (NVIDIA's A800 and H800 SXM product
   // specifications); 0 = the preset's own NVLink.
   double nvlink_GBps = 0;
-  const char* part = "";  // "A800" or "H800" for the printed rule
+  const char* part = "";      // "A800" or "H800" for the printed rule
   bool grace_hopper = false;  // a GH200, priced as the H100 it carries
 };
 GpuPreset preset_for(const std::string& description) {
