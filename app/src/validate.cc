@@ -112,17 +112,21 @@ ValidationRow row_of(Record& r) {
       break;
     }
   }
+  // The two metrics of a record that measures no rate are stepcast's own FLOP convention.
+  static constexpr const char* kConvention =
+      "model FLOPs = 3 x the forward's matmul FLOPs with the full s x s attention square (PaLM, Narayanan)";
   if (row.metric == "model TFLOP/s") {
     r.assumptions.push_back(
-        "throughput compared as model TFLOP/s per GPU (the record measures no rate): stepcast's model FLOPs, 3 x the "
-        "forward's matmul FLOPs with the full s x s attention square (PaLM, Narayanan), per predicted step and GPU; a "
-        "source counting otherwise differs by its accounting");
-  }
-  if (row.metric == "MFU %") {
+        fmt::format("throughput compared as model TFLOP/s per GPU (the record measures no rate): "
+                    "stepcast's {}, per predicted step and GPU; a source counting otherwise "
+                    "differs by its accounting",
+                    kConvention));
+  } else if (row.metric == "MFU %") {
     r.assumptions.push_back(
-        "throughput compared as MFU (the record measures no rate): stepcast's MFU, model FLOPs = 3 x the forward's "
-        "matmul FLOPs with the full s x s attention square (PaLM, Narayanan) over the dense peak of the record's "
-        "precision (FP8's for fp8); a source counting otherwise differs by its accounting");
+        fmt::format("throughput compared as MFU (the record measures no rate): stepcast's MFU, {}, "
+                    "over the dense peak of the record's precision (FP8's for fp8); a source "
+                    "counting otherwise differs by its accounting",
+                    kConvention));
   }
   predict(r, row);
   if (row.metric.empty() && row.measured_iteration_s <= 0 && row.measured_peak_memory_gib <= 0) {

@@ -51,8 +51,8 @@ std::string quote(const std::string& s) { return reader::describe(json(s)); }
 
 // A positive integer field. Absent or null: nullopt (with "missing (required): a positive
 // integer" or "expected a positive integer, got null" when `required`). A count written as
-// text ("8") is read as that number and, with `rec`, printed as an assumption.
-std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool required, Record* rec = nullptr) {
+// text ("8") is read as that number and printed as an assumption of `rec`.
+std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool required, Record& rec) {
   const json* v = r.raw(key);
   if (!v) {
     if (required) r.diag().add(r.path_of(key), "missing (required): a positive integer");
@@ -69,7 +69,7 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
   } else if (v->is_number_float()) {
     const double d = v->get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 0x1p62) x = static_cast<std::int64_t>(d);
-  } else if (v->is_string() && rec != nullptr) {
+  } else if (v->is_string()) {
     const std::string& t = v->get_ref<const std::string&>();
     const std::size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
     const std::string digits = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
@@ -77,7 +77,7 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
         std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
       x = std::stoll(digits);
       if (*x >= 1 && *x <= kMaxCount) {
-        rec->assumptions.push_back(fmt::format("{} {}: {} (a count written as text)", key, quote(t), *x));
+        rec.assumptions.push_back(fmt::format("{} {}: {} (a count written as text)", key, quote(t), *x));
       }
     }
   }
@@ -94,7 +94,7 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
 
 // A parallel degree a record may leave out (absent or null): 1, printed.
 std::int64_t degree(ObjectReader& r, std::string_view key, Record& rec) {
-  if (auto x = positive(r, key, false, &rec)) return *x;
+  if (auto x = positive(r, key, false, rec)) return *x;
   rec.assumptions.push_back(fmt::format("{} not stated: 1", key));
   return 1;
 }
@@ -131,21 +131,27 @@ std::optional<std::string> text(ObjectReader& r, std::string_view key) {
   return r.string(key);
 }
 
-// A yes/no field: true or false, or (printed as an assumption) a word that says it: "yes",
-// "no", "on", "off", "true", "false", "enabled", "disabled" in any case.
+// The yes/no a lower-case word says: "yes", "on", "true", "enabled" or "no", "off", "false",
+// "disabled"; nullopt for any other word.
+std::optional<bool> yes_no(const std::string& low) {
+  static const std::pair<const char*, bool> kWords[] = {{"yes", true},     {"no", false},      {"on", true},
+                                                        {"off", false},    {"true", true},     {"false", false},
+                                                        {"enabled", true}, {"disabled", false}};
+  for (const auto& [word, value] : kWords) {
+    if (low == word) return value;
+  }
+  return std::nullopt;
+}
+
+// A yes/no field: true or false, or (printed as an assumption) a word that says it (yes_no) in
+// any case.
 std::optional<bool> flag(ObjectReader& r, std::string_view key, Record& rec) {
   const json* v = r.raw(key);
   if (!v || v->is_null()) return std::nullopt;
   if (v->is_string()) {
-    const std::string w = lower(v->get<std::string>());
-    static const std::pair<const char*, bool> kWords[] = {{"yes", true},     {"no", false},      {"on", true},
-                                                          {"off", false},    {"true", true},     {"false", false},
-                                                          {"enabled", true}, {"disabled", false}};
-    for (const auto& [word, value] : kWords) {
-      if (w == word) {
-        rec.assumptions.push_back(fmt::format("{} {}: {}", key, quote(v->get<std::string>()), value));
-        return value;
-      }
+    if (const auto value = yes_no(lower(v->get<std::string>()))) {
+      rec.assumptions.push_back(fmt::format("{} {}: {}", key, quote(v->get<std::string>()), *value));
+      return value;
     }
     r.diag().add(r.path_of(key), "expected true or false (or yes/no, on/off), got " + reader::describe(*v));
     return std::nullopt;
@@ -197,10 +203,10 @@ void read_model(ObjectReader& f, Record& r) {
           quote(*name)));
     }
   }
-  r.layers = positive(f, "layers", true, &r).value_or(0);
-  r.hidden = positive(f, "hidden", true, &r).value_or(0);
-  r.heads = positive(f, "heads", true, &r).value_or(0);
-  r.vocab = positive(f, "vocab", true, &r).value_or(0);
+  r.layers = positive(f, "layers", true, r).value_or(0);
+  r.hidden = positive(f, "hidden", true, r).value_or(0);
+  r.heads = positive(f, "heads", true, r).value_or(0);
+  r.vocab = positive(f, "vocab", true, r).value_or(0);
   // A sequence length written as "4k" / "128K": thousands of tokens in powers of two (4096,
   // 131072), as context lengths are named.
   if (const json* sv = f.raw("seq_len"); sv && sv->is_string()) {
@@ -211,9 +217,9 @@ void read_model(ObjectReader& f, Record& r) {
       r.assumptions.push_back(fmt::format("seq_len {}: {} (k = 1024 tokens)", quote(t), r.seq));
     }
   }
-  if (r.seq == 0) r.seq = positive(f, "seq_len", true, &r).value_or(0);
-  r.head_dim = positive(f, "head_dim", false, &r);
-  r.sliding_window = positive(f, "sliding_window", false, &r).value_or(0);
+  if (r.seq == 0) r.seq = positive(f, "seq_len", true, r).value_or(0);
+  r.head_dim = positive(f, "head_dim", false, r);
+  r.sliding_window = positive(f, "sliding_window", false, r).value_or(0);
   if (const json* v = f.raw("window_attn_skip_freq"); v && !v->is_null()) {
     const bool ok = v->is_number_integer() &&
                     (v->get<std::int64_t>() == 0 || (v->get<std::int64_t>() >= 2 && v->get<std::int64_t>() <= 1000));
@@ -241,13 +247,13 @@ void read_model(ObjectReader& f, Record& r) {
     r.moe = moe->is_string() ? moe->get<std::string>() : moe->dump();
     if (r.moe.empty()) r.moe = "(empty)";
   }
-  if (auto kv = positive(f, "kv_heads", false, &r)) {
+  if (auto kv = positive(f, "kv_heads", false, r)) {
     r.kv_heads = *kv;
   } else {
     r.kv_heads = r.heads;
     r.assumptions.push_back("kv_heads not given: multi-head attention (kv_heads = heads)");
   }
-  if (auto ffn = positive(f, "ffn_hidden", false, &r)) {
+  if (auto ffn = positive(f, "ffn_hidden", false, r)) {
     r.ffn = *ffn;
   } else if (r.moe.empty()) {
     r.ffn = 4 * r.hidden;
@@ -268,8 +274,8 @@ void read_hardware(ObjectReader& f, Record& r) {
   if (auto text = f.string("interconnect")) r.interconnect = *text;
   auto gpu = f.required_string("gpu");
   r.gpu = gpu.value_or("");
-  r.gpus = positive(f, "gpus_total", false, &r).value_or(0);  // 0: not stated (read_record derives it)
-  const auto gpn = positive(f, "gpus_per_node", false, &r);
+  r.gpus = positive(f, "gpus_total", false, r).value_or(0);  // 0: not stated (read_record derives it)
+  const auto gpn = positive(f, "gpus_per_node", false, r);
   r.gpus_per_node = gpn.value_or(8);
   r.gpus_per_node_stated = gpn.has_value();
   f.finish();
@@ -287,18 +293,18 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   f.ignore({"techniques", "system"});
   r.tp = degree(f, "tp", r);
   r.pp = degree(f, "pp", r);
-  r.dp = positive(f, "dp", false, &r);
-  r.cp = positive(f, "cp", false, &r).value_or(1);
-  r.ep = positive(f, "ep", false, &r).value_or(1);
-  r.etp = positive(f, "etp", false, &r).value_or(0);
-  r.global_batch = positive(f, "global_batch", false, &r).value_or(0);  // 0: not stated (read_record)
-  t.grad_accum = positive(f, "grad_accum", false, &r);
-  if (auto mb = positive(f, "microbatch", false, &r)) {
+  r.dp = positive(f, "dp", false, r);
+  r.cp = positive(f, "cp", false, r).value_or(1);
+  r.ep = positive(f, "ep", false, r).value_or(1);
+  r.etp = positive(f, "etp", false, r).value_or(0);
+  r.global_batch = positive(f, "global_batch", false, r).value_or(0);  // 0: not stated (read_record)
+  t.grad_accum = positive(f, "grad_accum", false, r);
+  if (auto mb = positive(f, "microbatch", false, r)) {
     r.microbatch = *mb;
   } else {
     r.assumptions.push_back("microbatch not stated: 1");
   }
-  const std::optional<std::int64_t> v = positive(f, "virtual_stages", false, &r);
+  const std::optional<std::int64_t> v = positive(f, "virtual_stages", false, r);
   const bool chunks = v && *v >= 2;
   if (auto s = text(f, "schedule")) {
     const std::string low = lower(*s);
@@ -761,8 +767,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   if (lt.recompute) {
     const std::string low = lower(*lt.recompute);
     const bool torchtitan = r.stack == "fsdp2-eager" || r.stack == "fsdp2-compile";
-    const bool says_none = starts_with(low, "none") || starts_with(low, "no ") || low == "no" || low == "off" ||
-                           low == "false" || low == "disabled";
+    const bool says_none = starts_with(low, "none") || starts_with(low, "no ") || yes_no(low) == false;
     if (starts_with(low, "full")) r.recompute = "full";
     else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";
     else if (says_none) r.recompute = "none";
@@ -770,9 +775,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     // "activation checkpointing", "gradient checkpointing", "yes": every layer's activations
     // recomputed, what those words meant before selective recomputation (Megatron's
     // --checkpoint-activations, DeepSpeed's and PyTorch's checkpoint of each block).
-    else if (contains(low, "checkpoint") || contains(low, "recomput") || low == "yes" || low == "on" || low == "true" ||
-             low == "enabled")
-      r.recompute = "full";
+    else if (contains(low, "checkpoint") || contains(low, "recomput") || yes_no(low) == true) r.recompute = "full";
     if (r.recompute == "selective") r.recompute_modules = recompute_modules_in(low);
     if (r.recompute == "none" && !says_none) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
@@ -833,24 +836,44 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
 struct GpuPreset {
   const char* cluster;
   const char* gpu;
-  bool grace_blackwell = false;  // a GB200, priced as the B200 it carries
+  // How a GPU without a preset of its own is priced, printed after `gpu "...": ` ("" for a
+  // preset's own GPU).
+  const char* rule = "";
   // The export parts (A800, H800): the A100's and H100's compute and memory with NVLink cut
   // to 400 GB/s bidirectional, 200 GB/s per direction (NVIDIA's A800 and H800 SXM product
   // specifications); 0 = the preset's own NVLink.
   double nvlink_GBps = 0;
-  const char* part = "";      // "A800" or "H800" for the printed rule
-  bool grace_hopper = false;  // a GH200, priced as the H100 it carries
+  bool eight_gpu_nodes = false;  // a GB200: 8-GPU dgx-b200 nodes whatever the tray or rack
 };
 GpuPreset preset_for(const std::string& description) {
   const std::string g = lower(description);
   if (contains(g, "pcie")) return {"", ""};  // the presets are SXM servers
-  if (contains(g, "a800")) return {"dgx-a100", "a100-sxm-80gb", false, 200, "A800"};
-  if (contains(g, "h800")) return {"dgx-h100", "h100-sxm", false, 200, "H800"};
-  if (contains(g, "gh200")) return {"dgx-h100", "h100-sxm", false, 0, "", true};  // before "h200", which it contains
+  if (contains(g, "a800")) {
+    return {"dgx-a100", "a100-sxm-80gb",
+            "an A800, the dgx-a100 preset's GPU with NVLink at 200 GB/s per direction (400 GB/s bidirectional, "
+            "NVIDIA's A800 specification",
+            200};
+  }
+  if (contains(g, "h800")) {
+    return {"dgx-h100", "h100-sxm",
+            "an H800, the dgx-h100 preset's GPU with NVLink at 200 GB/s per direction (400 GB/s bidirectional, "
+            "NVIDIA's H800 specification",
+            200};
+  }
+  if (contains(g, "gh200")) {  // before "h200", which it contains
+    return {"dgx-h100", "h100-sxm",
+            "a GH200 priced as the H100 SXM (the same GH100 GPU at the H100's clocks and ceilings; its HBM as stated, "
+            "its Grace CPU and chip-to-chip link not modelled)"};
+  }
   if (contains(g, "a100")) return {"dgx-a100", "a100-sxm-80gb"};
   if (contains(g, "h100")) return {"dgx-h100", "h100-sxm"};
   if (contains(g, "h200")) return {"dgx-h200", "h200-sxm"};
-  if (contains(g, "gb200")) return {"dgx-b200", "b200", true};  // before "b200", which it contains
+  if (contains(g, "gb200")) {  // before "b200", which it contains
+    return {"dgx-b200", "b200",
+            "a GB200 priced as the B200 on dgx-b200 nodes of 8 GPUs (the same Blackwell GPU; the GB200's higher "
+            "power limit and 72-GPU NVLink domain are not modelled: errs slow)",
+            0, true};
+  }
   if (contains(g, "b200")) return {"dgx-b200", "b200"};
   return {"", ""};
 }
@@ -896,25 +919,19 @@ ScenarioBuild build_scenario(Record& r) {
   if (*preset.cluster == '\0') {
     out.reason = fmt::format(
         "no cluster preset for gpu {} (known: SXM A100, H100, H200, B200; A800 and H800 as A100 and H100 with their "
-        "NVLink; GB200 as B200)",
+        "NVLink; GH200 as H100; GB200 as B200)",
         quote(r.gpu));
     return out;
   }
   // A GB200 record runs on the B200 preset: the same Blackwell GPU, on 8-GPU dgx-b200 nodes
   // whatever the record's tray or rack size. What the GB200 has more (a higher power limit,
   // a 72-GPU NVLink domain) is not modelled, so the prediction errs slow.
-  if (preset.grace_blackwell) {
-    if (r.gpus_per_node != 8 && r.gpus % 8 == 0) r.gpus_per_node = 8;
-    r.assumptions.push_back(fmt::format(
-        "gpu {}: a GB200 priced as the B200 on dgx-b200 nodes of 8 GPUs (the same Blackwell GPU; the GB200's "
-        "higher power limit and 72-GPU NVLink domain are not modelled: errs slow)",
-        quote(r.gpu)));
-  }
-  if (preset.grace_hopper) {
-    r.assumptions.push_back(fmt::format(
-        "gpu {}: a GH200 priced as the H100 SXM (the same GH100 GPU at the H100's clocks and ceilings; its HBM as "
-        "stated, its Grace CPU and chip-to-chip link not modelled)",
-        quote(r.gpu)));
+  if (preset.eight_gpu_nodes && r.gpus_per_node != 8 && r.gpus % 8 == 0) r.gpus_per_node = 8;
+  if (preset.nvlink_GBps > 0) {
+    r.assumptions.push_back(fmt::format("gpu {}: {}; preset {}: {} GB/s)", quote(r.gpu), preset.rule, preset.cluster,
+                                        builtin_presets().clusters.at(preset.cluster).intra_bandwidth_GBps));
+  } else if (*preset.rule != '\0') {
+    r.assumptions.push_back(fmt::format("gpu {}: {}", quote(r.gpu), preset.rule));
   }
   // A record on one node may use part of it (a single-GPU run). Several nodes of fewer than 8
   // GPUs (HGX boards of 4, quad GH200 nodes) are nodes of that many of the preset's GPUs, each
@@ -1018,14 +1035,7 @@ ScenarioBuild build_scenario(Record& r) {
   sc["cluster"] = {{"preset", preset.cluster}, {"nodes", r.gpus / r.gpus_per_node}};
   if (part_of_one_node || small_nodes) sc["cluster"]["gpus_per_node"] = r.gpus_per_node;
   if (gpu.size() > 1 || gpu_preset != preset.gpu) sc["cluster"]["gpu"] = std::move(gpu);
-  if (preset.nvlink_GBps > 0) {
-    sc["cluster"]["intra_node"] = {{"bandwidth_GBps", preset.nvlink_GBps}};
-    r.assumptions.push_back(fmt::format(
-        "gpu {}: an {}, the {} preset's GPU with NVLink at {} GB/s per direction (400 GB/s bidirectional, NVIDIA's {} "
-        "specification; preset {}: {} GB/s)",
-        quote(r.gpu), preset.part, preset.cluster, preset.nvlink_GBps, preset.part, preset.cluster,
-        builtin_presets().clusters.at(preset.cluster).intra_bandwidth_GBps));
-  }
+  if (preset.nvlink_GBps > 0) sc["cluster"]["intra_node"] = {{"bandwidth_GBps", preset.nvlink_GBps}};
   // NICs per node and their speed, where the interconnect description states them; nodes of
   // fewer GPUs without them keep the preset's NICs per GPU.
   const auto nics = nics_of(r.interconnect, r.gpus_per_node);
@@ -1084,13 +1094,15 @@ double accounting_flops(const Record& r, double active_params, std::string* name
   if (r.accounting == Accounting::kSixN || r.accounting == Accounting::kPalm) {
     // N: the parameters a token uses as the record states them (activated ones for a
     // mixture of experts), else stepcast's count.
-    const bool moe = !r.moe.empty() && r.stated_active_params > 0;
-    const double N = moe                                    ? r.stated_active_params
-                     : r.stated_params > 0 && r.moe.empty() ? r.stated_params
-                                                            : active_params;
-    const char* from = moe                                    ? "model.activated_params"
-                       : r.stated_params > 0 && r.moe.empty() ? "model.params"
-                                                              : "stepcast's count";
+    double N = active_params;
+    const char* from = "stepcast's count";
+    if (!r.moe.empty() && r.stated_active_params > 0) {
+      N = r.stated_active_params;
+      from = "model.activated_params";
+    } else if (r.moe.empty() && r.stated_params > 0) {
+      N = r.stated_params;
+      from = "model.params";
+    }
     if (r.accounting == Accounting::kSixN) {
       *name = fmt::format("6 N per token (N = {:.4g}, {})", N, from);
       return 6.0 * N * B * s;
@@ -1145,7 +1157,8 @@ std::vector<std::string> common_assumptions() {
       "NVLink 0.82, network 0.9); nothing is fitted to these runs",
       "throughput: the record's TFLOP/s per GPU under its own FLOP accounting (Narayanan eq. 3 unless it names "
       "another) evaluated on the record's fields and divided by stepcast's predicted step time x GPUs; else "
-      "tokens/s per GPU, tokens/s or samples/s from the predicted step time",
+      "tokens/s per GPU, tokens/s or samples/s from the predicted step time; with none of those, model TFLOP/s per "
+      "GPU or MFU under stepcast's own FLOP count",
       "peak memory: stepcast's worst-stage total against the record's measured peak (max over ranks)"};
 }
 
