@@ -259,6 +259,20 @@ void read_model(ObjectReader& f, Record& r) {
     r.ffn = 4 * r.hidden;
     r.assumptions.push_back("ffn_hidden not given: 4 x hidden");
   }
+  // model.dropout: a probability (0: none) or a yes/no flag; the family's default otherwise
+  // (GPT on, Llama off).
+  if (const json* d = f.raw("dropout"); d && d->is_number()) {
+    const double p = d->get<double>();
+    if (!std::isfinite(p) || p < 0 || p >= 1) {
+      f.diag().add(f.path_of("dropout"),
+                   fmt::format("expected a probability in [0, 1) or true/false, got {}", reader::describe(*d)));
+    } else {
+      r.dropout = p > 0;
+      r.assumptions.push_back(fmt::format("dropout {}: {}", p, p > 0 ? "on" : "off (no dropout kernels or masks)"));
+    }
+  } else if (auto on = flag(f, "dropout", r)) {
+    r.dropout = *on;
+  }
   if (auto pos = text(f, "positional")) {
     const std::string p = lower(*pos);
     r.learned_positions = contains(p, "learned") || contains(p, "absolute");
@@ -350,14 +364,21 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   }
   if (auto z = zero_text) {
     const std::string low = lower(*z);
-    if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3")) {
-      r.zero = 3;
-    } else if (contains(low, "zero-2") || contains(low, "zero2") || contains(low, "zero stage 2")) {
+    if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3") ||
+        contains(low, "full_shard") || contains(low, "hybrid_shard")) {
+      r.zero = 3;  // PyTorch FSDP's FULL_SHARD; HYBRID_SHARD shards within a node and replicates across
+      if (contains(low, "hybrid_shard")) {
+        r.assumptions.push_back(
+            "zero_fsdp HYBRID_SHARD: priced as FULL_SHARD over the whole data-parallel group (stepcast has no "
+            "hybrid sharding group; the real all-gathers stay inside a node)");
+      }
+    } else if (contains(low, "zero-2") || contains(low, "zero2") || contains(low, "zero stage 2") ||
+               contains(low, "shard_grad_op")) {
       r.zero = 2;
     } else if (contains(low, "zero-1") || contains(low, "zero1") || contains(low, "zero stage 1") ||
                contains(low, "distributed optimizer")) {
       r.zero = 1;
-    } else if (starts_with(low, "no") || contains(low, "fsdp=0") || contains(low, "ddp")) {
+    } else if (starts_with(low, "no") || contains(low, "fsdp=0") || contains(low, "ddp") || contains(low, "no_shard")) {
       r.zero = 0;  // "no FSDP (FSDP=0 in table: DDP)", "none", "DDP"
     } else if (contains(low, "fsdp") || contains(low, "fully sharded")) {
       r.zero = 3;
@@ -501,9 +522,12 @@ std::optional<Nics> nics_of(const std::string& description, std::int64_t gpus_pe
 // The software stack of a record (docs/validation.md "Software stack"): read from the
 // source title and the layout's framework text (zero_fsdp, techniques, system, schedule).
 //   "fsdp2" or "torchtitan": fsdp2-compile if "compile" is named, else fsdp2-eager;
+//   MosaicML's Composer or LLM Foundry: llm-foundry;
 //   "deepspeed" with ZeRO-3: deepspeed-zero (DeepSpeed's own engine shards the model), or
 //   deepspeed-zero-2021 when the record's id or title dates it 2021 or earlier (the first
 //   20xx in them), with 16-bit gradients;
+//   PyTorch FSDP (FSDP1: "FSDP", FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD) with ZeRO 2 or 3 and no
+//   Megatron or NeMo named: fsdp2-eager, the nearest profile;
 //   anything else (Megatron-LM, Megatron-Bridge, NeMo, Megatron-DeepSpeed): megatron-core.
 // The member `k` of `o` when `o` is an object that has it, else nullptr.
 const json* field(const json& o, const char* k) { return o.is_object() && o.contains(k) ? &o.at(k) : nullptr; }
@@ -536,6 +560,12 @@ void stack_rule(const json& rec, Record& r) {
       r.attention_kernel = "sdpa-cudnn";
       r.assumptions.push_back("attention: SDPA's cuDNN backend named: sdpa-cudnn");
     }
+  } else if (contains(low, "llm-foundry") || contains(low, "llm foundry") || contains(low, "llmfoundry") ||
+             contains(low, "composer") || contains(low, "mosaicml")) {
+    r.stack = "llm-foundry";
+    r.assumptions.push_back(
+        "stack: MosaicML's Composer / LLM Foundry named: llm-foundry (eager PyTorch, PyTorch FSDP per block, a fused "
+        "Wqkv, flash-attn's fused cross entropy)");
   } else if (contains(low, "deepspeed") && r.zero == 3) {
     // The DeepSpeed of the record's year: the first 20xx in its id or source title.
     std::smatch y;
@@ -569,6 +599,13 @@ void stack_rule(const json& rec, Record& r) {
         "stack: Megatron-DeepSpeed on DeepSpeed's pipeline engine (named: its pipeline engine, BF16Optimizer or "
         "Megatron-DeepSpeed, with ZeRO 0 or 1): megatron-deepspeed (the fp32 gradients all-reduced after the last "
         "microbatch, the whole fp32 master copy kept)");
+  } else if (r.zero >= 2 && !contains(low, "megatron") && !contains(low, "nemo") &&
+             (contains(low, "fsdp") || contains(low, "full_shard") || contains(low, "shard_grad_op") ||
+              contains(low, "hybrid_shard"))) {
+    r.stack = "fsdp2-eager";
+    r.assumptions.push_back(
+        "stack: PyTorch FSDP named (not FSDP2, not Composer): fsdp2-eager, the nearest profile (eager PyTorch, one "
+        "all-gather per wrapped block, one block ahead)");
   } else {
     r.stack = "megatron-core";  // the common assumption (common_assumptions)
   }
@@ -823,7 +860,10 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
              fmt::format("{} does not match global_batch / (microbatch x dp) = {} / ({} x {})", *lt.grad_accum,
                          r.global_batch, r.microbatch, dp));
   }
-  const std::int64_t pad = kVocabPadMultiple * r.tp;
+  // Megatron pads the vocabulary (its --make-vocab-size-divisible-by, 128, times tp); the
+  // PyTorch stacks keep the model's own size.
+  const bool megatron = r.stack == "megatron-core" || r.stack == "megatron-deepspeed";
+  const std::int64_t pad = megatron ? kVocabPadMultiple * r.tp : 1;
   r.vocab_padded = (r.vocab + pad - 1) / pad * pad;
   if (r.vocab_padded != r.vocab) {
     r.assumptions.push_back(
@@ -1010,7 +1050,7 @@ ScenarioBuild build_scenario(Record& r) {
   model["norm"] = llama ? "rmsnorm" : "layernorm";
   model["tied_embeddings"] = !llama;
   model["linear_bias"] = !llama || r.linear_bias_override;
-  model["dropout"] = !llama;
+  model["dropout"] = r.dropout.value_or(!llama);
   model["vocab_size"] = r.vocab_padded;
   model["position_embedding"] = r.learned_positions ? "learned" : "rope";
   model["max_seq_len"] = r.seq;
@@ -1148,9 +1188,10 @@ std::vector<std::string> common_assumptions() {
       "plan fields the record does not state keep stepcast's defaults: fp32 gradients, overlapped gradient "
       "reduction (25 MiB buckets), 5% memory headroom",
       "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo) unless the record names FSDP2 or torchtitan "
-      "(fsdp2-eager; fsdp2-compile when it names torch.compile), DeepSpeed with ZeRO-3 (deepspeed-zero; "
-      "deepspeed-zero-2021 for records of 2021 or before) or, with ZeRO 0 or 1, DeepSpeed's pipeline engine, its "
-      "BF16Optimizer or Megatron-DeepSpeed (megatron-deepspeed)",
+      "(fsdp2-eager; fsdp2-compile when it names torch.compile), Composer or LLM Foundry (llm-foundry), DeepSpeed "
+      "with ZeRO-3 (deepspeed-zero; deepspeed-zero-2021 for records of 2021 or before), with ZeRO 0 or 1, "
+      "DeepSpeed's pipeline engine, its BF16Optimizer or Megatron-DeepSpeed (megatron-deepspeed), or PyTorch FSDP "
+      "with ZeRO 2 or 3 (fsdp2-eager); the vocabulary padded to 128 x tp on the Megatron stacks only",
       "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization; attention with "
       "FlashAttention on Hopper: the stack's kernel's published figures by sequence length, models/data/"
       "attention.json (megatron-core cuDNN, the PyTorch stacks FlashAttention-2), else 0.6; HBM 0.8, "

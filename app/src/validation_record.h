@@ -33,6 +33,7 @@ struct Record {
   double stated_params = 0, stated_active_params = 0;  // model.params, model.activated_params (0: not given)
   bool learned_positions = true;
   bool linear_bias_override = false;  // GPT-OSS: the Llama architecture with linear biases
+  std::optional<bool> dropout;        // model.dropout as stated (nullopt: the family's default)
   // Sliding-window attention, as the record states it (model.sliding_window,
   // model.window_attn_skip_freq: Megatron-Core's names); 0 = none.
   std::int64_t sliding_window = 0, window_attn_skip_freq = 0;

@@ -81,6 +81,37 @@ TEST(Stack, Fsdp2EagerLlamaLayerKernelsByHand) {
   EXPECT_EQ(d.bwd, 19);
 }
 
+// llm-foundry, an MPT layer (LayerNorm, GELU with 2 matrices, learned positions, no
+// dropout): GEMMs Wqkv 1 + out-proj 1 + up 1 + down 1 = 4; elementwise LayerNorm 2 +
+// residual 2 + GELU 1 = 5; attention 1 -> forward 10; backward 2 x 4 + 3 + 5 = 16; host
+// 26 x 10 us = 260 us. fsdp2-eager's separate q, k, v linears make it 6 GEMMs: forward 12,
+// backward 2 x 6 + 3 + 5 = 20. Its fused cross entropy keeps 4 bytes per logit: the output
+// head's buffer for 4096 tokens of hidden 64 and vocabulary 50368 is
+// 4096 x (4 x 64 + 4 x 50368) = 826,277,888 B, against fsdp2-eager's
+// 4096 x (4 x 64 + 12 x 50368) = 2,476,736,512 B.
+TEST(Stack, LlmFoundryMptLayerByHand) {
+  ModelSpec mpt = tiny_llama();
+  mpt.norm = NormKind::kLayerNorm;
+  mpt.ffn_activation = "gelu";
+  mpt.ffn_matrices = 2;
+  mpt.position_embedding = PositionEmbedding::kLearned;
+  mpt.linear_bias = true;
+  mpt.tied_embeddings = true;
+  Plan p;
+  const LayerKernels k = layer_kernels(mpt, p, false, stack_profile(Stack::kLlmFoundry));
+  EXPECT_EQ(k.fwd, 10);
+  EXPECT_EQ(k.bwd, 16);
+  EXPECT_NEAR(k.host_s, 260e-6, 1e-15);
+  const LayerKernels e = layer_kernels(mpt, p, false, stack_profile(Stack::kFsdp2Eager));
+  EXPECT_EQ(e.fwd, 12);
+  EXPECT_EQ(e.bwd, 20);
+  mpt.vocab_size = 50368;
+  p.stack = Stack::kLlmFoundry;
+  EXPECT_DOUBLE_EQ(output_head_buffer_bytes(mpt, p, 4096), 826'277'888.0);
+  p.stack = Stack::kFsdp2Eager;
+  EXPECT_DOUBLE_EQ(output_head_buffer_bytes(mpt, p, 4096), 2'476'736'512.0);
+}
+
 // An MoE layer of Qwen3-30B-A3B (128 experts, top-8, SwiGLU, no shared expert) with ep 8:
 // 16 local experts. megatron-core (Transformer Engine's GroupedLinear: one cuBLAS GEMM
 // launch per local expert on its multi-stream backend, the SwiGLU once on all rows):
@@ -294,7 +325,7 @@ TEST(Stack, UnknownStackNamesTheFieldAndTheClosestName) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
                                    "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", "
-                                   "\"megatron-deepspeed\"; did you mean \"fsdp2-eager\"?"),
+                                   "\"megatron-deepspeed\", \"llm-foundry\"; did you mean \"fsdp2-eager\"?"),
             std::string::npos)
       << s.error().message;
 }

@@ -3,7 +3,8 @@
 # validate-torchtitan.txt, validate-megatron-bridge.txt, validate-megatron-bridge-moe.txt and
 # validate-megatron-moe-recipes.txt, validate-megascale.txt for the held-out files docs/data/validation-torchtitan.json,
 # validation-megatron-bridge.json, validation-megatron-bridge-moe.json and
-# validation-megatron-moe-recipes.json, validation-megascale.json) and the what-if
+# validation-megatron-moe-recipes.json, validation-megascale.json; validate-llm-foundry.txt for
+# validation-llm-foundry.json) and the what-if
 # table (whatif.md): each Narayanan Table 1 / BLOOM record's scenario, as validate writes it
 # (--scenarios), with one input changed, priced by `stepcast estimate --json`. TFLOP/s under
 # the record's own FLOP accounting scales as 1 / step time, so a variant's TFLOP/s is the
@@ -22,6 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$build/cli/stepcast" validate docs/data/validation-megatron-bridge-moe.json > "$out/validate-megatron-bridge-moe.txt"
 "$build/cli/stepcast" validate docs/data/validation-megatron-moe-recipes.json > "$out/validate-megatron-moe-recipes.txt"
 "$build/cli/stepcast" validate docs/data/validation-megascale.json > "$out/validate-megascale.txt"
+"$build/cli/stepcast" validate docs/data/validation-llm-foundry.json > "$out/validate-llm-foundry.txt"
 python3 - "$build/cli/stepcast" "$tmp" "$out/whatif.md" <<'PY'
 import json, re, subprocess, sys
 stepcast, tmp, dest = sys.argv[1:]

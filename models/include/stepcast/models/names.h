@@ -61,12 +61,13 @@ struct Names<Precision> {
 };
 template <>
 struct Names<Stack> {
-  static constexpr std::array<NameEntry<Stack>, 6> kTable{{{Stack::kMegatronCore, "megatron-core"},
+  static constexpr std::array<NameEntry<Stack>, 7> kTable{{{Stack::kMegatronCore, "megatron-core"},
                                                            {Stack::kFsdp2Eager, "fsdp2-eager"},
                                                            {Stack::kFsdp2Compile, "fsdp2-compile"},
                                                            {Stack::kDeepspeedZero, "deepspeed-zero"},
                                                            {Stack::kDeepspeedZero2021, "deepspeed-zero-2021"},
-                                                           {Stack::kMegatronDeepspeed, "megatron-deepspeed"}}};
+                                                           {Stack::kMegatronDeepspeed, "megatron-deepspeed"},
+                                                           {Stack::kLlmFoundry, "llm-foundry"}}};
 };
 template <>
 struct Names<MoeDispatcher> {

@@ -218,7 +218,15 @@ enum class Precision { kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdam, kSgd };
 // The software stack that runs the plan (docs/model-reference.md section 4.3): its
 // implementation parameters are the profile of models/data/stacks.json (stack.h).
-enum class Stack { kMegatronCore, kFsdp2Eager, kFsdp2Compile, kDeepspeedZero, kDeepspeedZero2021, kMegatronDeepspeed };
+enum class Stack {
+  kMegatronCore,
+  kFsdp2Eager,
+  kFsdp2Compile,
+  kDeepspeedZero,
+  kDeepspeedZero2021,
+  kMegatronDeepspeed,
+  kLlmFoundry
+};
 enum class MoeDispatcher : std::uint8_t { kAllToAll, kAllGather, kDeepEp };
 
 struct Plan {
