@@ -281,6 +281,15 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                     "ZeRO 0 or 1 (\"PP+BF16 only work for ZeRO Stage 1\")",
                     p.zero));
   }
+  if (p.stack == Stack::kLlmFoundry && p.pp > 1) {
+    add(fmt::format("plan.pp: {} is not run by plan.stack \"llm-foundry\": Composer has no pipeline parallelism "
+                    "(it trains with PyTorch FSDP, optionally tensor parallelism)",
+                    p.pp));
+  }
+  if (p.stack == Stack::kLlmFoundry && p.cp > 1) {
+    add(fmt::format("plan.cp: {} is not run by plan.stack \"llm-foundry\": LLM Foundry has no context parallelism",
+                    p.cp));
+  }
   if (p.fsdp_no_sync && p.zero != 3) {
     add(fmt::format("plan.fsdp_no_sync: applies to ZeRO-3 / FSDP (zero 3), got zero {}; with ZeRO 0-2 the "
                     "gradients are reduced once per step already",

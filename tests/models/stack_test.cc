@@ -407,5 +407,25 @@ TEST(Stack, MegatronDeepspeedRefusesZeroTwoAndThree) {
   EXPECT_TRUE(parse_scenario(scenario_text(R"(, "stack": "megatron-deepspeed", "zero": 1)")).ok());
 }
 
+// Composer (llm-foundry) has no pipeline and no context parallelism: refused, naming the field.
+TEST(Stack, LlmFoundryRefusesPipelineAndContextParallelism) {
+  const Result<Scenario> pp = parse_scenario(scenario_text(R"(, "stack": "llm-foundry", "zero": 3)"));
+  ASSERT_FALSE(pp.ok());
+  EXPECT_NE(pp.error().message.find("plan.pp: 2 is not run by plan.stack \"llm-foundry\": Composer has no pipeline "
+                                    "parallelism"),
+            std::string::npos)
+      << pp.error().message;
+  const Result<Scenario> cp = parse_scenario(R"({"format": 1, "model": "llama3-8b", "cluster": "dgx-h100",
+      "plan": {"tp": 1, "pp": 1, "cp": 2, "dp": 4, "zero": 3, "global_batch": 8, "stack": "llm-foundry"},
+      "workload": {"seq_len": 8192}})");
+  ASSERT_FALSE(cp.ok());
+  EXPECT_NE(cp.error().message.find("plan.cp: 2 is not run by plan.stack \"llm-foundry\""), std::string::npos)
+      << cp.error().message;
+  EXPECT_TRUE(parse_scenario(R"({"format": 1, "model": "llama3-8b", "cluster": "dgx-h100",
+      "plan": {"tp": 2, "pp": 1, "dp": 4, "zero": 3, "global_batch": 8, "stack": "llm-foundry"},
+      "workload": {"seq_len": 8192}})")
+                  .ok());
+}
+
 }  // namespace
 }  // namespace stepcast
