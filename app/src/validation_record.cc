@@ -560,6 +560,17 @@ void stack_rule(const json& rec, Record& r) {
       r.attention_kernel = "sdpa-cudnn";
       r.assumptions.push_back("attention: SDPA's cuDNN backend named: sdpa-cudnn");
     }
+    // torchtitan's AsyncTP: PyTorch's micro-pipelined tensor parallelism, which splits each
+    // sequence-parallel all-gather and reduce-scatter into per-rank pieces that run beside
+    // the pieces of its GEMM (torch/distributed/_symmetric_memory fused_all_gather_matmul,
+    // fused_matmul_reduce_scatter): priced as the TP communication overlap.
+    if ((contains(low, "asynctp") || contains(low, "async tp") || contains(low, "async-tp")) && r.tp > 1 &&
+        r.sequence_parallel) {
+      r.tp_comm_overlap = true;
+      r.assumptions.push_back(
+          "AsyncTP named: TP communication overlap (tp_comm_overlap; PyTorch's micro-pipelined all-gather and "
+          "reduce-scatter beside the GEMM's pieces)");
+    }
   } else if (contains(low, "llm-foundry") || contains(low, "llm foundry") || contains(low, "llmfoundry") ||
              contains(low, "composer") || contains(low, "mosaicml")) {
     r.stack = "llm-foundry";
