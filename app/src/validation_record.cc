@@ -539,6 +539,15 @@ std::string source_title(const json& rec) {
   return title && title->is_string() ? title->get<std::string>() : std::string();
 }
 
+// The year that dates a record: the first 20xx in its id or source title, standing alone.
+std::optional<int> record_year(const json& rec) {
+  const std::string ids =
+      clip((rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") + " " + source_title(rec));
+  std::smatch y;
+  if (!std::regex_search(ids, y, std::regex(R"((?:^|[^0-9])(20[0-9]{2})(?:[^0-9]|$))"))) return std::nullopt;
+  return std::stoi(y[1].str());
+}
+
 void stack_rule(const json& rec, Record& r) {
   std::string text = " " + source_title(rec);
   auto add = [&](const json* v) {
@@ -549,11 +558,18 @@ void stack_rule(const json& rec, Record& r) {
   }
   const std::string low = lower(text);
   if (contains(low, "fsdp2") || contains(low, "torchtitan")) {
-    r.stack = contains(low, "compile") ? "fsdp2-compile" : "fsdp2-eager";
-    r.assumptions.push_back(fmt::format("stack: PyTorch FSDP2 ({}): {}", r.stack == "fsdp2-compile"
-                                                                           ? "torch.compile named"
-                                                                           : "torch.compile not named",
-                                        r.stack));
+    // torchtitan compiles its loss with the model since 2025 (its December 2024 train.py left
+    // the loss eager): a compiled torchtitan record dated 2025 or later runs fsdp2-compile-loss.
+    const std::optional<int> year = record_year(rec);
+    const bool compiled = contains(low, "compile");
+    const bool loss_compiled = compiled && contains(low, "torchtitan") && year && *year >= 2025;
+    r.stack = loss_compiled ? "fsdp2-compile-loss" : compiled ? "fsdp2-compile" : "fsdp2-eager";
+    r.assumptions.push_back(
+        loss_compiled ? fmt::format("stack: PyTorch FSDP2 (torch.compile named, a record of {}: torchtitan compiles "
+                                    "the loss with the blocks since 2025): fsdp2-compile-loss",
+                                    *year)
+                      : fmt::format("stack: PyTorch FSDP2 ({}): {}",
+                                    compiled ? "torch.compile named" : "torch.compile not named", r.stack));
     // SDPA's backend: the stack's flash backend unless the record names cuDNN attention
     // (newer PyTorch prefers it on Hopper).
     if (contains(low, "cudnn")) {
@@ -579,17 +595,14 @@ void stack_rule(const json& rec, Record& r) {
         "Wqkv, flash-attn's fused cross entropy)");
   } else if (contains(low, "deepspeed") && r.zero == 3) {
     // The DeepSpeed of the record's year: the first 20xx in its id or source title.
-    std::smatch y;
-    const std::string ids = clip((rec.contains("id") && rec["id"].is_string() ? rec["id"].get<std::string>() : "") +
-                                 " " + source_title(rec));
-    const bool dated = std::regex_search(ids, y, std::regex(R"((?:^|[^0-9])(20[0-9]{2})(?:[^0-9]|$))"));
-    const bool v2021 = dated && std::stoi(y[1].str()) <= 2021;
+    const std::optional<int> year = record_year(rec);
+    const bool v2021 = year && *year <= 2021;
     r.stack = v2021 ? "deepspeed-zero-2021" : "deepspeed-zero";
     r.assumptions.push_back(
         v2021 ? fmt::format("stack: DeepSpeed ZeRO-3 without Megatron model parallelism, of the record's year ({}): "
                             "deepspeed-zero-2021 (the stage-3 coordinator that synchronised the device at each "
                             "module's fetch)",
-                            y[1].str())
+                            *year)
               : std::string("stack: DeepSpeed ZeRO-3 without Megatron model parallelism: deepspeed-zero"));
     // DeepSpeed reduces param.grad, in the model's 16-bit type (no fp32 gradient reduction by
     // default).
@@ -814,7 +827,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   // Recompute last: its default follows the record's FLOP accounting.
   if (lt.recompute) {
     const std::string low = lower(*lt.recompute);
-    const bool torchtitan = r.stack == "fsdp2-eager" || r.stack == "fsdp2-compile";
+    const bool torchtitan = r.stack == "fsdp2-eager" || r.stack == "fsdp2-compile" || r.stack == "fsdp2-compile-loss";
     const bool says_none = starts_with(low, "none") || starts_with(low, "no ") || yes_no(low) == false;
     if (starts_with(low, "full")) r.recompute = "full";
     else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";
@@ -1199,7 +1212,8 @@ std::vector<std::string> common_assumptions() {
       "plan fields the record does not state keep stepcast's defaults: fp32 gradients, overlapped gradient "
       "reduction (25 MiB buckets), 5% memory headroom",
       "stack: megatron-core (Megatron-LM, Megatron-Bridge, NeMo) unless the record names FSDP2 or torchtitan "
-      "(fsdp2-eager; fsdp2-compile when it names torch.compile), Composer or LLM Foundry (llm-foundry), DeepSpeed "
+      "(fsdp2-eager; fsdp2-compile when it names torch.compile; fsdp2-compile-loss for a compiled torchtitan record "
+      "of 2025 or later), Composer or LLM Foundry (llm-foundry), DeepSpeed "
       "with ZeRO-3 (deepspeed-zero; deepspeed-zero-2021 for records of 2021 or before), with ZeRO 0 or 1, "
       "DeepSpeed's pipeline engine, its BF16Optimizer or Megatron-DeepSpeed (megatron-deepspeed), or PyTorch FSDP "
       "with ZeRO 2 or 3 (fsdp2-eager); the vocabulary padded to 128 x tp on the Megatron stacks only",

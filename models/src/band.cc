@@ -51,7 +51,7 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
   // As validation_residuals(), over the records validate maps to each stack (app/src/
   // validation_record.cc stack_rule), in Stack order. tests/app/validate_test.cc recomputes
   // them too.
-  static const std::array<ValidationResiduals, 7> own{{
+  static const std::array<ValidationResiduals, 8> own{{
       {12, -0.013368939014940831, 0.052430416101468168},  // megatron-core
       {1, -0.013357478875317035, 0},                      // fsdp2-eager: one record, too few for its own
       {0, 0.0, 0.0},                                      // fsdp2-compile
@@ -59,6 +59,7 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
       {1, 0.28623621787986642, 0},                        // deepspeed-zero-2021: one record, too few for its own
       {1, 0.072639517864014083, 0},                       // megatron-deepspeed: one record, too few for its own
       {0, 0.0, 0.0},                                      // llm-foundry
+      {0, 0.0, 0.0},                                      // fsdp2-compile-loss
   }};
   return own.at(static_cast<std::size_t>(stack));
 }

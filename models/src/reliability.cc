@@ -96,7 +96,8 @@ constexpr double kConfigBytes = 64 * 1024;       // the run's arguments, once
 StateBytesPerParam state_bytes_per_param(const Plan& plan) {
   StateBytesPerParam b;
   const bool adam = plan.optimizer == Optimizer::kAdam;
-  if (plan.stack == Stack::kFsdp2Eager || plan.stack == Stack::kFsdp2Compile || plan.stack == Stack::kLlmFoundry) {
+  if (plan.stack == Stack::kFsdp2Eager || plan.stack == Stack::kFsdp2Compile ||
+      plan.stack == Stack::kFsdp2CompileLoss || plan.stack == Stack::kLlmFoundry) {
     b.model = 4;
     b.optimizer = adam ? 8 : 4;
     b.master_in_optimizer = false;

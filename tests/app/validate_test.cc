@@ -921,10 +921,12 @@ TEST(ValidateShipped, TheStepsMeasuredOnAnH200AreWithinFifteenPercent) {
 // context parallelism, and CP 2, are within 15 % of their tokens/s. (CP 4 and 8 are 21 % and
 // 25 % fast: PyTorch's ring attention's per-block kernels, docs/validation.md.)
 TEST(ValidateShipped, TheOtherTorchtitanRunsAreExpressedAndHeldOut) {
-  check_shipped_rows("docs/data/validation-torchtitan.json", 11, [](const ValidationRow& r, const json& sc) {
+  check_shipped_rows("docs/data/validation-torchtitan.json", 13, [](const ValidationRow& r, const json& sc) {
     const bool compiled = r.id.find("compile") != std::string::npos || r.id.find("_t2_") != std::string::npos ||
                           r.id.find("_t4_") != std::string::npos;
-    EXPECT_EQ(sc["plan"]["stack"], compiled ? "fsdp2-compile" : "fsdp2-eager");
+    // The Trainy team's H200 runs of June 2025 ran a torchtitan that compiles the loss too.
+    const bool of2025 = r.id.find("_2025_") != std::string::npos;
+    EXPECT_EQ(sc["plan"]["stack"], of2025 ? "fsdp2-compile-loss" : compiled ? "fsdp2-compile" : "fsdp2-eager");
     const bool float8 = r.id.find("float8") != std::string::npos || r.id.find("_t2_") != std::string::npos ||
                         r.id.find("_t4_") != std::string::npos;
     EXPECT_EQ(sc["plan"]["precision"], float8 ? "fp8" : "bf16");
@@ -964,6 +966,33 @@ TEST(ValidateShipped, LlmFoundrysMptBenchmarksAreExpressedAndHeldOut) {
     ASSERT_TRUE(s.ok()) << s.error().message;
     EXPECT_EQ(stepcast::count_params(s->model).total, num_params.at(r.id));
   });
+}
+
+// torchtitan compiles its loss with the model since 2025: a compiled torchtitan record dated
+// 2025 or later runs fsdp2-compile-loss, one of 2024 (or undated) fsdp2-compile, an eager one
+// fsdp2-eager whatever its year, and a compiled FSDP2 run that does not name torchtitan
+// (this project's own, which compiles the blocks only) fsdp2-compile.
+TEST_F(ValidateTest, TorchtitanRecordsOf2025CompileTheLoss) {
+  auto stack_of = [&](const std::string& id, const std::string& techniques) {
+    const json patch = {{"id", id},
+                        {"source", {{"title", id.starts_with("own") ? "measured here" : "torchtitan benchmark"}}},
+                        {"layout",
+                         {{"tp", 1},
+                          {"pp", 1},
+                          {"virtual_stages", nullptr},
+                          {"schedule", nullptr},
+                          {"zero_fsdp", "FSDP2"},
+                          {"techniques", techniques}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return std::string();
+    return json::parse(rep->rows[0].scenario_json)["plan"]["stack"].get<std::string>();
+  };
+  EXPECT_EQ(stack_of("titan_2025_06", "FSDP2 + torch.compile"), "fsdp2-compile-loss");
+  EXPECT_EQ(stack_of("titan_2024_12", "FSDP2 + torch.compile"), "fsdp2-compile");
+  EXPECT_EQ(stack_of("titan", "FSDP2 + torch.compile"), "fsdp2-compile");
+  EXPECT_EQ(stack_of("titan_2025_06", "FSDP2"), "fsdp2-eager");
+  EXPECT_EQ(stack_of("own_2026_12", "PyTorch FSDP2-style, torch.compile per block"), "fsdp2-compile");
 }
 
 // Megatron-Bridge 25.11's dense rows on DGX H100 and DGX B200

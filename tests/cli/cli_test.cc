@@ -219,7 +219,7 @@ TEST_F(Cli, UnknownStackExitsTwoNamingTheFieldAndTheClosestName) {
   EXPECT_EQ(r.err, "stepcast: error: " + path +
                        ": plan.stack: \"fsdp2-eagr\" is not one of \"megatron-core\", \"fsdp2-eager\", "
                        "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\", "
-                       "\"llm-foundry\"; did you mean \"fsdp2-eager\"?\n");
+                       "\"llm-foundry\", \"fsdp2-compile-loss\"; did you mean \"fsdp2-eager\"?\n");
 }
 
 TEST_F(Cli, EstimatePrintsTheTextReport) {

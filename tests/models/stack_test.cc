@@ -110,6 +110,10 @@ TEST(Stack, LlmFoundryMptLayerByHand) {
   EXPECT_DOUBLE_EQ(output_head_buffer_bytes(mpt, p, 4096), 826'277'888.0);
   p.stack = Stack::kFsdp2Eager;
   EXPECT_DOUBLE_EQ(output_head_buffer_bytes(mpt, p, 4096), 2'476'736'512.0);
+  // torchtitan with its loss compiled keeps the 16-bit logits and their gradient, as the fused
+  // loss does: 826,277,888 B again.
+  p.stack = Stack::kFsdp2CompileLoss;
+  EXPECT_DOUBLE_EQ(output_head_buffer_bytes(mpt, p, 4096), 826'277'888.0);
 }
 
 // An MoE layer of Qwen3-30B-A3B (128 experts, top-8, SwiGLU, no shared expert) with ep 8:
@@ -323,9 +327,10 @@ TEST(Stack, ExplicitMegatronCoreEqualsAbsent) {
 TEST(Stack, UnknownStackNamesTheFieldAndTheClosestName) {
   const Result<Scenario> s = parse_scenario(scenario_text(R"(, "stack": "fsdp2-eagre")"));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
-                                   "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", "
-                                   "\"megatron-deepspeed\", \"llm-foundry\"; did you mean \"fsdp2-eager\"?"),
+  EXPECT_NE(s.error().message.find(
+                "plan.stack: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", "
+                "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", "
+                "\"megatron-deepspeed\", \"llm-foundry\", \"fsdp2-compile-loss\"; did you mean \"fsdp2-eager\"?"),
             std::string::npos)
       << s.error().message;
 }

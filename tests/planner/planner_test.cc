@@ -987,7 +987,8 @@ TEST(PlannerLayout, StringsRoundTrip) {
   EXPECT_EQ(parse_layout(layout_string(p), Plan{})->plan.stack, Stack::kFsdp2Eager);
   EXPECT_EQ(parse_layout("tp=8,stack=fsdp", Plan{}).error().message,
             "\"tp=8,stack=fsdp\": stack: \"fsdp\" is not one of \"megatron-core\", \"fsdp2-eager\", "
-            "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\", \"llm-foundry\"");
+            "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\", \"llm-foundry\", "
+            "\"fsdp2-compile-loss\"");
 }
 
 // search.stack: every layout is evaluated under each listed stack, so the space doubles with
@@ -1134,7 +1135,8 @@ TEST(SearchSpecInput, BadValuesAreNamedWithTheirPath) {
   EXPECT_EQ(load_error(R"({"top_k": -1})"), "search.top_k: -1 is out of range (0 to 1000)");
   EXPECT_EQ(load_error(R"({"stack": ["megatron-core", "fsdp2-eagre"]})"),
             "search.stack[1]: \"fsdp2-eagre\" is not one of \"megatron-core\", \"fsdp2-eager\", \"fsdp2-compile\", "
-            "\"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\", \"llm-foundry\"; did you mean "
+            "\"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\", \"llm-foundry\", "
+            "\"fsdp2-compile-loss\"; did you mean "
             "\"fsdp2-eager\"?");
   EXPECT_EQ(load_error(R"({"moe_dispatcher": ["deepe"]})"),
             "search.moe_dispatcher[0]: \"deepe\" is not one of \"alltoall\", \"allgather\", \"deepep\"; did you mean "

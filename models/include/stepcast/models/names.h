@@ -61,13 +61,14 @@ struct Names<Precision> {
 };
 template <>
 struct Names<Stack> {
-  static constexpr std::array<NameEntry<Stack>, 7> kTable{{{Stack::kMegatronCore, "megatron-core"},
+  static constexpr std::array<NameEntry<Stack>, 8> kTable{{{Stack::kMegatronCore, "megatron-core"},
                                                            {Stack::kFsdp2Eager, "fsdp2-eager"},
                                                            {Stack::kFsdp2Compile, "fsdp2-compile"},
                                                            {Stack::kDeepspeedZero, "deepspeed-zero"},
                                                            {Stack::kDeepspeedZero2021, "deepspeed-zero-2021"},
                                                            {Stack::kMegatronDeepspeed, "megatron-deepspeed"},
-                                                           {Stack::kLlmFoundry, "llm-foundry"}}};
+                                                           {Stack::kLlmFoundry, "llm-foundry"},
+                                                           {Stack::kFsdp2CompileLoss, "fsdp2-compile-loss"}}};
 };
 template <>
 struct Names<MoeDispatcher> {

@@ -225,7 +225,8 @@ enum class Stack {
   kDeepspeedZero,
   kDeepspeedZero2021,
   kMegatronDeepspeed,
-  kLlmFoundry
+  kLlmFoundry,
+  kFsdp2CompileLoss
 };
 enum class MoeDispatcher : std::uint8_t { kAllToAll, kAllGather, kDeepEp };
 
