@@ -521,7 +521,9 @@ std::optional<Nics> nics_of(const std::string& description, std::int64_t gpus_pe
 
 // The software stack of a record (docs/validation.md "Software stack"): read from the
 // source title and the layout's framework text (zero_fsdp, techniques, system, schedule).
-//   "fsdp2" or "torchtitan": fsdp2-compile if "compile" is named, else fsdp2-eager;
+//   "fsdp2" or "torchtitan": fsdp2-compile if "compile" is named (fsdp2-compile-loss for a
+//   torchtitan record dated 2025 or later, which compiles the loss too), else fsdp2-eager;
+//   AsyncTP named with tp > 1 and sequence parallelism: the TP communication overlap;
 //   MosaicML's Composer or LLM Foundry: llm-foundry;
 //   "deepspeed" with ZeRO-3: deepspeed-zero (DeepSpeed's own engine shards the model), or
 //   deepspeed-zero-2021 when the record's id or title dates it 2021 or earlier (the first
@@ -827,7 +829,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   // Recompute last: its default follows the record's FLOP accounting.
   if (lt.recompute) {
     const std::string low = lower(*lt.recompute);
-    const bool torchtitan = r.stack == "fsdp2-eager" || r.stack == "fsdp2-compile" || r.stack == "fsdp2-compile-loss";
+    const bool torchtitan = starts_with(r.stack, "fsdp2");  // fsdp2-eager, fsdp2-compile, fsdp2-compile-loss
     const bool says_none = starts_with(low, "none") || starts_with(low, "no ") || yes_no(low) == false;
     if (starts_with(low, "full")) r.recompute = "full";
     else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";

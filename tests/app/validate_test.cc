@@ -317,9 +317,9 @@ TEST_F(ValidateTest, DropoutIsReadAsAProbabilityOrAFlag) {
   ASSERT_TRUE(rep.ok()) << rep.error().message;
   const auto& a = rep->rows[0].assumptions;
   EXPECT_NE(std::find(a.begin(), a.end(), "dropout 0: off (no dropout kernels or masks)"), a.end());
-  EXPECT_EQ(error_of(file_of("[" + record({{"model", {{"dropout", 1.5}}}}) + "]")),
-            file_of("[" + record({{"model", {{"dropout", 1.5}}}}) + "]") +
-                ": records[0].model.dropout: expected a probability in [0, 1) or true/false, got 1.5");
+  const std::string certain = file_of("[" + record({{"model", {{"dropout", 1.5}}}}) + "]");
+  EXPECT_EQ(error_of(certain),
+            certain + ": records[0].model.dropout: expected a probability in [0, 1) or true/false, got 1.5");
   EXPECT_NE(error_of(file_of("[" + record({{"model", {{"dropout", "maybe"}}}}) + "]")).find("records[0].model.dropout"),
             std::string::npos);
   EXPECT_NE(error_of(file_of("[" + record({{"model", {{"dropout", -0.1}}}}) + "]")).find("records[0].model.dropout"),
@@ -932,8 +932,10 @@ TEST(ValidateShipped, TheOtherTorchtitanRunsAreExpressedAndHeldOut) {
     EXPECT_EQ(sc["plan"]["precision"], float8 ? "fp8" : "bf16");
     ASSERT_TRUE(r.has_memory_error());
     const bool llama70b = r.id.find("_t4_70b") != std::string::npos;
-    // The 70B rows' measured peak is 19-24 % above the prediction (docs/validation.md).
-    EXPECT_LT(std::abs(r.memory_error()), llama70b ? 0.25 : 0.11);
+    // Every row's memory within 10 %, but two documented in docs/validation.md: the 70B rows'
+    // measured peak is 19-24 % above the prediction, Table 3's eager row's 10.3 %.
+    const double memory_bound = llama70b ? 0.25 : r.id == "torchtitan_h100_t3_8b_128gpu_fsdp" ? 0.11 : 0.10;
+    EXPECT_LT(std::abs(r.memory_error()), memory_bound);
     if (sc["plan"]["cp"].get<int>() <= 2) {
       EXPECT_LT(std::abs(r.throughput_error()), 0.15);
     }
