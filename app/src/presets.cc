@@ -33,6 +33,7 @@ std::string presets_json(const PresetsReport& report) {
                     {"mamf_fp8_tflops", g.mamf_fp8_tflops},
                     {"gemm_fp8_k_half", g.gemm_fp8_k_half},
                     {"gemm_bf16_k_half", g.gemm_bf16_k_half},
+                    {"gemm_bf16_sweep_tflops", g.gemm_bf16_sweep_tflops},
                     {"tdp_W", g.tdp_W},
                     {"source", g.source}};
   }

@@ -42,12 +42,16 @@ AttentionEfficiency attention_efficiency(const GpuSpec& gpu, const std::string& 
           cap * interpolate_log2(table->seq, f.bwd_tflops, seq) / peak, true};
 }
 
+double sweep_bf16_tflops(const GpuSpec& gpu) {
+  return gpu.gemm_bf16_sweep_tflops > 0 ? gpu.gemm_bf16_sweep_tflops : gpu.mamf_bf16_tflops;
+}
+
 double attention_power_cap_factor(const GpuSpec& gpu, const AttentionTable& table) {
-  if (gpu.tdp_W <= 0 || table.reference_tdp_W <= gpu.tdp_W || gpu.mamf_bf16_tflops <= 0 ||
-      table.reference_mamf_bf16_tflops <= 0) {
+  const double sweep = sweep_bf16_tflops(gpu);
+  if (gpu.tdp_W <= 0 || table.reference_tdp_W <= gpu.tdp_W || sweep <= 0 || table.reference_mamf_bf16_tflops <= 0) {
     return 1.0;
   }
-  return std::min(1.0, gpu.mamf_bf16_tflops / table.reference_mamf_bf16_tflops);
+  return std::min(1.0, sweep / table.reference_mamf_bf16_tflops);
 }
 
 }  // namespace stepcast

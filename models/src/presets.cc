@@ -203,7 +203,7 @@ PresetCatalog parse_catalog() {
       continue;
     }
     table.reference_tdp_W = ref->second.tdp_W;
-    table.reference_mamf_bf16_tflops = ref->second.mamf_bf16_tflops;
+    table.reference_mamf_bf16_tflops = sweep_bf16_tflops(ref->second);
   }
   for (const auto& [key, stack] : cat.stacks) {
     for (const auto& [arch, table] : cat.attention) {

@@ -280,6 +280,7 @@ GpuSpec read_gpu(ObjectReader& r, GpuSpec g, bool from_preset) {
   else set(g.mamf_fp8_tflops, physical(r, "mamf_fp8_tflops", kTflopsRange));
   set(g.gemm_fp8_k_half, r.number("gemm_fp8_k_half", 0, 1e6));
   set(g.gemm_bf16_k_half, r.number("gemm_bf16_k_half", 0, 1e6));
+  set(g.gemm_bf16_sweep_tflops, physical(r, "gemm_bf16_sweep_tflops", kTflopsRange));
   set(g.scaleup_bandwidth_per_direction_GBps, physical(r, "scaleup_bandwidth_per_direction_GBps", kLinkGBpsRange));
   set(g.scaleup_domain_gpus, r.integer("scaleup_domain_gpus", 1, 1'000'000));
   set(g.nic_Gbps_per_gpu, physical(r, "nic_Gbps_per_gpu", kNicGbpsRange));

@@ -1,6 +1,6 @@
 // `gemm` (app/gemm.h): one GEMM priced by the model, checked by hand from the presets'
-// figures (models/data/gpus.json: h100-sxm 989.4 TFLOP/s bf16 dense, MAMF 794.5, 132 SMs;
-// h200-sxm measured ceiling 710.6, K_half 174, 4800 GB/s) and docs/model-reference.md 4.1.
+// figures (models/data/gpus.json: h100-sxm 989.4 TFLOP/s bf16 dense, 132 SMs, the H200's
+// measured ceiling 710.6 and K_half 174; h200-sxm the same, 4800 GB/s) and docs/model-reference.md 4.1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,21 +42,26 @@ std::string error_of(const GemmRequest& q) {
 }
 
 // 8192^3 bf16 on h100-sxm: 64 x 32 = 2048 tiles of 128 x 256 (either orientation: 2048),
-// 16 waves of 132 SMs -> q_wave = 2048/2112; no short-K term for bf16 on that preset.
+// 16 waves of 132 SMs -> q_wave = 2048/2112; the sustained ceiling 710.6 and the short-K
+// term 8192/(8192 + 174) (the H200's measured figures, which the h100-sxm preset takes).
+// The same GEMM measured on the H200 ran at 661.0 TFLOP/s at K = 4096 (models/data/gpus.json);
+// here: 710.6 x 0.9697 x 0.9792 = 674.7.
 TEST(Gemm, ALargeSquareRunsAtTheCeilingTimesItsWaves) {
   const GemmReport r = run_ok(shape(8192, 8192, 8192));
   ASSERT_EQ(r.passes.size(), 1u);
   const auto& g = r.passes[0];
   EXPECT_DOUBLE_EQ(r.peak_tflops, 989.4);
-  EXPECT_DOUBLE_EQ(r.ceiling, 794.5 / 989.4);
+  EXPECT_DOUBLE_EQ(r.ceiling, 710.6 / 989.4);
   EXPECT_DOUBLE_EQ(g.cost.tiling.tiles, 2048);
   EXPECT_DOUBLE_EQ(g.cost.tiling.k_slices, 1);
   EXPECT_DOUBLE_EQ(g.cost.tiling.q_wave, 2048.0 / 2112);
-  EXPECT_DOUBLE_EQ(g.cost.tiling.q_k, 1);
+  EXPECT_DOUBLE_EQ(g.cost.tiling.q_k, 8192.0 / (8192 + 174));
   const double flops = 2.0 * 8192 * 8192 * 8192;
   EXPECT_DOUBLE_EQ(g.cost.flops, flops);
-  EXPECT_NEAR(g.cost.time_s, flops / (794.5e12 * 2048 / 2112), 1e-12);
-  EXPECT_NEAR(g.tflops, 794.5 * 2048 / 2112, 1e-9);
+  const double rate = 710.6 * 2048 / 2112 * 8192 / (8192 + 174);
+  EXPECT_NEAR(g.cost.time_s, flops / (rate * 1e12), 1e-12);
+  EXPECT_NEAR(g.tflops, rate, 1e-9);
+  EXPECT_NEAR(g.tflops, 674.7, 0.05);
   EXPECT_FALSE(g.memory_bound);
   EXPECT_DOUBLE_EQ(r.total_s, g.cost.time_s);
 }
@@ -103,7 +108,7 @@ TEST(Gemm, TheBackwardIsTheDataAndWeightGradientOnTheirOwnShapes) {
   EXPECT_NEAR(r.passes[1].cost.time_s + r.passes[2].cost.time_s,
               stepcast::gemm_backward_s(gpu, Precision::kFp8, 4096, 1536, 8192), 1e-15);
   EXPECT_NEAR(r.total_s, r.passes[0].cost.time_s + r.passes[1].cost.time_s + r.passes[2].cost.time_s, 1e-15);
-  EXPECT_DOUBLE_EQ(r.k_half, 718);  // h100-sxm's fp8 short-K term (DeepGEMM's table)
+  EXPECT_DOUBLE_EQ(r.k_half, 370);  // h100-sxm's fp8 short-K term (measured on the H200)
 }
 
 // The sweep: M = 64, 128, ... doubling below M, then M itself (the forward). On h200-sxm at

@@ -64,13 +64,17 @@ TEST(AttentionKernels, InterpolatesInLog2OfTheSequenceAndClampsAtTheEnds) {
 }
 
 // An H100 capped at 500 W (h100-sxm-500w) runs the table's kernels, measured at 700 W, at
-// the clock its GEMM ceiling shows at the cap: bf16 585.23 TFLOP/s at 500 W (FBGEMM PR 2546)
-// over 794.5 at 700 W (ml-engineering MAMF). The uncapped GPU and one of unknown power
-// limit keep the figures.
+// the clock its GEMM ceiling shows at the cap, both ceilings short-sweep figures
+// (gemm_bf16_sweep_tflops): bf16 585.2 TFLOP/s at 500 W (FBGEMM PR 2546's best row) over
+// 794.5 at 700 W (ml-engineering MAMF), not the presets' ceilings taken to large K or
+// sustained (597.7, 710.6). The uncapped GPU and one of unknown power limit keep the figures.
 TEST(AttentionKernels, APowerCapScalesTheFiguresByTheGemmCeilingAtTheCap) {
   const GpuSpec capped = builtin_presets().gpus.at("h100-sxm-500w");
   const double cap = 585.2 / 794.5;
   const AttentionTable& hopper = *attention_table("hopper");
+  EXPECT_DOUBLE_EQ(hopper.reference_mamf_bf16_tflops, 794.5);
+  EXPECT_DOUBLE_EQ(sweep_bf16_tflops(capped), 585.2);
+  EXPECT_DOUBLE_EQ(capped.mamf_bf16_tflops, 597.7);
   EXPECT_NEAR(attention_power_cap_factor(capped, hopper), cap, 1e-12);
   const AttentionEfficiency e = attention_efficiency(capped, "fa2", 8192, true, true);
   EXPECT_NEAR(e.fwd, cap * kFa2CausalFwd8k / kH100Peak, 1e-12);
@@ -82,7 +86,7 @@ TEST(AttentionKernels, APowerCapScalesTheFiguresByTheGemmCeilingAtTheCap) {
   EXPECT_EQ(attention_efficiency(unknown, "fa2", 8192, true, true).fwd, kFa2CausalFwd8k / kH100Peak);
   // A GPU whose ceiling is above the reference's is not sped up.
   GpuSpec faster = capped;
-  faster.mamf_bf16_tflops = 900;
+  faster.gemm_bf16_sweep_tflops = 900;
   EXPECT_EQ(attention_power_cap_factor(faster, hopper), 1.0);
   EXPECT_EQ(attention_efficiency(faster, "fa2", 8192, true, true).fwd, kFa2CausalFwd8k / kH100Peak);
 }

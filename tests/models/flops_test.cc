@@ -183,12 +183,13 @@ TEST(Flops, GemmTimeIsTheRooflineMaximum) {
 
 // An H100 at a 500 W power limit (preset h100-sxm-500w) against the published benchmark it
 // was taken from: pytorch/FBGEMM pull request #2546, "H100 500W", three shapes per precision.
-// Each precision's ceiling is its best row (8192^3 for bf16; 65536x3584x8192 for the FP8
-// row-wise kernel, 1141.38 TFLOP/s at K = 8192, taken to large K by the FP8 short-K factor:
-// 1141.38 x (8192 + 718) / 8192 = 1241.4); the other two rows of each are held out. The model (the ceiling times
-// tile and wave quantization, docs/model-reference.md 4.1) must give their published times
-// within 6 % (the largest miss, 65536x3584x8192 in bf16, is 5.5 % fast: the model has no
-// term for its narrower N).
+// Each precision's ceiling is its best row taken to large K by the short-K factors the
+// preset shares with h100-sxm (the H200's measured 174 and 370): bf16 585.23 at 8192^3,
+// 585.23 x (8192 + 174) / 8192 = 597.7; the FP8 row-wise kernel 1141.38 at 65536x3584x8192,
+// 1141.38 x (8192 + 370) / 8192 = 1192.9. The other two rows of each are held out. The
+// model (the ceiling times tile, wave and short-K factors, docs/model-reference.md 4.1)
+// must give their published times within 6 % (the largest miss, 65536x3584x8192 in bf16,
+// is fast: the model has no term for its narrower N).
 TEST(Flops, H100At500WattsReproducesTheGemmTimesMeasuredAtThatLimit) {
   const GpuSpec& g = builtin_presets().gpus.at("h100-sxm-500w");
   EXPECT_DOUBLE_EQ(g.tdp_W, 500);
@@ -206,29 +207,36 @@ TEST(Flops, H100At500WattsReproducesTheGemmTimesMeasuredAtThatLimit) {
     SCOPED_TRACE(testing::Message() << r.m << "x" << r.n << "x" << r.k);
     expect_rel(gemm_time_s(g, r.p, r.m, r.n, r.k) * 1e3, r.published_ms, 0.06);
   }
-  // The ceiling row itself, by hand: 2 * 8192^3 FLOPs at 585.2 TFLOP/s x 2048/2112 (16 waves
-  // of 128 x 256 tiles on 132 SMs) = 1.937 ms, against the 1.879 ms measured.
-  EXPECT_DOUBLE_EQ(gemm_time_s(g, Precision::kBf16, 8192, 8192, 8192),
-                   2.0 * 8192 * 8192 * 8192 / (585.2e12 * 2048 / 2112));
-  // Only the limit differs from the 700 W preset: a compute-bound GEMM takes 794.5 / 585.2
-  // times as long.
+  // The ceiling row itself, by hand: 2 * 8192^3 FLOPs at 597.7 TFLOP/s x 2048/2112 (16 waves
+  // of 128 x 256 tiles on 132 SMs) x 8192/8366 = 1.937 ms, against the 1.879 ms measured.
+  EXPECT_DOUBLE_EQ(g.mamf_bf16_tflops, 597.7);
+  EXPECT_NEAR(gemm_time_s(g, Precision::kBf16, 8192, 8192, 8192),
+              2.0 * 8192 * 8192 * 8192 / (597.7e12 * 2048 / 2112 * 8192 / (8192 + 174)), 1e-15);
+  expect_rel(gemm_time_s(g, Precision::kBf16, 8192, 8192, 8192) * 1e3, 1.937, 1e-3);
+  // Only the limit differs from the 700 W preset (the same short-K factors): a compute-bound
+  // GEMM takes 710.6 / 597.7 times as long.
   const GpuSpec& rated = builtin_presets().gpus.at("h100-sxm");
   EXPECT_DOUBLE_EQ(rated.tdp_W, 700);
+  EXPECT_DOUBLE_EQ(rated.gemm_bf16_k_half, g.gemm_bf16_k_half);
   expect_rel(
       gemm_time_s(g, Precision::kBf16, 8192, 8192, 8192) / gemm_time_s(rated, Precision::kBf16, 8192, 8192, 8192),
-      794.5 / 585.2, 1e-12);
+      710.6 / 597.7, 1e-12);
 }
 
-// FP8 GEMMs with a short inner dimension (gpus.json gemm_fp8_k_half = 718 on Hopper): the
-// efficiency falls as K / (K + 718). 718 was fitted to two rows of the DeepGEMM README's
-// H800 table (M = 4096: 590 TFLOP/s at N 32768, K 512; 1358 at N 7168, K 16384); its other
-// rows at M = 4096 are held out. Against the K = 16384 row, each held-out row's rate
-// relative to it must come out of the model within 3 % (the rows' tiles fill whole waves
-// alike, so the ratio isolates the K term; the N = 2112 row is left out: its partial
-// 128 x 256 tiles, which DeepGEMM avoids with 112-wide blocks, cost the model 18 %).
+// FP8 GEMMs with a short inner dimension: the efficiency falls as K / (K + K_half). The
+// short-K form against DeepGEMM's blockwise-scaled kernels (1 x 128 / 128 x 128 scales,
+// promoted every 128 of K): K_half = 718 fitted to two rows of the DeepGEMM README's H800
+// table (M = 4096: 590 TFLOP/s at N 32768, K 512; 1358 at N 7168, K 16384); its other rows
+// at M = 4096 are held out. Against the K = 16384 row, each held-out row's rate relative to
+// it must come out of the model within 3 % (the rows' tiles fill whole waves alike, so the
+// ratio isolates the K term; the N = 2112 row is left out: its partial 128 x 256 tiles,
+// which DeepGEMM avoids with 112-wide blocks, cost the model 18 %). The h100-sxm preset
+// takes cuBLAS's per-tensor-scaled FP8 as measured on the H200 (K_half 370): a scenario
+// running DeepGEMM-class kernels states gemm_fp8_k_half 718 on its GPU.
 TEST(Flops, Fp8GemmEfficiencyFallsWithAShortInnerDimensionAsDeepGemmMeasured) {
-  const GpuSpec& g = builtin_presets().gpus.at("h100-sxm");
-  ASSERT_DOUBLE_EQ(g.gemm_fp8_k_half, 718);
+  ASSERT_DOUBLE_EQ(builtin_presets().gpus.at("h100-sxm").gemm_fp8_k_half, 370);
+  GpuSpec g = builtin_presets().gpus.at("h100-sxm");
+  g.gemm_fp8_k_half = 718;
   auto rate = [&](double n, double k) { return 2 * 4096 * n * k / gemm_time_s(g, Precision::kFp8, 4096, n, k); };
   const double ref = rate(7168, 16384);
   struct Row {
@@ -241,10 +249,10 @@ TEST(Flops, Fp8GemmEfficiencyFallsWithAShortInnerDimensionAsDeepGemmMeasured) {
   // The fitted row by hand: K 512 against K 16384 = (512 / 1230) / (16384 / 17102), both at
   // 4096 x N outputs in whole waves of 0.9697 (32 waves of 132 SMs for 4096 tiles, 7 for 896).
   expect_rel(rate(32768, 512) / ref, (512.0 / 1230) / (16384.0 / 17102), 1e-3);
-  // 16-bit GEMMs have no such term (MAMF's best shapes have K = 1536 to 2816).
+  // 16-bit GEMMs have their own term, the preset's K_half 174 (measured on the H200).
   expect_rel(
       gemm_efficiency(g, Precision::kBf16, 4096, 32768, 512) / gemm_efficiency(g, Precision::kBf16, 4096, 32768, 16384),
-      1.0, 1e-12);
+      (512.0 / 686) / (16384.0 / 16558), 1e-12);
 }
 
 // The two-row fit of rate = ceiling x q_wave x K / (K + K_half) by hand, from the rates at
@@ -294,8 +302,9 @@ TEST(Flops, B200GemmsFallWithAShortInnerDimensionAsXlasSm100TableMeasured) {
 // The short-K form itself against a second published table: XLA's sm_90 (H100) bf16 rows.
 // Fitted like the B200's on its b = 4, M = N = 4096 rows at K = 512 (620.4 TFLOP/s) and
 // K = 4096 (788.7): 2048 tiles in 16 waves of 132 SMs (q_wave 2048/2112) give K_half 165.1
-// and a ceiling of 846.1. The h100-sxm preset keeps ml-engineering's MAMF and no bf16
-// K_half (model-reference 4.1); a GPU with these two constants reproduces the table's other
+// and a ceiling of 846.1: short-sweep figures, above the sustained 710.6 and K_half 174 the
+// h100-sxm preset takes from this project's H200 measurement (model-reference 4.1); a GPU
+// with these two constants reproduces the table's other
 // rows from K = 512 within 3 % at b = 2 and 4 (b = 2 as one GEMM of M = 8192: 1024 tiles in
 // 8 waves, q_wave 1024/1056), as this project's H200 sweep found K_half 174.
 TEST(Flops, ShortKFormReproducesXlasSm90BatchedRows) {
@@ -316,18 +325,19 @@ TEST(Flops, ShortKFormReproducesXlasSm90BatchedRows) {
 }
 
 // A GEMM's backward on its own shapes, against the hand calculation of docs/model-reference.md
-// section 7 (Llama-3-70B, TP8, T = 8192, H100 bf16, eta_max = 794.5/989.4): the QKV GEMM
-// 8192 x 1280 x 8192 takes 0.268 ms forward (320 tiles in 3 waves); its data gradient
-// 8192 x 8192 x 1280 fills 16 whole waves of 2048 tiles (0.223 ms) and its weight gradient
-// has the forward's shape (0.268 ms): 0.491 ms, not twice the forward's 0.536.
+// section 7 (Llama-3-70B, TP8, T = 8192, H100 bf16, eta_max = 710.6/989.4, short-K
+// K / (K + 174)): the QKV GEMM 8192 x 1280 x 8192 takes 0.3055 ms forward (320 tiles in 3
+// waves); its data gradient 8192 x 8192 x 1280 fills 16 whole waves of 2048 tiles but has
+// K = 1280 (0.2832 ms) and its weight gradient has the forward's shape (0.3055 ms):
+// 0.5887 ms, not twice the forward's 0.611.
 TEST(Flops, GemmBackwardIsItsDataAndWeightGradientsOnTheirOwnShapes) {
   const GpuSpec& g = builtin_presets().gpus.at("h100-sxm");
-  expect_rel(gemm_time_s(g, Precision::kBf16, 8192, 1280, 8192) * 1e3, 0.268, 2e-3);
-  expect_rel(gemm_backward_s(g, Precision::kBf16, 8192, 1280, 8192) * 1e3, 0.491, 2e-3);
-  // By the formula: 2 x 8192 x 8192 x 1280 FLOPs at 0.803 x 2048/2112 (dgrad) plus the
-  // forward's time again (wgrad: K x N output = 8192 x 1280, inner M = 8192).
-  const double eta = 794.5 / 989.4;
-  const double dgrad = 2.0 * 8192 * 8192 * 1280 / (eta * 2048.0 / 2112 * 989.4e12);
+  expect_rel(gemm_time_s(g, Precision::kBf16, 8192, 1280, 8192) * 1e3, 0.3055, 2e-3);
+  expect_rel(gemm_backward_s(g, Precision::kBf16, 8192, 1280, 8192) * 1e3, 0.5887, 2e-3);
+  // By the formula: 2 x 8192 x 8192 x 1280 FLOPs at 0.718 x 2048/2112 x 1280/1454 (dgrad)
+  // plus the forward's time again (wgrad: K x N output = 8192 x 1280, inner M = 8192).
+  const double eta = 710.6 / 989.4;
+  const double dgrad = 2.0 * 8192 * 8192 * 1280 / (eta * 2048.0 / 2112 * 1280 / (1280 + 174) * 989.4e12);
   EXPECT_NEAR(gemm_backward_s(g, Precision::kBf16, 8192, 1280, 8192),
               dgrad + gemm_time_s(g, Precision::kBf16, 8192, 1280, 8192), 1e-12);
 }

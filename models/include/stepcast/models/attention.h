@@ -26,8 +26,9 @@ struct AttentionTable {
   std::string name;                     // the architecture, e.g. "hopper" (the key)
   std::string reference_gpu;            // the GPU the figures were measured on (a GPU preset)
   double reference_bf16_dense_tflops = 0;
-  // The reference GPU preset's power limit and bf16 GEMM ceiling, resolved when the catalog
-  // loads (attention_power_cap_factor); 0 = unknown.
+  // The reference GPU preset's power limit and short-sweep bf16 GEMM ceiling
+  // (sweep_bf16_tflops), resolved when the catalog loads (attention_power_cap_factor);
+  // 0 = unknown.
   double reference_tdp_W = 0, reference_mamf_bf16_tflops = 0;
   double head_dim = 0;
   std::vector<double> seq;              // tokens, ascending
@@ -64,11 +65,15 @@ AttentionEfficiency attention_efficiency(const GpuSpec& gpu, const std::string& 
 
 // A GPU held below the power limit the table's reference GPU ran at (an H100 capped at
 // 500 W, its figures measured at 700 W) sustains a lower tensor-core clock, and its fused
-// attention kernels with it: the ratio its GEMM ceiling measured at the cap shows,
-// gpu.mamf_bf16_tflops / table.reference_mamf_bf16_tflops, at most 1. 1 when either power limit
-// or either ceiling is unknown, or the GPU runs at the reference's limit or above
+// attention kernels with it: the ratio its GEMM ceiling measured at the cap shows, both
+// ceilings measured the same way (sweep_bf16_tflops: the short-sweep figure),
+// sweep_bf16_tflops(gpu) / table.reference_mamf_bf16_tflops, at most 1. 1 when either power
+// limit or either ceiling is unknown, or the GPU runs at the reference's limit or above
 // (docs/model-reference.md "Attention kernels").
 double attention_power_cap_factor(const GpuSpec& gpu, const AttentionTable& table);
+
+// gpu.gemm_bf16_sweep_tflops where the preset states it, else gpu.mamf_bf16_tflops.
+double sweep_bf16_tflops(const GpuSpec& gpu);
 
 // The table of `architecture`, or nullptr.
 const AttentionTable* attention_table(const std::string& architecture);

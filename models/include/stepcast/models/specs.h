@@ -101,6 +101,12 @@ struct GpuSpec {
   double gemm_fp8_k_half = 0;
   // The same short-K factor for 16-bit GEMMs (bf16, fp16): K / (K + gemm_bf16_k_half); 0 = none.
   double gemm_bf16_k_half = 0;
+  // The best bf16 GEMM rate of a short benchmark sweep (the MAMF convention, before a power
+  // limit lowers the clock), where the ceiling above is another kind of figure (a sustained
+  // rate, or a best row taken to large K); 0 = mamf_bf16_tflops is that figure. Compared
+  // between a GPU and an attention table's reference GPU, both measured the same way, to
+  // scale the table to a lower power limit (attention_power_cap_factor).
+  double gemm_bf16_sweep_tflops = 0;
   double scaleup_bandwidth_per_direction_GBps = 0;
   int scaleup_domain_gpus = 0;
   double nic_Gbps_per_gpu = 0;
