@@ -132,7 +132,8 @@ std::string presets_text(const PresetsReport& report) {
                        g.hbm_bandwidth_GBps, g.scaleup_bandwidth_per_direction_GBps, or_dash(g.tdp_W, "{:.0f}"));
   }
   out +=
-      "  (bf16 MAMF: the best matmul rate measured, the GEMM model's ceiling, docs/model-reference.md 4.1;\n"
+      "  (bf16 MAMF: the GEMM model's large-K bf16 ceiling, the best matmul rate of a sweep or, on Hopper,\n"
+      "   the sustained rate measured at the power limit, docs/model-reference.md 4.1;\n"
       "   TDP W: the power limit the figures hold at)\n";
   out += "\nClusters (cluster: NAME or {\"preset\": NAME, \"nodes\": N})\n";
   out += fmt::format("  {:<11}{:<15}{:>10}{:>16}{:>14}\n", "name", "gpu", "GPUs/node",

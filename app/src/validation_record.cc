@@ -1219,7 +1219,8 @@ std::vector<std::string> common_assumptions() {
       "with ZeRO-3 (deepspeed-zero; deepspeed-zero-2021 for records of 2021 or before), with ZeRO 0 or 1, "
       "DeepSpeed's pipeline engine, its BF16Optimizer or Megatron-DeepSpeed (megatron-deepspeed), or PyTorch FSDP "
       "with ZeRO 2 or 3 (fsdp2-eager); the vocabulary padded to 128 x tp on the Megatron stacks only",
-      "efficiencies: stepcast's defaults (GEMM = MAMF/peak x tile x wave quantization; attention with "
+      "efficiencies: stepcast's defaults (GEMM = ceiling/peak x tile x wave quantization x short K, the ceiling "
+      "the GPU's MAMF or, on Hopper, the sustained rate measured on an H200; attention with "
       "FlashAttention on Hopper: the stack's kernel's published figures by sequence length, models/data/"
       "attention.json (megatron-core cuDNN, the PyTorch stacks FlashAttention-2), else 0.6; HBM 0.8, "
       "NVLink 0.82, network 0.9); nothing is fitted to these runs",
