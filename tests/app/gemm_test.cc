@@ -238,4 +238,20 @@ TEST(Gemm, JsonCarriesTheReportsNumbers) {
   EXPECT_NE(text.find("memory-bound"), std::string::npos) << text;
 }
 
+// The notes say where the ceiling is a short sweep's burst figure (the A100's MAMF, the
+// B200's table) and not where the preset holds a sustained or at-the-cap rate: the H200's
+// measurement, the H100 that takes it, the H100 at 500 W (FBGEMM's rows at the cap).
+TEST(Gemm, TheBurstCeilingNoteNamesOnlyShortSweepCeilings) {
+  auto has_note = [](const char* gpu) {
+    const GemmReport r = run_ok(shape(8192, 8192, 8192, gpu));
+    return std::any_of(r.notes.begin(), r.notes.end(),
+                       [](const std::string& n) { return n.find("a short burst at boost clocks") != std::string::npos; });
+  };
+  EXPECT_TRUE(has_note("a100-sxm-80gb"));
+  EXPECT_TRUE(has_note("b200"));
+  EXPECT_FALSE(has_note("h200-sxm"));
+  EXPECT_FALSE(has_note("h100-sxm"));
+  EXPECT_FALSE(has_note("h100-sxm-500w"));
+}
+
 }  // namespace

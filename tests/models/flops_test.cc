@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "stepcast/models/presets.h"
@@ -179,6 +180,31 @@ TEST(Flops, GemmTimeIsTheRooflineMaximum) {
   EXPECT_DOUBLE_EQ(gemm_time_s(g, Precision::kFp8, 128, big, big), 70'254'592.0 / 2.4e12);
   // An empty GEMM takes no time.
   EXPECT_EQ(gemm_time_s(g, Precision::kBf16, 0, big, big), 0.0);
+}
+
+// The H100 at 700 W takes the rates this project measured on an H200 at the same limit (the
+// same GH100 die, tensor cores and cuBLAS kernels; docs/model-reference.md 4.1): a GEMM
+// costs the same on both presets, and the ceiling is the sustained rate, below the short
+// sweep's 794.5 that stays as gemm_bf16_sweep_tflops. Cross-check by hand against the
+// other measured limit: FBGEMM's 585.2 at 500 W with the clock ~ power^(1/3) under DVFS is
+// 585.2 x 1.4^(1/3) = 654.6 at 700 W, nearer the sustained 710.6 than the sweep's 794.5.
+TEST(Flops, H100At700WattsTakesTheH200sMeasuredRates) {
+  const GpuSpec& h100 = builtin_presets().gpus.at("h100-sxm");
+  const GpuSpec& h200 = builtin_presets().gpus.at("h200-sxm");
+  EXPECT_DOUBLE_EQ(h100.mamf_bf16_tflops, h200.mamf_bf16_tflops);
+  EXPECT_DOUBLE_EQ(h100.mamf_fp8_tflops, h200.mamf_fp8_tflops);
+  EXPECT_DOUBLE_EQ(h100.gemm_bf16_k_half, h200.gemm_bf16_k_half);
+  EXPECT_DOUBLE_EQ(h100.gemm_fp8_k_half, h200.gemm_fp8_k_half);
+  EXPECT_DOUBLE_EQ(h100.tdp_W, h200.tdp_W);
+  EXPECT_DOUBLE_EQ(h100.gemm_bf16_sweep_tflops, 794.5);
+  for (const Precision p : {Precision::kBf16, Precision::kFp8}) {
+    // Compute-bound shapes (the memory differs: 3.35 against 4.8 TB/s).
+    EXPECT_DOUBLE_EQ(gemm_time_s(h100, p, 8192, 28672, 4096), gemm_time_s(h200, p, 8192, 28672, 4096));
+    EXPECT_DOUBLE_EQ(gemm_time_s(h100, p, 8192, 8192, 512), gemm_time_s(h200, p, 8192, 8192, 512));
+  }
+  const double dvfs = 585.2 * std::cbrt(700.0 / 500.0);
+  EXPECT_NEAR(dvfs, 654.6, 0.1);
+  EXPECT_LT(std::abs(dvfs - h100.mamf_bf16_tflops), std::abs(dvfs - h100.gemm_bf16_sweep_tflops));
 }
 
 // An H100 at a 500 W power limit (preset h100-sxm-500w) against the published benchmark it
