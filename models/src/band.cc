@@ -53,7 +53,7 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
   // them too.
   static const std::array<ValidationResiduals, 8> own{{
       {12, -0.015272134225585344, 0.050526861892551823},  // megatron-core
-      {1, -0.01437882984656141, 0},                      // fsdp2-eager: one record, too few for its own
+      {1, -0.01437882984656141, 0},                       // fsdp2-eager: one record, too few for its own
       {0, 0.0, 0.0},                                      // fsdp2-compile
       {0, 0.0, 0.0},                                      // deepspeed-zero
       {1, 0.28623621787986642, 0},                        // deepspeed-zero-2021: one record, too few for its own

@@ -244,8 +244,9 @@ TEST(Gemm, JsonCarriesTheReportsNumbers) {
 TEST(Gemm, TheBurstCeilingNoteNamesOnlyShortSweepCeilings) {
   auto has_note = [](const char* gpu) {
     const GemmReport r = run_ok(shape(8192, 8192, 8192, gpu));
-    return std::any_of(r.notes.begin(), r.notes.end(),
-                       [](const std::string& n) { return n.find("a short burst at boost clocks") != std::string::npos; });
+    return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("a short burst at boost clocks") != std::string::npos;
+    });
   };
   EXPECT_TRUE(has_note("a100-sxm-80gb"));
   EXPECT_TRUE(has_note("b200"));
