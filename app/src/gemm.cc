@@ -164,7 +164,7 @@ Result<GemmReport> run_gemm(const GemmRequest& q) {
                                   r.gpu.gemm_efficiency));
   } else if ((r.precision == Precision::kFp8 ? r.gpu.mamf_fp8_tflops : r.gpu.mamf_bf16_tflops) <= 0) {
     r.notes.push_back("no measured ceiling (MAMF) for this GPU and precision: the 0.75 prior [U]");
-  } else if (r.gpu.source.find("MEASURED") == std::string::npos && r.gpu.gemm_bf16_sweep_tflops <= 0) {
+  } else if (r.gpu.gemm_bf16_sweep_tflops <= 0) {
     // (A preset with a separate short-sweep figure holds a sustained or at-the-cap ceiling.)
     r.notes.push_back(
         "the ceiling is a MAMF sweep's best shape, a short burst at boost clocks; back-to-back GEMMs at the power "

@@ -550,6 +550,12 @@ std::optional<int> record_year(const json& rec) {
   return std::stoi(y[1].str());
 }
 
+// PyTorch FSDP (FSDP1) named by itself or by one of its sharding strategies.
+bool names_pytorch_fsdp(const std::string& low) {
+  return contains(low, "fsdp") || contains(low, "full_shard") || contains(low, "shard_grad_op") ||
+         contains(low, "hybrid_shard");
+}
+
 void stack_rule(const json& rec, Record& r) {
   std::string text = " " + source_title(rec);
   auto add = [&](const json* v) {
@@ -625,9 +631,7 @@ void stack_rule(const json& rec, Record& r) {
         "stack: Megatron-DeepSpeed on DeepSpeed's pipeline engine (named: its pipeline engine, BF16Optimizer or "
         "Megatron-DeepSpeed, with ZeRO 0 or 1): megatron-deepspeed (the fp32 gradients all-reduced after the last "
         "microbatch, the whole fp32 master copy kept)");
-  } else if (r.zero >= 2 && !contains(low, "megatron") && !contains(low, "nemo") &&
-             (contains(low, "fsdp") || contains(low, "full_shard") || contains(low, "shard_grad_op") ||
-              contains(low, "hybrid_shard"))) {
+  } else if (r.zero >= 2 && !contains(low, "megatron") && !contains(low, "nemo") && names_pytorch_fsdp(low)) {
     r.stack = "fsdp2-eager";
     r.assumptions.push_back(
         "stack: PyTorch FSDP named (not FSDP2, not Composer): fsdp2-eager, the nearest profile (eager PyTorch, one "

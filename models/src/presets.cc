@@ -102,6 +102,7 @@ StackProfile read_stack(ObjectReader& r) {
   params.emplace_back("grad_reduce");
   flag("grad_reduce_overlap", s.grad_reduce_overlap);
   flag("master_weights_sharded", s.master_weights_sharded);
+  flag("master_in_optimizer", s.master_in_optimizer);
   if (auto x = r.choice("pipeline_p2p", names_of<PipelineP2p>())) s.pipeline_p2p = *parse_name<PipelineP2p>(*x);
   params.emplace_back("pipeline_p2p");
   for (const char* table : {"sources", "verification"}) {

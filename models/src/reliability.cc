@@ -5,6 +5,7 @@
 
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/params.h"
+#include "stepcast/models/stack.h"
 
 namespace stepcast {
 
@@ -96,8 +97,7 @@ constexpr double kConfigBytes = 64 * 1024;       // the run's arguments, once
 StateBytesPerParam state_bytes_per_param(const Plan& plan) {
   StateBytesPerParam b;
   const bool adam = plan.optimizer == Optimizer::kAdam;
-  if (plan.stack == Stack::kFsdp2Eager || plan.stack == Stack::kFsdp2Compile ||
-      plan.stack == Stack::kFsdp2CompileLoss || plan.stack == Stack::kLlmFoundry) {
+  if (!stack_profile(plan.stack).master_in_optimizer) {
     b.model = 4;
     b.optimizer = adam ? 8 : 4;
     b.master_in_optimizer = false;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
 
@@ -153,6 +154,21 @@ TEST(CheckpointCost, Fsdp2SavesFp32WeightsAndOnlyTheMoments) {
   s.plan.stack = Stack::kDeepspeedZero;  // master + momentum in the optimizer part
   EXPECT_DOUBLE_EQ(cost_of(s, CheckpointSpec{}).part_bytes[1], 8 * kParams);
   EXPECT_TRUE(state_bytes_per_param(s.plan).master_in_optimizer);
+  // Every stack by its profile: the PyTorch FSDP ones (FSDP2's MixedPrecisionPolicy, FSDP1's
+  // fp32 flat parameter under Composer) save fp32 weights and Adam's moments, 4 + 8 B; the
+  // Megatron and DeepSpeed ones bf16 weights and master + moments, 2 + 12 B.
+  s.plan.optimizer = Optimizer::kAdam;
+  for (const Stack st :
+       {Stack::kFsdp2Eager, Stack::kFsdp2Compile, Stack::kFsdp2CompileLoss, Stack::kLlmFoundry, Stack::kMegatronCore,
+        Stack::kDeepspeedZero, Stack::kDeepspeedZero2021, Stack::kMegatronDeepspeed}) {
+    s.plan.stack = st;
+    const bool fsdp = st == Stack::kFsdp2Eager || st == Stack::kFsdp2Compile || st == Stack::kFsdp2CompileLoss ||
+                      st == Stack::kLlmFoundry;
+    SCOPED_TRACE(name_of(st));
+    const CheckpointCost c = cost_of(s, CheckpointSpec{});
+    EXPECT_DOUBLE_EQ(c.part_bytes[0], (fsdp ? 4 : 2) * kParams);
+    EXPECT_DOUBLE_EQ(c.part_bytes[1], (fsdp ? 8 : 12) * kParams);
+  }
 }
 
 TEST(CheckpointCost, ShardedWriteIsBoundByTheSharedStorage) {

@@ -132,7 +132,8 @@ struct CheckpointSpec {
 // Checkpoint cost model (docs/reliability.md "Checkpoint cost model").
 
 // Bytes per parameter of the model and optimizer parts, by where the stack keeps the fp32
-// master copy of the weights (docs/checkpoints.md "What a checkpoint contains"):
+// master copy of the weights (its profile's master_in_optimizer, models/data/stacks.json;
+// docs/checkpoints.md "What a checkpoint contains"):
 // - Megatron-Core's distributed optimizer and DeepSpeed ZeRO keep it in the optimizer
 //   state: model = the 16-bit weights (2 B), optimizer = master + Adam m, v (12 B; SGD:
 //   master + momentum, 8 B).

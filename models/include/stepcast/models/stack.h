@@ -116,6 +116,11 @@ struct StackProfile {
   GradReduce grad_reduce = GradReduce::kReduceScatter;
   bool grad_reduce_overlap = true;
   bool master_weights_sharded = true;
+  // Where the fp32 master copy of the weights lives: in the optimizer state beside 16-bit
+  // model weights (Megatron-Core, DeepSpeed), or as the model's own fp32 parameters with
+  // only Adam's moments in the optimizer (PyTorch FSDP); what a checkpoint's model and
+  // optimizer parts hold (reliability.h state_bytes_per_param).
+  bool master_in_optimizer = true;
   // Pipeline parallelism: how a 1F1B stage exchanges activations and gradients with a
   // neighbour (PipelineP2p above).
   PipelineP2p pipeline_p2p = PipelineP2p::kBatched;
