@@ -89,7 +89,11 @@ std::string presets_json(const PresetsReport& report) {
     o["grad_reduce"] = name_of(st.grad_reduce);
     o["grad_reduce_overlap"] = st.grad_reduce_overlap;
     o["master_weights_sharded"] = st.master_weights_sharded;
+    o["master_in_optimizer"] = st.master_in_optimizer;
     o["pipeline_p2p"] = name_of(st.pipeline_p2p);
+    o["max_zero"] = st.max_zero;
+    o["pipeline_max_zero"] = st.pipeline_max_zero;
+    o["context_parallel"] = st.context_parallel;
     o["sources"] = st.sources;
     o["verification"] = st.verification;
   }
@@ -158,20 +162,27 @@ std::string presets_text(const PresetsReport& report) {
                              1.0 / job_failure_rate_per_h(f, ref));
   }
   out += "\nSoftware stacks (plan.stack: NAME; kernels per layer forward; sources: presets --json)\n";
-  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}  {}\n", "name",
-                     "us/kernel", "graphs", "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel",
-                     "zero3 fetch", "zero1/2 grads", "master", "pp p2p", "framework");
+  out += fmt::format("  {:<21}{:>9}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}{:>13}  {}\n",
+                     "name", "us/kernel", "graphs", "qkv", "fc1", "rms", "rope", "act", "res", "attn f/b", "kernel",
+                     "zero3 fetch", "zero1/2 grads", "master", "pp p2p", "zero/pp/cp", "framework");
   for (const auto& [k, st] : cat.stacks) {
     const std::string grads =
         fmt::format("{} {}", st.grad_reduce == GradReduce::kAllReduce ? "all-reduce" : "r-scatter",
                     st.grad_reduce_overlap ? "overlap" : "at end");
-    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}  {}\n", k,
+    // What the stack runs: its highest ZeRO stage, the highest beside a pipeline ("-": no
+    // pipeline parallelism), and context parallelism.
+    const std::string runs =
+        fmt::format("z{}/{}/{}", st.max_zero, st.pipeline_max_zero < 0 ? "-" : "z" + std::to_string(st.pipeline_max_zero),
+                    st.context_parallel ? "cp" : "-");
+    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}{:>13}  {}\n", k,
                        st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
                        st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
                        fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
                        name_of(st.zero3_fetch), grads, st.master_weights_sharded ? "shard" : "whole",
-                       name_of(st.pipeline_p2p), st.display_name);
+                       name_of(st.pipeline_p2p), runs, st.display_name);
   }
+  out += "  zero/pp/cp: the highest ZeRO stage the stack runs, the highest beside pipeline parallelism (-: none),\n"
+         "  context parallelism (-: none); a plan beyond them is refused (exit 2)\n";
   for (const auto& [arch, t] : cat.attention) {
     std::vector<std::string> own;  // families measured apart from the table's source
     for (const auto& [kernel, f] : t.kernels) {

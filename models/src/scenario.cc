@@ -18,6 +18,7 @@
 #include "stepcast/models/presets.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/report.h"
+#include "stepcast/models/stack.h"
 #include "stragglers_json.h"
 
 namespace stepcast {
@@ -275,20 +276,27 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                     "all-gathers and reduce-scatters with the GEMMs",
                     p.tp, p.sequence_parallel ? "true" : "false"));
   }
-  if (p.stack == Stack::kMegatronDeepspeed && p.zero >= 2) {
-    add(
-        fmt::format("plan.zero: {} is not run by plan.stack \"megatron-deepspeed\": DeepSpeed's pipeline engine runs "
-                    "ZeRO 0 or 1 (\"PP+BF16 only work for ZeRO Stage 1\")",
-                    p.zero));
-  }
-  if (p.stack == Stack::kLlmFoundry && p.pp > 1) {
-    add(fmt::format("plan.pp: {} is not run by plan.stack \"llm-foundry\": Composer has no pipeline parallelism "
-                    "(it trains with PyTorch FSDP, optionally tensor parallelism)",
-                    p.pp));
-  }
-  if (p.stack == Stack::kLlmFoundry && p.cp > 1) {
-    add(fmt::format("plan.cp: {} is not run by plan.stack \"llm-foundry\": LLM Foundry has no context parallelism",
-                    p.cp));
+  {
+    // What the stack runs at all: its profile's limits, each refusal quoting the source.
+    const StackProfile& st = stack_profile(p.stack);
+    const auto why = [&](const char* key) {
+      const auto it = st.sources.find(key);
+      return it == st.sources.end() ? std::string() : it->second;
+    };
+    if (p.zero > st.max_zero) {
+      add(fmt::format("plan.zero: {} is not run by plan.stack \"{}\": {}", p.zero, to_string(p.stack),
+                      why("max_zero")));
+    } else if (p.pp > 1 && st.pipeline_max_zero < 0) {
+      add(fmt::format("plan.pp: {} is not run by plan.stack \"{}\": {}", p.pp, to_string(p.stack),
+                      why("pipeline_max_zero")));
+    } else if (p.pp > 1 && p.zero > st.pipeline_max_zero) {
+      add(fmt::format("plan.zero: {} beside pp {} is not run by plan.stack \"{}\": {}", p.zero, p.pp,
+                      to_string(p.stack), why("pipeline_max_zero")));
+    }
+    if (p.cp > 1 && !st.context_parallel) {
+      add(fmt::format("plan.cp: {} is not run by plan.stack \"{}\": {}", p.cp, to_string(p.stack),
+                      why("context_parallel")));
+    }
   }
   if (p.fsdp_no_sync && p.zero != 3) {
     add(fmt::format("plan.fsdp_no_sync: applies to ZeRO-3 / FSDP (zero 3), got zero {}; with ZeRO 0-2 the "

@@ -176,6 +176,15 @@ TEST_F(Cli, PresetsListsTheSoftwareStacksWithTheirSources) {
   ASSERT_TRUE(v.at("stacks").contains("fsdp2-eager"));
   EXPECT_GT(v["stacks"]["fsdp2-eager"]["host_us_per_kernel"].get<double>(), 0.0);
   EXPECT_FALSE(v.dump().find("sources") == std::string::npos) << "every stack parameter carries its sources";
+  // Every sourced parameter is printed beside its source, in every stack.
+  for (const auto& [name, st] : v["stacks"].items()) {
+    ASSERT_TRUE(st.contains("sources")) << name;
+    for (const auto& [key, source] : st["sources"].items()) EXPECT_TRUE(st.contains(key)) << name << ": " << key;
+  }
+  EXPECT_EQ(v["stacks"]["llm-foundry"]["pipeline_max_zero"], -1);
+  EXPECT_EQ(v["stacks"]["llm-foundry"]["context_parallel"], false);
+  EXPECT_EQ(v["stacks"]["megatron-deepspeed"]["max_zero"], 1);
+  EXPECT_EQ(v["stacks"]["fsdp2-eager"]["master_in_optimizer"], false);
 }
 
 // The attention kernel tables (models/data/attention.json): each stack names its family,

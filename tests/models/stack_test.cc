@@ -49,8 +49,8 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
   for (const std::string& name : names_of<Stack>()) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
-    // 32 parameters; the per-module ZeRO-3 fetch adds its gather and three element counts.
-    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 36u : 32u;
+    // 35 parameters; the per-module ZeRO-3 fetch adds its gather and three element counts.
+    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 39u : 35u;
     EXPECT_EQ(s.sources.size(), params) << name;
     EXPECT_EQ(s.verification.size(), params) << name;
   }
@@ -405,7 +405,7 @@ TEST(Stack, MegatronDeepspeedRefusesZeroTwoAndThree) {
     ASSERT_FALSE(s.ok()) << z;
     EXPECT_NE(s.error().message.find("plan.zero: " + std::to_string(z) +
                                      " is not run by plan.stack \"megatron-deepspeed\": DeepSpeed's pipeline engine "
-                                     "runs ZeRO 0 or 1"),
+                                     "with BF16_Optimizer runs ZeRO 0 or 1"),
               std::string::npos)
         << s.error().message;
   }
@@ -429,6 +429,44 @@ TEST(Stack, LlmFoundryRefusesPipelineAndContextParallelism) {
   EXPECT_TRUE(parse_scenario(R"({"format": 1, "model": "llama3-8b", "cluster": "dgx-h100",
       "plan": {"tp": 2, "pp": 1, "dp": 4, "zero": 3, "global_batch": 8, "stack": "llm-foundry"},
       "workload": {"seq_len": 8192}})")
+                  .ok());
+}
+
+// The limits are profile parameters (models/data/stacks.json), one per stack by hand:
+// Composer none beside a pipeline and no context parallelism; DeepSpeed's pipeline engine
+// ZeRO below 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"), and
+// megatron-deepspeed ZeRO 0 or 1 throughout; the others ZeRO 3 everywhere.
+TEST(Stack, WhatEachStackRunsIsAProfileParameter) {
+  struct Want {
+    Stack stack;
+    int max_zero, pipeline_max_zero;
+    bool cp;
+  };
+  for (const Want& w : {Want{Stack::kMegatronCore, 3, 3, true}, Want{Stack::kFsdp2Eager, 3, 3, true},
+                        Want{Stack::kFsdp2Compile, 3, 3, true}, Want{Stack::kFsdp2CompileLoss, 3, 3, true},
+                        Want{Stack::kDeepspeedZero, 3, 1, true}, Want{Stack::kDeepspeedZero2021, 3, 1, true},
+                        Want{Stack::kMegatronDeepspeed, 1, 1, true}, Want{Stack::kLlmFoundry, 3, -1, false}}) {
+    const StackProfile& s = stack_profile(w.stack);
+    EXPECT_EQ(s.max_zero, w.max_zero) << s.name;
+    EXPECT_EQ(s.pipeline_max_zero, w.pipeline_max_zero) << s.name;
+    EXPECT_EQ(s.context_parallel, w.cp) << s.name;
+  }
+  // DeepSpeed ZeRO 2 or 3 beside a pipeline: refused with the engine's own words, naming
+  // plan.zero; ZeRO 3 without a pipeline and ZeRO 1 with one are run.
+  for (int z : {2, 3}) {
+    const Result<Scenario> s =
+        parse_scenario(scenario_text(R"(, "stack": "deepspeed-zero", "zero": )" + std::to_string(z)));
+    ASSERT_FALSE(s.ok()) << z;
+    EXPECT_NE(s.error().message.find("plan.zero: " + std::to_string(z) +
+                                     " beside pp 2 is not run by plan.stack \"deepspeed-zero\": DeepSpeed's "
+                                     "PipelineEngine asserts zero_optimization_stage() < 2"),
+              std::string::npos)
+        << s.error().message;
+  }
+  EXPECT_TRUE(parse_scenario(scenario_text(R"(, "stack": "deepspeed-zero", "zero": 1)")).ok());
+  EXPECT_TRUE(parse_scenario(R"({"format": 1, "model": "llama3-8b", "cluster": "dgx-h100",
+      "plan": {"tp": 1, "pp": 1, "dp": 8, "zero": 3, "global_batch": 8, "stack": "deepspeed-zero-2021"},
+      "workload": {"seq_len": 2048}})")
                   .ok());
 }
 

@@ -124,6 +124,12 @@ struct StackProfile {
   // Pipeline parallelism: how a 1F1B stage exchanges activations and gradients with a
   // neighbour (PipelineP2p above).
   PipelineP2p pipeline_p2p = PipelineP2p::kBatched;
+  // What the stack runs at all (the loader refuses the rest, quoting the parameter's source):
+  // the highest ZeRO stage; the highest beside pipeline parallelism (-1: no pipeline
+  // parallelism); whether it splits sequences over ranks (context parallelism).
+  int max_zero = 3;
+  int pipeline_max_zero = 3;
+  bool context_parallel = true;
   // The fused attention kernel family the stack runs with FlashAttention on ("fa2", "cudnn",
   // "fa3"): its published figures (models/data/attention.json) price the core attention.
   std::string attention_kernel = "fa2";
