@@ -618,7 +618,12 @@ OptimizerStep optimizer_step(const ClusterSpec& c, const Plan& p, double params)
   OptimizerStep o;
   const double f = std::clamp(p.offload_optimizer, 0.0, 1.0);
   const double per_param = (p.optimizer == Optimizer::kAdam ? 26.0 : 18.0) + p.grad_bytes;
-  o.gpu_s = job_pace(c) * memory_time_s(c.gpu, (1.0 - f) * params * per_param);
+  // The gradient pass before the update: the norm and clipping as the stack runs them, and
+  // the fp16 loss scale's unscale and overflow check (models/data/stacks.json).
+  const StackProfile& st = stack_profile(p.stack);
+  const double clip = st.grad_clip_bytes + (p.precision == Precision::kFp16 ? st.fp16_unscale_bytes : 0.0);
+  o.clip_s = job_pace(c) * memory_time_s(c.gpu, (1.0 - f) * params * clip);
+  o.gpu_s = job_pace(c) * memory_time_s(c.gpu, (1.0 - f) * params * per_param) + o.clip_s;
   if (f <= 0) return o;
   // Down: the gradients; up: the updated 16-bit weights.
   const double link = c.host_link_GBps * 1e9 * c.host_efficiency;

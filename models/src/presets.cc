@@ -105,6 +105,8 @@ StackProfile read_stack(ObjectReader& r) {
   flag("master_in_optimizer", s.master_in_optimizer);
   if (auto x = r.choice("pipeline_p2p", names_of<PipelineP2p>())) s.pipeline_p2p = *parse_name<PipelineP2p>(*x);
   params.emplace_back("pipeline_p2p");
+  num("grad_clip_bytes", s.grad_clip_bytes);
+  num("fp16_unscale_bytes", s.fp16_unscale_bytes);
   if (auto x = r.integer("max_zero", 0, 3)) s.max_zero = static_cast<int>(*x);
   params.emplace_back("max_zero");
   if (auto x = r.integer("pipeline_max_zero", -1, 3)) s.pipeline_max_zero = static_cast<int>(*x);

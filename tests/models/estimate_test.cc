@@ -749,10 +749,43 @@ TEST(Offload, OptimizerStepOnTheHostByHand) {
   EXPECT_NEAR(optimizer_time_s(c, p, P), host, 1e-12 * host);
   EXPECT_NEAR(host_optimizer_time_s(c, p, P), host, 1e-12 * host);
   p.offload_optimizer = 0.5;
-  const double gpu = job_pace(c) * 0.5 * P * 30 / (3350e9 * 0.8);
+  // The GPU's half: Adam 26 + 4 B, and Megatron's gradient norm reads the 4 B gradient again.
+  const double gpu = job_pace(c) * 0.5 * P * 34 / (3350e9 * 0.8);
   EXPECT_NEAR(optimizer_time_s(c, p, P), gpu + host / 2, 1e-12 * host);
   p.offload_optimizer = 0;
   EXPECT_EQ(host_optimizer_time_s(c, p, P), 0.0);
+}
+
+// The gradient pass before the update (models/data/stacks.json grad_clip_bytes,
+// fp16_unscale_bytes), per parameter of the shard, by hand on one DGX H100 GPU (HBM 3350 GB/s
+// x 0.8): Megatron's norm reads the fp32 main gradient (4 B) and scales it only when the
+// norm exceeds the threshold (not priced); PyTorch's clip_grad_norm_ multiplies on every
+// step (4 + 8 B); DeepSpeed reads its 16-bit gradient for the norm, copies it to fp32 and
+// multiplies it on every step (2 + 6 + 8 B). fp16 adds Megatron's unscale (8 B) or
+// DeepSpeed's overflow check (2 B).
+TEST(Optimizer, GradientNormAndClipBytesPerStackByHand) {
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  const double P = 1e9, bw = 3350e9 * 0.8, pace = job_pace(c);
+  struct Want {
+    Stack stack;
+    Precision precision;
+    double clip;
+  };
+  for (const Want& w : {Want{Stack::kMegatronCore, Precision::kBf16, 4}, Want{Stack::kMegatronCore, Precision::kFp16, 12},
+                        Want{Stack::kFsdp2Eager, Precision::kBf16, 12}, Want{Stack::kLlmFoundry, Precision::kBf16, 12},
+                        Want{Stack::kDeepspeedZero, Precision::kBf16, 16}, Want{Stack::kDeepspeedZero, Precision::kFp16, 18},
+                        Want{Stack::kMegatronDeepspeed, Precision::kBf16, 4}}) {
+    Plan p;
+    p.stack = w.stack;
+    p.precision = w.precision;
+    const OptimizerStep o = optimizer_step(c, p, P);
+    EXPECT_NEAR(o.clip_s, pace * P * w.clip / bw, 1e-12) << to_string(w.stack);
+    EXPECT_NEAR(o.gpu_s, pace * P * (26 + 4 + w.clip) / bw, 1e-12) << to_string(w.stack);
+  }
+  // With optimizer offload the GPU norms its own share (the host's pass is not priced).
+  Plan half;
+  half.offload_optimizer = 0.5;
+  EXPECT_NEAR(optimizer_step(c, half, P).clip_s, pace * 0.5 * P * 4 / bw, 1e-12);
 }
 
 // A layer's offload transfers hide behind its own compute of that pass; only the excess is

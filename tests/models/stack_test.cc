@@ -49,8 +49,8 @@ TEST(Stack, EveryNameHasAProfileWithSources) {
   for (const std::string& name : names_of<Stack>()) {
     const StackProfile& s = stack_profile(*parse_stack(name));
     EXPECT_EQ(s.name, name);
-    // 35 parameters; the per-module ZeRO-3 fetch adds its gather and three element counts.
-    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 39u : 35u;
+    // 37 parameters; the per-module ZeRO-3 fetch adds its gather and three element counts.
+    const std::size_t params = s.zero3_fetch == Zero3Fetch::kModuleSync ? 41u : 37u;
     EXPECT_EQ(s.sources.size(), params) << name;
     EXPECT_EQ(s.verification.size(), params) << name;
   }
@@ -243,7 +243,10 @@ TEST(Stack, LaunchBoundStepByHand) {
   ASSERT_GT(gpu_eager, gpu_layer);
   ASSERT_LT(gpu_eager, 770e-6);
   const double loss_extra = 2 * (46.0 - 12.0) * 16 * 256 / (0.8 * 3350e9);
-  EXPECT_NEAR(e.step_time_s, 77 * 10e-6 * 2 * 2 + rest + loss_extra, 1e-12);
+  // ... and its gradient clipping's multiply on every step: 12 B per parameter against
+  // Megatron's norm alone, 4 B (one rank holds them all).
+  const double clip_extra = (12.0 - 4.0) * static_cast<double>(count_params(m).total) / (0.8 * 3350e9);
+  EXPECT_NEAR(e.step_time_s, 77 * 10e-6 * 2 * 2 + rest + loss_extra + clip_extra, 1e-12);
   EXPECT_NEAR(e.breakdown.host, 2 * 2 * (770e-6 - gpu_eager), 1e-12);
   EXPECT_NEAR(e.breakdown.compute - base.breakdown.compute, 2 * 2 * (gpu_eager - gpu_layer) + loss_extra, 1e-12);
 }
@@ -275,9 +278,14 @@ TEST(Stack, LargeModelHostHiddenUnderEveryStack) {
       const Estimate b = estimate(s->model, same_attention, s->plan, s->workload);
       // ... but for PyTorch's heavier loss on the last stage: (46 - 12) B more per logit,
       // 8192 x 128256/8 logits per microbatch, 32 microbatches, at 0.8 x 3350 GB/s and the
-      // job's pace (the slowest of 64 GPUs).
+      // job's pace (the slowest of 64 GPUs); and for its gradient clipping, which multiplies
+      // every gradient on every step: 12 B per parameter of the optimizer shard against
+      // Megatron's norm alone, 4 B, on stage 0 (whose optimizer step ends the step: its last
+      // backward is the last to end).
       const double per_microbatch = (46.0 - 12.0) * 8192 * (128256.0 / 8) / (0.8 * 3350e9);
-      EXPECT_NEAR(a.step_time_s - b.step_time_s, 32 * per_microbatch * job_pace(s->cluster), 1e-9) << name;
+      const RankParams rp0 = rank_params(s->model, p, 0);
+      const double clip = (12.0 - 4.0) * rp0.dense / p.dp / (0.8 * 3350e9);
+      EXPECT_NEAR(a.step_time_s - b.step_time_s, (32 * per_microbatch + clip) * job_pace(s->cluster), 1e-9) << name;
     } else if (p.stack != Stack::kMegatronCore) {
       EXPECT_GT(e.step_time_s, base.step_time_s) << name;
     }

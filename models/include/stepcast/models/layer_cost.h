@@ -294,7 +294,8 @@ double tied_embedding_grad_bytes(const ModelSpec& model, const Plan& plan);
 // the host step at the GPU's share of the node's host memory bandwidth (28 + 2 bytes per
 // Adam parameter), the transfers pipelined with the host step: max(down + up, host).
 struct OptimizerStep {
-  double gpu_s = 0;                                     // the GPU's share
+  double gpu_s = 0;                                     // the GPU's share, clip_s included
+  double clip_s = 0;                                    // of which the gradient norm, clip and fp16 unscale
   double down_bytes = 0, up_bytes = 0, host_bytes = 0;  // optimizer offload: link and host memory traffic
   double down_s = 0, up_s = 0, host_s = 0;
   double host_part_s() const { return std::max(down_s + up_s, host_s); }
