@@ -743,6 +743,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // optimizer. The stage with the longest tail sets the parts.
   struct Tail {
     double dp = 0, opt = 0;
+    double clip = 0;  // of opt: the gradient norm, clip and fp16 unscale (OptimizerStep::clip_s)
   };
   // The collectives overlapped with a stage's last backward slow it (compute.h
   // overlap_interference). The last microbatch's backward runs from the last stage to the
@@ -763,7 +764,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
           ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
           : 0.0;
   Tail first_tail, last_tail;  // the end stages' tails, kept for the exchange
-  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_pp = 0;
+  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_clip = 0, tail_pp = 0;
   // `wait` for the other end stage's data-parallel reduction counts as dp (what it waits
   // for); `tied` is the exchange.
   auto consider = [&](const Tail& t, double wait, double tied) {
@@ -773,6 +774,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       tail_dp = t.dp + wait;
       tail_pp = tied;
       tail_opt = t.opt;
+      tail_clip = t.clip;
     }
   };
   for (int s = 0; s < p.pp; ++s) {
@@ -852,7 +854,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double slack = drain_before;
     drain_before += (st.backward + dp_time.interference) / p.virtual_stages;
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
-    const Tail own{std::max(0.0, dp_time.time - slack), optimizer_time_s(c, p, opt_params)};
+    const OptimizerStep os = optimizer_step(c, p, opt_params);
+    const Tail own{std::max(0.0, dp_time.time - slack), os.time_s(), os.clip_s};
     if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
       (s == 0 ? first_tail : last_tail) = own;
     } else {
@@ -878,6 +881,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.breakdown.exposed_comm = e.exposed.tp + e.exposed.cp + e.exposed.ep + e.exposed.pp + e.exposed.dp;
   e.breakdown.bubble = bubble;
   e.breakdown.optimizer = tail_opt;
+  e.breakdown.optimizer_clip = tail_clip;
   e.breakdown.input = w.input_time_s;
   e.breakdown.host = mb * (slowest.host + slowest.offload);
   e.breakdown.moe = mb * slowest.moe;

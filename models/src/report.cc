@@ -50,6 +50,7 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"breakdown_s.optimizer", e.breakdown.optimizer},
       {"breakdown_s.input", e.breakdown.input},
       {"moe_blocks_s", e.breakdown.moe},
+      {"optimizer_s.gradient_clip", e.breakdown.optimizer_clip},
       {"compute_s.gemm", e.compute.gemm},
       {"compute_s.attention", e.compute.attention},
       {"compute_s.memory_bound", e.compute.memory_bound},
@@ -128,6 +129,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                     {"recompute", e.compute.recompute},
                     {"output", e.compute.output},
                     {"interference", e.compute.interference}};
+  j["optimizer_s"] = {{"gradient_clip", e.breakdown.optimizer_clip}};
   j["exposed_comm_s"] = {{"tp", e.exposed.tp}, {"dp", e.exposed.dp}, {"pp", e.exposed.pp},
                          {"cp", e.exposed.cp}, {"ep", e.exposed.ep}};
   j["memory_bytes"] = {{"params", whole(e.memory.params)},
@@ -269,6 +271,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   if (e.exposed.ep > 0) part("  ep", e.exposed.ep);
   part("pipeline bubble", e.breakdown.bubble);
   part("optimizer", e.breakdown.optimizer);
+  if (e.breakdown.optimizer_clip > 0) part("  gradient norm/clip", e.breakdown.optimizer_clip);
   if (e.breakdown.input > 0) part("input", e.breakdown.input);
   if (e.breakdown.host > 0) part(s.plan.offloads() ? "host (dispatch+offload)" : "host (launch-bound)", e.breakdown.host);
   if (e.breakdown.moe > 0) {

@@ -16,6 +16,7 @@
 #include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/program.h"
+#include "stepcast/models/report.h"
 #include "stepcast/models/scenario.h"
 
 namespace stepcast {
@@ -786,6 +787,20 @@ TEST(Optimizer, GradientNormAndClipBytesPerStackByHand) {
   Plan half;
   half.offload_optimizer = 0.5;
   EXPECT_NEAR(optimizer_step(c, half, P).clip_s, pace * 0.5 * P * 4 / bw, 1e-12);
+}
+
+// The estimate attributes the gradient pass inside its optimizer part: on the shipped 70B
+// plan (megatron-core, bf16, no offload) it is 4 of the stage's 26 + 4 + 4 bytes per
+// parameter; text and JSON show it.
+TEST(Optimizer, TheEstimateShowsTheGradientPassInsideTheOptimizerStep) {
+  const Result<Scenario> s = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
+  ASSERT_TRUE(s.ok());
+  const Estimate e = estimate(*s);
+  ASSERT_GT(e.breakdown.optimizer, 0.0);
+  EXPECT_NEAR(e.breakdown.optimizer_clip / e.breakdown.optimizer, 4.0 / 34.0, 1e-12);
+  EXPECT_NE(estimate_report_text(*s, e).find("    gradient norm/clip"), std::string::npos);
+  EXPECT_DOUBLE_EQ(estimate_report_value(*s, e)["optimizer_s"]["gradient_clip"].get<double>(),
+                   e.breakdown.optimizer_clip);
 }
 
 // A layer's offload transfers hide behind its own compute of that pass; only the excess is

@@ -70,6 +70,9 @@ struct StepBreakdown {
   // the MoE layers' router, permutation and experts forward and backward, their exposed
   // all-to-alls and host stall (the band's MoE uncertainty, band.h StepParts::moe).
   double moe = 0;
+  // Of the optimizer: the gradient norm, clipping and fp16 unscale before the update
+  // (layer_cost.h OptimizerStep::clip_s).
+  double optimizer_clip = 0;
 };
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;
