@@ -173,18 +173,20 @@ std::string presets_text(const PresetsReport& report) {
                     st.grad_reduce_overlap ? "overlap" : "at end");
     // What the stack runs: its highest ZeRO stage, the highest beside a pipeline ("-": no
     // pipeline parallelism), and context parallelism.
-    const std::string runs =
-        fmt::format("z{}/{}/{}", st.max_zero, st.pipeline_max_zero < 0 ? "-" : "z" + std::to_string(st.pipeline_max_zero),
-                    st.context_parallel ? "cp" : "-");
-    out += fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}{:>13}  {}\n", k,
-                       st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
-                       st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
-                       fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
-                       name_of(st.zero3_fetch), grads, st.master_weights_sharded ? "shard" : "whole",
-                       name_of(st.pipeline_p2p), runs, st.display_name);
+    const std::string runs = fmt::format("z{}/{}/{}", st.max_zero,
+                                         st.pipeline_max_zero < 0 ? "-" : "z" + std::to_string(st.pipeline_max_zero),
+                                         st.context_parallel ? "cp" : "-");
+    out +=
+        fmt::format("  {:<21}{:>9.1f}{:>8}{:>6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>9}{:>12}{:>13}{:>19}{:>8}{:>10}{:>13}  {}\n",
+                    k, st.host_us_per_kernel, st.cuda_graphs ? "yes" : "no", st.qkv_gemms, st.gated_fc1_gemms,
+                    st.rmsnorm_kernels, st.rope_kernels, st.gated_activation_kernels, st.residual_kernels,
+                    fmt::format("{}/{}", st.attention_fwd_kernels, st.attention_bwd_kernels), st.attention_kernel,
+                    name_of(st.zero3_fetch), grads, st.master_weights_sharded ? "shard" : "whole",
+                    name_of(st.pipeline_p2p), runs, st.display_name);
   }
-  out += "  zero/pp/cp: the highest ZeRO stage the stack runs, the highest beside pipeline parallelism (-: none),\n"
-         "  context parallelism (-: none); a plan beyond them is refused (exit 2)\n";
+  out +=
+      "  zero/pp/cp: the highest ZeRO stage the stack runs, the highest beside pipeline parallelism (-: none),\n"
+      "  context parallelism (-: none); a plan beyond them is refused (exit 2)\n";
   for (const auto& [arch, t] : cat.attention) {
     std::vector<std::string> own;  // families measured apart from the table's source
     for (const auto& [kernel, f] : t.kernels) {

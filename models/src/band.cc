@@ -53,13 +53,13 @@ const ValidationResiduals& stack_validation_residuals(Stack stack) {
   // them too.
   static const std::array<ValidationResiduals, 8> own{{
       {12, -0.016649412583260689, 0.05159475772433033},  // megatron-core
-      {1, -0.016596797239817, 0},                       // fsdp2-eager: one record, too few for its own
-      {0, 0.0, 0.0},                                      // fsdp2-compile
-      {0, 0.0, 0.0},                                      // deepspeed-zero
-      {1, 0.28615076079413776, 0},                        // deepspeed-zero-2021: one record, too few for its own
-      {1, 0.072626499258457239, 0},                       // megatron-deepspeed: one record, too few for its own
-      {0, 0.0, 0.0},                                      // llm-foundry
-      {0, 0.0, 0.0},                                      // fsdp2-compile-loss
+      {1, -0.016596797239817, 0},                        // fsdp2-eager: one record, too few for its own
+      {0, 0.0, 0.0},                                     // fsdp2-compile
+      {0, 0.0, 0.0},                                     // deepspeed-zero
+      {1, 0.28615076079413776, 0},                       // deepspeed-zero-2021: one record, too few for its own
+      {1, 0.072626499258457239, 0},                      // megatron-deepspeed: one record, too few for its own
+      {0, 0.0, 0.0},                                     // llm-foundry
+      {0, 0.0, 0.0},                                     // fsdp2-compile-loss
   }};
   return own.at(static_cast<std::size_t>(stack));
 }

@@ -772,10 +772,11 @@ TEST(Optimizer, GradientNormAndClipBytesPerStackByHand) {
     Precision precision;
     double clip;
   };
-  for (const Want& w : {Want{Stack::kMegatronCore, Precision::kBf16, 4}, Want{Stack::kMegatronCore, Precision::kFp16, 12},
-                        Want{Stack::kFsdp2Eager, Precision::kBf16, 12}, Want{Stack::kLlmFoundry, Precision::kBf16, 12},
-                        Want{Stack::kDeepspeedZero, Precision::kBf16, 16}, Want{Stack::kDeepspeedZero, Precision::kFp16, 18},
-                        Want{Stack::kMegatronDeepspeed, Precision::kBf16, 4}}) {
+  for (const Want& w :
+       {Want{Stack::kMegatronCore, Precision::kBf16, 4}, Want{Stack::kMegatronCore, Precision::kFp16, 12},
+        Want{Stack::kFsdp2Eager, Precision::kBf16, 12}, Want{Stack::kLlmFoundry, Precision::kBf16, 12},
+        Want{Stack::kDeepspeedZero, Precision::kBf16, 16}, Want{Stack::kDeepspeedZero, Precision::kFp16, 18},
+        Want{Stack::kMegatronDeepspeed, Precision::kBf16, 4}}) {
     Plan p;
     p.stack = w.stack;
     p.precision = w.precision;
@@ -793,7 +794,8 @@ TEST(Optimizer, GradientNormAndClipBytesPerStackByHand) {
 // plan (megatron-core, bf16, no offload) it is 4 of the stage's 26 + 4 + 4 bytes per
 // parameter; text and JSON show it.
 TEST(Optimizer, TheEstimateShowsTheGradientPassInsideTheOptimizerStep) {
-  const Result<Scenario> s = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
+  const Result<Scenario> s =
+      load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-70b-64xh100.json");
   ASSERT_TRUE(s.ok());
   const Estimate e = estimate(*s);
   ASSERT_GT(e.breakdown.optimizer, 0.0);
