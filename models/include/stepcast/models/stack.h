@@ -124,14 +124,14 @@ struct StackProfile {
   // Pipeline parallelism: how a 1F1B stage exchanges activations and gradients with a
   // neighbour (PipelineP2p above).
   PipelineP2p pipeline_p2p = PipelineP2p::kBatched;
-  // What the stack runs at all (the loader refuses the rest, quoting the parameter's source):
-  // the highest ZeRO stage; the highest beside pipeline parallelism (-1: no pipeline
-  // parallelism); whether it splits sequences over ranks (context parallelism).
   // The optimizer step's gradient pass: HBM bytes per parameter of the rank's optimizer
   // shard that the gradient norm and clipping move every step, and those the fp16 loss
   // scale's unscale and overflow check add (plan.precision fp16).
   double grad_clip_bytes = 4;
   double fp16_unscale_bytes = 8;
+  // What the stack runs at all (the loader refuses the rest, quoting the parameter's source):
+  // the highest ZeRO stage; the highest beside pipeline parallelism (-1: no pipeline
+  // parallelism); whether it splits sequences over ranks (context parallelism).
   int max_zero = 3;
   int pipeline_max_zero = 3;
   bool context_parallel = true;
