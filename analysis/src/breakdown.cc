@@ -19,7 +19,9 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
       iv.push_back({s.begin.ns(), s.end.ns(), c});
       continue;
     }
-    if (s.begin > s.post && op.kind == OpKind::kCollective) iv.push_back({s.post.ns(), s.begin.ns(), Part::kWait});
+    if (s.begin > s.post && op.kind == OpKind::kCollective && counts_as_wait(op.group)) {
+      iv.push_back({s.post.ns(), s.begin.ns(), Part::kWait});
+    }
     // The optimizer's own transfers (optimizer offload) are part of its step.
     const Part part = op.cclass == ComputeClass::kOptimizer && op.kind == OpKind::kCompute ? Part::kOptimizer
                                                                                            : transfer_part(op.stream);
@@ -31,6 +33,8 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
 }
 
 }  // namespace
+
+bool counts_as_wait(GroupKind g) { return g != GroupKind::kWorld; }
 
 Part compute_part(ComputeClass c) {
   switch (c) {

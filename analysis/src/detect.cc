@@ -16,10 +16,6 @@ namespace stepcast::analysis::detail {
 
 namespace {
 
-constexpr std::array<GroupKind, kGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp,   GroupKind::kEp,
-                                                        GroupKind::kDp,  GroupKind::kEdp,  GroupKind::kPp,
-                                                        GroupKind::kEtp, GroupKind::kEtpEp};
-
 // One rank's arrival at one collective instance.
 struct CollRec {
   std::uint8_t group;
@@ -295,7 +291,7 @@ OutlierRank make_outlier(const Trace& trace, const PerRankStep& prs, const Stage
   o.median_compute_s = h.stage_median_sum[i] / S * 1e-9;
   o.compute_excess = o.compute_steps > 0 ? h.excess_hit_sum[i] / h.compute_hits[i] : h.excess_all_sum[i] / S;
   o.lateness_s = late / S * 1e-9;
-  for (GroupKind g : kGroups) {
+  for (GroupKind g : kAllGroupKinds) {
     double sum = 0, peer = 0;
     for (int k = 0; k < S; ++k) {
       const std::size_t cell = prs.at(i, k) * kGroupKinds + static_cast<std::size_t>(g);

@@ -12,7 +12,7 @@
 
 namespace stepcast::analysis::detail {
 
-inline constexpr int kGroupKinds = kNumGroupKinds;  // GroupKind values: tp, cp, ep, dp, edp, pp, etp
+inline constexpr int kGroupKinds = kNumGroupKinds;  // GroupKind values: tp, cp, ep, dp, edp, pp, etp, etpep, world
 
 // Per (rank slot, step) quantities, flattened; a slot is a position in Trace::ranks.
 struct PerRankStep {

@@ -37,9 +37,6 @@ std::string enum_names(const std::array<E, N>& all) {
 constexpr std::array<ComputeClass, 8> kClasses = {
     ComputeClass::kGemm,  ComputeClass::kAttention, ComputeClass::kElementwise,  ComputeClass::kOptimizer,
     ComputeClass::kInput, ComputeClass::kHost,      ComputeClass::kInterference, ComputeClass::kHostOptimizer};
-constexpr std::array<GroupKind, kNumGroupKinds> kGroups = {GroupKind::kTp,  GroupKind::kCp,   GroupKind::kEp,
-                                                           GroupKind::kDp,  GroupKind::kEdp,  GroupKind::kPp,
-                                                           GroupKind::kEtp, GroupKind::kEtpEp};
 constexpr std::array<CollKind, 6> kColls = {CollKind::kAllReduce, CollKind::kAllGather,
                                             CollKind::kReduceScatter, CollKind::kAllToAll,
                                             CollKind::kBroadcast, CollKind::kSendRecv};
@@ -198,9 +195,9 @@ bool TraceReader::comm_args(ObjectReader& args, const std::string& kind, std::in
   const auto root = args.required_integer("group_root", 0, kMaxRank);
   const auto seq = args.required_integer("seq", 1, 4'000'000'000);
   if (!check(diag)) return false;
-  const auto gk = enum_of(*g, kGroups);
+  const auto gk = enum_of(*g, kAllGroupKinds);
   if (!gk) {
-    fail(fmt::format("{}: \"{}\" is not one of {}", args.path_of("group"), *g, enum_names(kGroups)));
+    fail(fmt::format("{}: \"{}\" is not one of {}", args.path_of("group"), *g, enum_names(kAllGroupKinds)));
     return false;
   }
   const auto ck = enum_of(*c, kColls);
@@ -561,7 +558,9 @@ RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps) {
       iv.push_back({o.begin_ns, o.end_ns, c});
       continue;
     }
-    if (o.begin_ns > o.post_ns && o.kind == TraceOpKind::kCollective) iv.push_back({o.post_ns, o.begin_ns, Part::kWait});
+    if (o.begin_ns > o.post_ns && o.kind == TraceOpKind::kCollective && counts_as_wait(o.group)) {
+      iv.push_back({o.post_ns, o.begin_ns, Part::kWait});
+    }
     if (o.end_ns > o.begin_ns) iv.push_back({o.begin_ns, o.end_ns, transfer_part(o.stream)});
   }
   return sweep_breakdown(r.rank, r.stage, iv, end, steps);

@@ -17,10 +17,6 @@ float pattern_value(int rank, std::uint64_t seq, std::size_t i) {
 
 namespace {
 
-constexpr std::array<GroupKind, kNumGroupKinds> kGroupKinds = {GroupKind::kTp,  GroupKind::kCp,   GroupKind::kEp,
-                                                               GroupKind::kDp,  GroupKind::kEdp,  GroupKind::kPp,
-                                                               GroupKind::kEtp, GroupKind::kEtpEp};
-
 // Bits 24-27 name the group kind (kind + 1), clear of p2p_seed's bit 31 and ring_seed's 29-30.
 std::uint64_t collective_seed(int step, GroupKind g, std::uint32_t seq) {
   return (static_cast<std::uint64_t>(step + 1) << 32) ^ ((static_cast<std::uint64_t>(g) + 1) << 24) ^ seq;
@@ -57,7 +53,7 @@ class Runner {
     for (const RoleTemplate& role : program.roles) {
       for (const Op& op : role.ops) ag_dispatch |= op.kind == OpKind::kCollective && op.group == GroupKind::kEtpEp;
     }
-    for (GroupKind g : kGroupKinds) {
+    for (GroupKind g : kAllGroupKinds) {
       // The expert-TP group is the TP group unless the experts are folded, and the
       // all-gather dispatcher's group exists only for it: no needless split.
       const bool alias = (g == GroupKind::kEtp && !pl_.folded()) || (g == GroupKind::kEtpEp && !ag_dispatch);

@@ -15,6 +15,7 @@
 #include <QToolTip>
 #include <QWheelEvent>
 
+#include "stepcast/analysis/breakdown.h"
 #include "style.h"
 
 namespace stepcast::gui {
@@ -53,7 +54,10 @@ std::vector<std::pair<std::int64_t, std::int64_t>> busy_intervals(const analysis
       if (o.end_ns > o.begin_ns) iv.emplace_back(o.begin_ns, o.end_ns);
       continue;
     }
-    const std::int64_t from = o.kind == analysis::TraceOpKind::kCollective ? o.post_ns : o.begin_ns;
+    // A collective is busy from its post (waiting for peers), but at the gradient norm's
+    // all-reduce, where waiting is the pipeline's flush (analysis::counts_as_wait).
+    const bool waits = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group);
+    const std::int64_t from = waits ? o.post_ns : o.begin_ns;
     if (o.end_ns > from) iv.emplace_back(from, o.end_ns);
   }
   std::sort(iv.begin(), iv.end());
@@ -157,7 +161,8 @@ TimelineData TimelineData::from_trace(const analysis::Trace& trace) {
       it.step = o.step;
       it.part = part_of(o);
       if (o.begin_ns > o.post_ns) {
-        it.lead_in = o.kind == analysis::TraceOpKind::kCollective ? LeadIn::kWait : LeadIn::kIdle;
+        it.lead_in = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group) ? LeadIn::kWait
+                                                                                                       : LeadIn::kIdle;
       }
       d.lanes[static_cast<std::size_t>(lane_of[static_cast<std::size_t>(o.stream)])].items.push_back(it);
       ++d.ops;

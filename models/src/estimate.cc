@@ -730,6 +730,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   struct DpSync {
     double time = 0;          // exposed beyond the stage's (slowed) last backward
     double interference = 0;  // compute slowed by the overlapped collectives
+    double after = 0;         // the parameter gather after the optimizer (ZeRO 1/2, not overlapped)
   };
   DpSync dp_out{};
   bool have_dp = false;
@@ -741,9 +742,16 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   StageTimes slowest;
   // Each stage's tail after stage 0's last backward: exposed data-parallel time and its
   // optimizer. The stage with the longest tail sets the parts.
+  // The tail has two halves around the gradient norm's all-reduce over every rank
+  // (grad_norm_sync_s; lower.cc finish_step): no stage starts its update before the last
+  // one has reduced its gradients and summed its part of the norm, so the step's tail is
+  // max over stages of (exposed reduction + the norm's pass), the all-reduce, then max over
+  // stages of (the rest of the optimizer + a parameter gather after it).
   struct Tail {
-    double dp = 0, opt = 0;
-    double clip = 0;  // of opt: the gradient norm, clip and fp16 unscale (OptimizerStep::clip_s)
+    double dp = 0;
+    double clip = 0;   // the gradient norm, clip and fp16 unscale (OptimizerStep::clip_s)
+    double rest = 0;   // the optimizer step after the norm (OptimizerStep::time_s() - clip_s)
+    double after = 0;  // dp after the optimizer (DpSync::after)
   };
   // The collectives overlapped with a stage's last backward slow it (compute.h
   // overlap_interference). The last microbatch's backward runs from the last stage to the
@@ -764,17 +772,21 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
           ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
           : 0.0;
   Tail first_tail, last_tail;  // the end stages' tails, kept for the exchange
-  double tail_best = -1, tail_dp = 0, tail_opt = 0, tail_clip = 0, tail_pp = 0;
+  double before_best = -1, before_dp = 0, tail_clip = 0, tail_pp = 0;  // the first half's longest stage
+  double after_best = -1, after_dp = 0, after_opt = 0;                 // the second half's
   // `wait` for the other end stage's data-parallel reduction counts as dp (what it waits
   // for); `tied` is the exchange.
   auto consider = [&](const Tail& t, double wait, double tied) {
-    const double total = t.dp + wait + tied + t.opt;
-    if (total > tail_best) {
-      tail_best = total;
-      tail_dp = t.dp + wait;
+    if (const double before = t.dp + wait + tied + t.clip; before > before_best) {
+      before_best = before;
+      before_dp = t.dp + wait;
       tail_pp = tied;
-      tail_opt = t.opt;
       tail_clip = t.clip;
+    }
+    if (const double after = t.rest + t.after; after > after_best) {
+      after_best = after;
+      after_dp = t.after;
+      after_opt = t.rest;
     }
   };
   for (int s = 0; s < p.pp; ++s) {
@@ -830,6 +842,11 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
             const double slowed = f_int * t_param;
             out.interference += slowed;
             t_param = std::max(0.0, t_param - st.forward - slowed);
+          } else {
+            // lower.cc finish_step: gathered once the optimizer is done, after the gradient
+            // norm's synchronisation: no drain slack hides it.
+            out.after = t_param;
+            t_param = 0;
           }
         }
         out.time = t_grad + t_param;
@@ -842,7 +859,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
         dp_in = in;
         have_dp = true;
         const DpSync a = sync(dp_group, rp.dense, in.dense_last), b = sync(edp_group, rp.expert, in.expert_last);
-        dp_out = {a.time + b.time, a.interference + b.interference};
+        dp_out = {a.time + b.time, a.interference + b.interference, a.after + b.after};
       }
       dp_time = dp_out;
     }
@@ -855,7 +872,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     drain_before += (st.backward + dp_time.interference) / p.virtual_stages;
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
     const OptimizerStep os = optimizer_step(c, p, opt_params);
-    const Tail own{std::max(0.0, dp_time.time - slack), os.time_s(), os.clip_s};
+    const double exposed = std::max(0.0, dp_time.time - slack);
+    const Tail own{exposed, os.clip_s, os.time_s() - os.clip_s, dp_time.after};
     if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
       (s == 0 ? first_tail : last_tail) = own;
     } else {
@@ -877,11 +895,13 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // Overlapped receives still lie on the fill and drain path: the first forward crosses
   // pp - 1 stage boundaries before the last stage starts, the last backward as many back.
   e.exposed.pp = mb * slowest.pp + 2.0 * (p.pp - 1) * slowest.pp_fill + tail_pp;
-  e.exposed.dp = mb * slowest.fsdp + tail_dp;
+  const double t_norm = grad_norm_sync_s(c, p);
+  e.exposed.dp = mb * slowest.fsdp + before_dp + t_norm + after_dp;
   e.breakdown.exposed_comm = e.exposed.tp + e.exposed.cp + e.exposed.ep + e.exposed.pp + e.exposed.dp;
   e.breakdown.bubble = bubble;
-  e.breakdown.optimizer = tail_opt;
+  e.breakdown.optimizer = tail_clip + after_opt;
   e.breakdown.optimizer_clip = tail_clip;
+  e.breakdown.grad_norm_sync = t_norm;
   e.breakdown.input = w.input_time_s;
   e.breakdown.host = mb * (slowest.host + slowest.offload);
   e.breakdown.moe = mb * slowest.moe;

@@ -640,6 +640,21 @@ double optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
   return optimizer_step(c, p, params).time_s();
 }
 
+int grad_norm_allreduces(const Plan& p) {
+  if (p.world() <= 1) return 0;
+  const StackProfile& st = stack_profile(p.stack);
+  return (st.grad_clip_bytes > 0 ? 1 : 0) + (p.precision == Precision::kFp16 && st.fp16_unscale_bytes > 0 ? 1 : 0);
+}
+
+double grad_norm_sync_s(const ClusterSpec& c, const Plan& p) {
+  const int n = grad_norm_allreduces(p);
+  if (n == 0) return 0;
+  const Placement pl = Placement::of(p, c.gpus_per_node);
+  const GroupShape g =
+      group_shape(pl.group_size(GroupKind::kWorld), pl.group_stride(GroupKind::kWorld), c.gpus_per_node);
+  return n * SimTime::from_s(collective_cost(c, CollKind::kAllReduce, g, kGradNormBytes).time_s).seconds();
+}
+
 double host_optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {
   return optimizer_step(c, p, params).host_part_s();
 }

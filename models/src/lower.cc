@@ -243,7 +243,11 @@ class StageBuilder {
         op.comm = CommClass::kEp;
         break;
       case GroupKind::kDp:
-      case GroupKind::kEdp: op.stream = Stream::kDp; op.comm = CommClass::kDp; break;
+      case GroupKind::kEdp:
+      case GroupKind::kWorld:
+        op.stream = Stream::kDp;
+        op.comm = CommClass::kDp;
+        break;
       case GroupKind::kPp: op.stream = Stream::kPp; op.comm = CommClass::kPp; break;
     }
     return op;
@@ -1066,8 +1070,19 @@ class StageBuilder {
     const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / p_.edp() : rp.dense + rp.expert;
     const OptimizerStep os = optimizer_step(c_, p_, params);
     const std::uint32_t ready = tied_embedding_exchange();
-    std::uint32_t o = add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.gpu_s), 0, -1), "optimizer", {ready});
+    // The gradient pass (its norm over the rank's shard), then the norm's all-reduce over
+    // every rank (and the fp16 overflow flag's): no rank updates before every stage has
+    // reduced its gradients (layer_cost.h grad_norm_allreduces). The scale of stacks that
+    // clip on every step runs after the all-reduce in their code; it is priced with the
+    // norm's pass, before it.
+    std::uint32_t o =
+        add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.clip_s), 0, -1), "gradient norm", {ready});
     for (std::uint32_t d : dp_ops_) add_dep(o, d);
+    for (int k = 0; k < grad_norm_allreduces(p_); ++k) {
+      o = add(collective(CollKind::kAllReduce, GroupKind::kWorld, kGradNormBytes, -1, -1),
+              k + 1 < grad_norm_allreduces(p_) ? "world.ar fp16 overflow flag" : "world.ar gradient norm", {o});
+    }
+    o = add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.gpu_s - os.clip_s), 0, -1), "optimizer", {o});
     if (os.host_bytes > 0) o = host_optimizer(o, os);
     if (p_.zero >= 1 && p_.zero < 3 && !p_.overlap_param_gather) gather_params({o}, /*overlapped=*/false);
   }

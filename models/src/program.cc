@@ -49,6 +49,7 @@ const char* to_string(GroupKind g) {
     case GroupKind::kPp: return "pp";
     case GroupKind::kEtp: return "etp";
     case GroupKind::kEtpEp: return "etpep";
+    case GroupKind::kWorld: return "world";
   }
   return "?";
 }
@@ -101,6 +102,7 @@ int Placement::group_size(GroupKind g) const {
     case GroupKind::kPp: return pp;
     case GroupKind::kEtp: return expert_tp();
     case GroupKind::kEtpEp: return expert_tp() * ep;
+    case GroupKind::kWorld: return world();
   }
   return 1;
 }
@@ -115,6 +117,7 @@ int Placement::group_stride(GroupKind g) const {
     case GroupKind::kPp: return stride(3);
     case GroupKind::kEtp: return folded() ? 1 : stride(0);
     case GroupKind::kEtpEp: return 1;
+    case GroupKind::kWorld: return 1;
   }
   return 1;
 }
@@ -125,6 +128,7 @@ int Placement::group_member(GroupKind g, int r, int i) const {
 
 int Placement::group_root(GroupKind g, int r) const {
   if (g == GroupKind::kEtpEp) return r - r % (expert_tp() * ep);  // a block (loader)
+  if (g == GroupKind::kWorld) return 0;
   const Coords c = coords(r);
   // Flattened data index: cp and dp are adjacent, the inner one first.
   const int f = stride(1) < stride(2) ? c.c + cp * c.d : c.d + dp * c.c;
@@ -144,7 +148,8 @@ int Placement::group_root(GroupKind g, int r) const {
     case GroupKind::kEdp: return r - (f - f % ep) * fs;
     case GroupKind::kPp: return r - c.p * stride(3);
     case GroupKind::kEtp: return r - c.t * stride(0);  // not folded: the TP group
-    case GroupKind::kEtpEp: break;                     // above
+    case GroupKind::kEtpEp:
+    case GroupKind::kWorld: break;  // above
   }
   return r;
 }
@@ -178,7 +183,7 @@ int Placement::stage_peer(int r, int stage) const {
 
 std::vector<std::uint32_t> collective_sequence(const RoleTemplate& role) {
   std::vector<std::uint32_t> seq(role.ops.size(), 0);
-  std::uint32_t per_group[8] = {};
+  std::array<std::uint32_t, kNumGroupKinds> per_group{};
   for (std::size_t i = 0; i < role.ops.size(); ++i) {
     const Op& op = role.ops[i];
     if (op.kind == OpKind::kCollective) seq[i] = ++per_group[static_cast<std::size_t>(op.group)];

@@ -195,6 +195,9 @@ struct RankState {
   std::vector<std::uint32_t> remaining;
 };
 
+// A collective of one step on one group: the group's lowest rank and the op's index in the
+// members' template, or, for the world group (whose members run different stages'
+// templates), root -1 and the op's sequence number among the world collectives.
 struct CollKey {
   int root;
   int step;
@@ -212,7 +215,12 @@ struct PendingColl {
   bool mismatch = false;
   double bytes = 0;  // the first member's size
   SimTime last;
-  std::vector<std::pair<std::uint32_t, SimTime>> members;  // (sim rank, arrival)
+  struct Member {
+    std::uint32_t rank;  // sim rank
+    std::uint32_t op;    // the op's index in its template
+    SimTime arrival;
+  };
+  std::vector<Member> members;
 };
 
 // A transfer to one receive of one step: its send, its receive, or both once matched.
@@ -387,8 +395,7 @@ class Engine {
   }
 
   // Hands a complete collective to the flow network; false when it prices it statically.
-  bool start_flows(const Op& op, int any_rank, const std::vector<std::pair<std::uint32_t, SimTime>>& members,
-                   std::uint32_t i, SimTime begin) {
+  bool start_flows(const Op& op, int any_rank, const std::vector<PendingColl::Member>& members, SimTime begin) {
     if (!flows_) return false;
     const Placement& pl = program_.placement;
     const int n = pl.group_size(op.group);
@@ -399,7 +406,7 @@ class Engine {
     const std::uint64_t h = next_handle_++;
     Dynamic d;
     d.begin = begin;
-    for (const auto& [m, arrival] : members) d.members.push_back({m, i, arrival});
+    for (const auto& [m, mi, arrival] : members) d.members.push_back({m, mi, arrival});
     dynamic_.emplace(h, std::move(d));
     flows_->start(h, program_, op, group_ranks_, begin);
     return true;
@@ -409,33 +416,36 @@ class Engine {
     RankState& st = ranks_[r];
     const Op& op = role(r).ops[i];
     const Placement& pl = program_.placement;
-    const int expected = opt_.full ? pl.group_size(op.group) : 1;
+    // Symmetric runs simulate one rank per stage: the world group's members are those.
+    const bool world = op.group == GroupKind::kWorld;
+    const int expected = opt_.full ? pl.group_size(op.group) : world ? pl.pp : 1;
     st.last_coll = i;
     st.last_coll_step = st.step;
     st.last_coll_done = false;
     if (expected <= 1) {
       if (flows_ && pl.group_size(op.group) > 1) {
-        const std::vector<std::pair<std::uint32_t, SimTime>> self{{r, now}};
-        if (start_flows(op, st.rank, self, i, now)) return;
+        const std::vector<PendingColl::Member> self{{r, i, now}};
+        if (start_flows(op, st.rank, self, now)) return;
       }
       const SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
       push(r, i, now + d, now, now);
       return;
     }
-    const CollKey key{pl.group_root(op.group, st.rank), st.step, i};
+    const CollKey key = world ? CollKey{-1, st.step, index_[static_cast<std::size_t>(st.stage)].seq[i]}
+                              : CollKey{pl.group_root(op.group, st.rank), st.step, i};
     PendingColl& p = colls_[key];
     const double bytes = opt_.perturb ? opt_.perturb->collective_bytes(st.rank, st.step, i, op) : op.bytes;
     if (p.arrived == 0) p.bytes = bytes;
     else if (bytes != p.bytes) p.mismatch = true;
     ++p.arrived;
     p.last = std::max(p.last, now);
-    p.members.emplace_back(r, now);
+    p.members.push_back({r, i, now});
     if (p.arrived < expected) return;
     if (p.mismatch) {  // members disagree: the collective never completes
       std::vector<std::pair<int, double>> sizes;
-      for (const auto& [m, arrival] : p.members) {
+      for (const auto& [m, mi, arrival] : p.members) {
         sizes.emplace_back(ranks_[m].rank,
-                           opt_.perturb ? opt_.perturb->collective_bytes(ranks_[m].rank, st.step, i, op) : op.bytes);
+                           opt_.perturb ? opt_.perturb->collective_bytes(ranks_[m].rank, st.step, mi, op) : op.bytes);
       }
       std::sort(sizes.begin(), sizes.end());
       std::map<double, std::vector<int>> by_size;
@@ -444,28 +454,30 @@ class Engine {
       for (const auto& [b, rs] : by_size) {
         detail += fmt::format("{}{} {} bytes", detail.empty() ? "" : "; ", rank_ranges(rs), b);
       }
-      mismatches_.push_back(fmt::format("{} #{} '{}' on the {} group of rank {} (step {}): members passed different sizes: {}",
-                                        to_string(op.coll), index_[static_cast<std::size_t>(st.stage)].seq[i],
-                                        program_.names[op.name], to_string(op.group), key.root, st.step, detail));
+      mismatches_.push_back(
+          fmt::format("{} #{} '{}' on the {} group of rank {} (step {}): members passed different sizes: {}",
+                      to_string(op.coll), index_[static_cast<std::size_t>(st.stage)].seq[i], program_.names[op.name],
+                      to_string(op.group), pl.group_root(op.group, st.rank), st.step, detail));
       return;  // stays pending: a hang
     }
-    if (start_flows(op, st.rank, p.members, i, p.last)) {
+    if (start_flows(op, st.rank, p.members, p.last)) {
       colls_.erase(key);
       return;
     }
     SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
     if (opt_.perturb) {
+      const int root = pl.group_root(op.group, st.rank);
       group_ranks_.resize(static_cast<std::size_t>(pl.group_size(op.group)));
       for (int k = 0; k < pl.group_size(op.group); ++k) {
-        group_ranks_[static_cast<std::size_t>(k)] = pl.group_member(op.group, key.root, k);
+        group_ranks_[static_cast<std::size_t>(k)] = pl.group_member(op.group, root, k);
       }
       const SimTime nominal = d;
       d = opt_.perturb->comm(group_ranks_, op, d);
       if (d != nominal) {
-        for (const auto& [m, arrival] : p.members) dyn_begin_[key_of(m, i)] = p.last;
+        for (const auto& [m, mi, arrival] : p.members) dyn_begin_[key_of(m, mi)] = p.last;
       }
     }
-    for (const auto& [m, arrival] : p.members) push(m, i, p.last + d, arrival, p.last);
+    for (const auto& [m, mi, arrival] : p.members) push(m, mi, p.last + d, arrival, p.last);
     colls_.erase(key);
   }
 
@@ -636,20 +648,27 @@ class Engine {
     std::map<std::tuple<int, int, std::uint32_t>, const PendingColl*> colls;  // sorted
     for (const auto& [k, p] : colls_) colls[{k.root, k.step, k.op}] = &p;
     for (const auto& [k, p] : colls) {
-      const auto [root, step, opi] = k;
-      const Op& op = role(p->members.front().first).ops[opi];
+      const int step = std::get<1>(k);
+      const PendingColl::Member& first = p->members.front();
+      const Op& op = role(first.rank).ops[first.op];
+      const int root = pl.group_root(op.group, ranks_[first.rank].rank);
       std::vector<int> arrived;
-      for (const auto& m : p->members) arrived.push_back(ranks_[m.first].rank);
+      for (const auto& m : p->members) arrived.push_back(ranks_[m.rank].rank);
       std::sort(arrived.begin(), arrived.end());
+      // A symmetric run's rank stands for its stage's ranks (the world group's case).
+      std::vector<bool> stage_arrived(static_cast<std::size_t>(pl.pp), false);
+      for (int a : arrived) stage_arrived[static_cast<std::size_t>(pl.coords(a).p)] = true;
       std::vector<int> lack;
       for (int i = 0; i < pl.group_size(op.group); ++i) {
         const int member = pl.group_member(op.group, root, i);
-        if (!std::binary_search(arrived.begin(), arrived.end(), member)) lack.push_back(member);
+        const bool present = opt_.full ? std::binary_search(arrived.begin(), arrived.end(), member)
+                                       : stage_arrived[static_cast<std::size_t>(pl.coords(member).p)];
+        if (!present) lack.push_back(member);
       }
       for (const auto& m : p->members) {
-        state[m.first] = fmt::format("in {} (step {}){}", coll_label(m.first, opi), step,
-                                     p->mismatch ? ", whose members passed different sizes" : "");
-        missing[m.first] = lack;
+        state[m.rank] = fmt::format("in {} (step {}){}", coll_label(m.rank, m.op), step,
+                                    p->mismatch ? ", whose members passed different sizes" : "");
+        missing[m.rank] = lack;
       }
     }
     std::map<std::tuple<int, int, int, std::uint32_t>, const PendingP2p*> p2ps;

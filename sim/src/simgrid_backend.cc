@@ -46,6 +46,9 @@ class SimgridBackend final : public NetworkBackend, public FlowNetwork {
   bool handles(const Program& program, const Op& op, std::span<const int> ranks) override {
     // DeepEP's exchange is not NCCL's pairwise flows: the analytic model prices it.
     if (op.kind == OpKind::kCollective && program.deepep(op)) return false;
+    // The gradient norm's all-reduce over every rank moves 4 bytes: latency, which the
+    // analytic model's NCCL tuner prices; a flow plan would be thousands of empty flows.
+    if (op.kind == OpKind::kCollective && op.group == GroupKind::kWorld) return false;
     if (opt_.intra_node_flows) return true;
     const int node = ranks[0] / cluster_.gpus_per_node;
     for (int r : ranks) {

@@ -44,7 +44,7 @@ TEST(ReadTrace, RejectsWhatIsNotAStepcastTraceNamingTheField) {
                                    R"("args":{"step":0,"kind":"collective","bytes":4,"wait_us":0,"group":"dq",)"
                                    R"("collective":"all_reduce","group_root":0,"seq":1}})")),
             "traceEvents[1].args.group: \"dq\" is not one of \"tp\", \"cp\", \"ep\", \"dp\", \"edp\", \"pp\", \"etp\", "
-            "\"etpep\"");
+            "\"etpep\", \"world\"");
   EXPECT_EQ(trace_error(with_event(R"({"ph":"X","name":"F","pid":1,"tid":0,"ts":1,"dur":2,)"
                                    R"("args":{"step":3,"kind":"compute","class":"gemm"}})")),
             "traceEvents[1].args.step: 3 is beyond the trace's 1 steps (step_end_us)");

@@ -799,7 +799,10 @@ TEST(Optimizer, TheEstimateShowsTheGradientPassInsideTheOptimizerStep) {
   ASSERT_TRUE(s.ok());
   const Estimate e = estimate(*s);
   ASSERT_GT(e.breakdown.optimizer, 0.0);
-  EXPECT_NEAR(e.breakdown.optimizer_clip / e.breakdown.optimizer, 4.0 / 34.0, 1e-12);
+  // The norm's pass is that of the stage that reaches the norm's all-reduce last, the rest of
+  // the update that of the stage with the longest: stages whose parameters differ by the
+  // embedding's share of a layer (3.7e-7 of the ratio here).
+  EXPECT_NEAR(e.breakdown.optimizer_clip / e.breakdown.optimizer, 4.0 / 34.0, 1e-5);
   EXPECT_NE(estimate_report_text(*s, e).find("    gradient norm/clip"), std::string::npos);
   EXPECT_DOUBLE_EQ(estimate_report_value(*s, e)["optimizer_s"]["gradient_clip"].get<double>(),
                    e.breakdown.optimizer_clip);

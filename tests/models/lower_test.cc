@@ -319,6 +319,7 @@ GradBytes gradient_reduction_bytes(const Program& prog, int stage) {
   for (const Op& op : prog.roles[static_cast<std::size_t>(stage)].ops) {
     if (op.kind != OpKind::kCollective || op.comm != CommClass::kDp) continue;
     if (op.coll != CollKind::kAllReduce && op.coll != CollKind::kReduceScatter) continue;
+    if (op.group == GroupKind::kWorld) continue;  // the gradient norm's scalar, not gradients
     (op.group == GroupKind::kEdp ? g.expert : g.dense) += op.bytes;
   }
   return g;

@@ -358,13 +358,15 @@ TEST(SlowLink, IsNamedAsTheLinkAndTheGroupsItSlowsNotAsIdleRanks) {
 
 TEST(SlowLink, WithoutTheLinkItsVictimsWouldBeNamedAsIdle) {
   // The mechanism of the regression above: with the slow-link detector off (a threshold no
-  // transfer reaches), rank 13's replica is named "idle on their own side", as before.
+  // transfer reaches), rank 13's replica on the other stages is named "idle on their own
+  // side", as before. (Ranks 12 and 13 themselves were too until the gradient norm's
+  // all-reduce over every rank came in: every rank now leaves each step's end together.)
   analysis::DiagnoseOptions off;
   off.min_link_slowdown = 1e9;
   auto d = sim::diagnose_scenario(slow_link_scenario(3), 6, off);
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->links.empty());
-  EXPECT_EQ(d->outlier_list(), "4,5,12,13,20,21,28,29");
+  EXPECT_EQ(d->outlier_list(), "4,5,20,21,28,29") << analysis::diagnosis_text(*d);
   for (const analysis::OutlierRank& o : d->outliers) EXPECT_EQ(o.compute_steps, 0) << o.rank;  // late, not slow
 }
 
@@ -417,6 +419,27 @@ TEST(Hang, AHungTraceNamesTheRankThatStoppedFirst) {
       << d.hang_report;
   EXPECT_NE(d.hang_report.find("(stopped first)"), std::string::npos);
   EXPECT_EQ(d.verdict[0].text.rfind("the run hangs: rank 3 stopped", 0), 0u) << d.verdict[0].text;
+}
+
+TEST(Hang, AStageThatNeverReachesTheUpdateHoldsEveryRankAtTheGradientNorm) {
+  // Rank 5 (stage 1 of tp 1 x pp 2 x dp 4) stops before its gradient norm's pass in step 0:
+  // its data-parallel peers of stage 1 and every rank of stage 0 wait in the norm's
+  // all-reduce over every rank, the step's last collective, as a real job hangs there.
+  Scenario s = tiny(R"("tp": 1, "pp": 2, "dp": 4, "microbatch": 1, "global_batch": 16)",
+                    R"("crash": {"rank": 5, "step": 0, "at_op": 0})");
+  const Program p = lower(s);
+  std::uint32_t norm = 0;
+  while (p.names[p.roles[1].ops[norm].name] != "gradient norm") ++norm;
+  s.faults.perturb.crash->at_op = norm;
+  const analysis::Diagnosis d = diagnose(s, 2);
+  ASSERT_TRUE(d.hang);
+  EXPECT_NE(d.hang_report.find("never arrived: 5"), std::string::npos) << d.hang_report;
+  EXPECT_NE(d.hang_report.find("rank 5 (node 1): stopped before 'gradient norm' (step 0)"), std::string::npos)
+      << d.hang_report;
+  EXPECT_NE(d.hang_report.find("ranks 0-4,6-7"), std::string::npos) << d.hang_report;
+  EXPECT_NE(d.hang_report.find("in all_reduce #1 'world.ar gradient norm' on the world group (step 0)"),
+            std::string::npos)
+      << d.hang_report;
 }
 
 TEST(Hang, AMismatchedCollectiveIsReported) {

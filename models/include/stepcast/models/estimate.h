@@ -73,6 +73,9 @@ struct StepBreakdown {
   // Of the optimizer: the gradient norm, clipping and fp16 unscale before the update
   // (layer_cost.h OptimizerStep::clip_s).
   double optimizer_clip = 0;
+  // Of the exposed data-parallel communication: the gradient norm's all-reduce over every
+  // rank (layer_cost.h grad_norm_sync_s), a global synchronisation before the update.
+  double grad_norm_sync = 0;
 };
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;

@@ -304,6 +304,14 @@ struct OptimizerStep {
 OptimizerStep optimizer_step(const ClusterSpec& cluster, const Plan& plan, double params);
 // optimizer_step(...).time_s() and .host_part_s() (0 without optimizer offload).
 double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
+// The gradient norm's reduction over every rank before the update: one all-reduce of an
+// fp32 scalar for the norm and, in fp16, one for the overflow flag (Megatron-Core's
+// found_inf, DeepSpeed's overflow check, the sharded GradScaler's found_inf); 0 on one rank.
+// Every stack computes the norm (models/data/stacks.json grad_clip_bytes).
+int grad_norm_allreduces(const Plan& plan);
+inline constexpr double kGradNormBytes = 4;  // the all-reduced fp32 scalar
+// Their time: grad_norm_allreduces x collective_cost(all-reduce, the world group, 4 bytes).
+double grad_norm_sync_s(const ClusterSpec& cluster, const Plan& plan);
 double host_optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
 // Bytes of host memory the host step moves per parameter: Adam reads the fp32 weight,
 // gradient and two moments and writes the weight, the moments and the 16-bit copy

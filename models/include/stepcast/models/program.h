@@ -40,8 +40,14 @@ enum class CommClass : std::uint8_t { kNone, kTp, kDp, kPp, kCp, kEp };
 // expert-tensor-parallel group (the TP group unless the experts are folded, etp != tp);
 // kEtpEp the expert-TP x EP group of the all-gather dispatcher (Megatron-Core's
 // tp_ep_group): etp x ep consecutive ranks (loader: tp innermost, pp outermost).
-enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp, kEtp, kEtpEp };
-inline constexpr int kNumGroupKinds = 8;
+// kWorld: every rank, the group of the step's gradient-norm all-reduce (lower.cc
+// finish_step; docs/model-reference.md section 6 "The gradient pass before the update"); the only
+// group whose members run different stages' templates.
+enum class GroupKind : std::uint8_t { kTp, kCp, kEp, kDp, kEdp, kPp, kEtp, kEtpEp, kWorld };
+inline constexpr int kNumGroupKinds = 9;
+inline constexpr std::array<GroupKind, kNumGroupKinds> kAllGroupKinds = {
+    GroupKind::kTp, GroupKind::kCp,  GroupKind::kEp,    GroupKind::kDp,   GroupKind::kEdp,
+    GroupKind::kPp, GroupKind::kEtp, GroupKind::kEtpEp, GroupKind::kWorld};
 // Streams of a rank; ops on one stream run in program order, one at a time.
 // kPpRecv: pipeline receives posted ahead of their step (Plan::overlap_p2p_comm); sends and
 // blocking receives use kPp. kHostOut, kHostIn: the host link's two directions (offload,
