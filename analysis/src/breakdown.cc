@@ -19,7 +19,7 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
       iv.push_back({s.begin.ns(), s.end.ns(), c});
       continue;
     }
-    if (s.begin > s.post && op.kind == OpKind::kCollective && counts_as_wait(op.group)) {
+    if (s.begin > s.post && op.kind == OpKind::kCollective && counts_as_wait(op.group, program.placement.pp)) {
       iv.push_back({s.post.ns(), s.begin.ns(), Part::kWait});
     }
     // The optimizer's own transfers (optimizer offload) are part of its step.
@@ -34,7 +34,7 @@ RankBreakdown analyze_rank(const Program& program, const RankTimeline& r, std::i
 
 }  // namespace
 
-bool counts_as_wait(GroupKind g) { return g != GroupKind::kWorld; }
+bool counts_as_wait(GroupKind g, int pp) { return g != GroupKind::kWorld || pp <= 1; }
 
 Part compute_part(ComputeClass c) {
   switch (c) {

@@ -547,7 +547,7 @@ Trace trace_from_timeline(const Program& program, const Timeline& timeline) {
 namespace {
 
 // The rules of analyze() (breakdown.cc) on the neutral trace.
-RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps) {
+RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps, int pp) {
   std::vector<PartInterval> iv;
   iv.reserve(r.ops.size() * 2);
   for (const TraceOp& o : r.ops) {
@@ -558,7 +558,7 @@ RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps) {
       iv.push_back({o.begin_ns, o.end_ns, c});
       continue;
     }
-    if (o.begin_ns > o.post_ns && o.kind == TraceOpKind::kCollective && counts_as_wait(o.group)) {
+    if (o.begin_ns > o.post_ns && o.kind == TraceOpKind::kCollective && counts_as_wait(o.group, pp)) {
       iv.push_back({o.post_ns, o.begin_ns, Part::kWait});
     }
     if (o.end_ns > o.begin_ns) iv.push_back({o.begin_ns, o.end_ns, transfer_part(o.stream)});
@@ -571,7 +571,8 @@ RankBreakdown breakdown_rank(const TraceRank& r, std::int64_t end, int steps) {
 std::vector<RankBreakdown> trace_breakdown(const Trace& trace) {
   std::vector<RankBreakdown> out;
   if (trace.step_end_ns.empty()) return out;
-  for (const TraceRank& r : trace.ranks) out.push_back(breakdown_rank(r, trace.step_end_ns.back(), trace.steps()));
+  for (const TraceRank& r : trace.ranks)
+    out.push_back(breakdown_rank(r, trace.step_end_ns.back(), trace.steps(), trace.placement.pp));
   return out;
 }
 

@@ -45,7 +45,7 @@ LanePart part_of(const analysis::TraceOp& o) {
 
 // The intervals of [0, end) in which the rank is busy by the breakdown's rules (breakdown.h:
 // compute of nonzero length, data moving, a collective waiting; sends do not block), merged.
-std::vector<std::pair<std::int64_t, std::int64_t>> busy_intervals(const analysis::TraceRank& r) {
+std::vector<std::pair<std::int64_t, std::int64_t>> busy_intervals(const analysis::TraceRank& r, int pp) {
   std::vector<std::pair<std::int64_t, std::int64_t>> iv;
   iv.reserve(r.ops.size());
   for (const analysis::TraceOp& o : r.ops) {
@@ -56,7 +56,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> busy_intervals(const analysis
     }
     // A collective is busy from its post (waiting for peers), but at the gradient norm's
     // all-reduce, where waiting is the pipeline's flush (analysis::counts_as_wait).
-    const bool waits = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group);
+    const bool waits = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group, pp);
     const std::int64_t from = waits ? o.post_ns : o.begin_ns;
     if (o.end_ns > from) iv.emplace_back(from, o.end_ns);
   }
@@ -127,6 +127,7 @@ TimelineData TimelineData::from_trace(const analysis::Trace& trace) {
   d.names.emplace_back("idle (bubble)");
   d.step_end_ns = trace.step_end_ns;
   d.steps = trace.steps();
+  const int pp = trace.placement.pp;
   std::int64_t last = 0;
   std::array<bool, kNumStreams> used{};
   used[static_cast<std::size_t>(Stream::kCompute)] = true;
@@ -161,8 +162,9 @@ TimelineData TimelineData::from_trace(const analysis::Trace& trace) {
       it.step = o.step;
       it.part = part_of(o);
       if (o.begin_ns > o.post_ns) {
-        it.lead_in = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group) ? LeadIn::kWait
-                                                                                                       : LeadIn::kIdle;
+        it.lead_in = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group, pp)
+                         ? LeadIn::kWait
+                         : LeadIn::kIdle;
       }
       d.lanes[static_cast<std::size_t>(lane_of[static_cast<std::size_t>(o.stream)])].items.push_back(it);
       ++d.ops;
@@ -182,7 +184,7 @@ TimelineData TimelineData::from_trace(const analysis::Trace& trace) {
                                                                    std::max(0, d.steps - 1)));
       compute.items.push_back(it);
     };
-    for (const auto& [b, e] : busy_intervals(r)) {
+    for (const auto& [b, e] : busy_intervals(r, pp)) {
       add_idle(cursor, std::min(b, d.end_ns));
       cursor = std::max(cursor, e);
     }

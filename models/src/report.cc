@@ -51,6 +51,7 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"breakdown_s.input", e.breakdown.input},
       {"moe_blocks_s", e.breakdown.moe},
       {"optimizer_s.gradient_clip", e.breakdown.optimizer_clip},
+      {"gradient_norm_sync_s", e.breakdown.grad_norm_sync},
       {"compute_s.gemm", e.compute.gemm},
       {"compute_s.attention", e.compute.attention},
       {"compute_s.memory_bound", e.compute.memory_bound},
@@ -130,6 +131,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                     {"output", e.compute.output},
                     {"interference", e.compute.interference}};
   j["optimizer_s"] = {{"gradient_clip", e.breakdown.optimizer_clip}};
+  j["gradient_norm_sync_s"] = e.breakdown.grad_norm_sync;
   j["exposed_comm_s"] = {{"tp", e.exposed.tp}, {"dp", e.exposed.dp}, {"pp", e.exposed.pp},
                          {"cp", e.exposed.cp}, {"ep", e.exposed.ep}};
   j["memory_bytes"] = {{"params", whole(e.memory.params)},
@@ -266,6 +268,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   part("exposed comm", e.breakdown.exposed_comm);
   if (e.exposed.tp > 0) part("  tp", e.exposed.tp);
   if (e.exposed.dp > 0) part("  dp", e.exposed.dp);
+  if (e.breakdown.grad_norm_sync > 0) part("    gradient norm sync", e.breakdown.grad_norm_sync);
   if (e.exposed.pp > 0) part("  pp", e.exposed.pp);
   if (e.exposed.cp > 0) part("  cp", e.exposed.cp);
   if (e.exposed.ep > 0) part("  ep", e.exposed.ep);

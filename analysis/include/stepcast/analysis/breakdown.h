@@ -42,11 +42,12 @@ RankBreakdown sweep_breakdown(int rank, int stage, const std::vector<PartInterva
                               int steps);
 // The Part of a compute-stream op of class `c`.
 Part compute_part(ComputeClass c);
-// Whether the time a rank waits in a collective of group `g` for its peers counts as wait.
-// Not at the world group's (the gradient norm's all-reduce, lower.cc finish_step): the
-// stages that end their last backward early wait there for the others' drain, the
-// pipeline's flush, which stays bubble (uncovered) as it was before that synchronisation.
-bool counts_as_wait(GroupKind g);
+// Whether the time a rank waits in a collective of group `g` for its peers counts as wait,
+// in a plan of `pp` pipeline stages. Not at the world group's (the gradient norm's
+// all-reduce, lower.cc finish_step) with pp > 1: the stages that end their last backward
+// early wait there for the others' drain, the pipeline's flush, which stays bubble
+// (uncovered) as it was before that synchronisation.
+bool counts_as_wait(GroupKind g, int pp);
 // The Part of a communication op on `stream` while it moves data.
 Part transfer_part(Stream stream);
 
