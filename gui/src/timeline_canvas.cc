@@ -162,9 +162,9 @@ TimelineData TimelineData::from_trace(const analysis::Trace& trace) {
       it.step = o.step;
       it.part = part_of(o);
       if (o.begin_ns > o.post_ns) {
-        it.lead_in = o.kind == analysis::TraceOpKind::kCollective && analysis::counts_as_wait(o.group, pp)
-                         ? LeadIn::kWait
-                         : LeadIn::kIdle;
+        it.lead_in = o.kind != analysis::TraceOpKind::kCollective ? LeadIn::kIdle
+                     : analysis::counts_as_wait(o.group, pp)      ? LeadIn::kWait
+                                                                  : LeadIn::kFlush;
       }
       d.lanes[static_cast<std::size_t>(lane_of[static_cast<std::size_t>(o.stream)])].items.push_back(it);
       ++d.ops;
@@ -404,8 +404,9 @@ QString TimelineCanvas::toolTipAt(const QPoint& pos) const {
   lines << QStringLiteral("start %1 - duration %2").arg(precise_seconds(start), precise_seconds(dur));
   if (item->lead_in != LeadIn::kNone) {
     const double lead = static_cast<double>(item->begin_ns - item->post_ns) / kNsPerS;
-    lines << (item->lead_in == LeadIn::kWait ? QStringLiteral("waited %1 for late group members")
-                                             : QStringLiteral("idle %1 waiting for the pipeline peer"))
+    lines << (item->lead_in == LeadIn::kWait    ? QStringLiteral("waited %1 for late group members")
+              : item->lead_in == LeadIn::kFlush ? QStringLiteral("idle %1 waiting for the other stages' drain")
+                                                : QStringLiteral("idle %1 waiting for the pipeline peer"))
                  .arg(precise_seconds(lead));
   }
   if (item->bytes > 0) lines << QStringLiteral("bytes %1").arg(bytes_text(item->bytes));

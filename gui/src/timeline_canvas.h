@@ -30,9 +30,11 @@ const char* lane_part_key(LanePart p);
 
 // How the time before an op's data moved ([post, begin)) is drawn.
 enum class LeadIn : std::uint8_t {
-  kNone,  // compute, or nothing to wait for
-  kWait,  // a collective waiting for late group members (the breakdown's "wait")
-  kIdle,  // a send or recv waiting for its peer (the breakdown counts it as bubble)
+  kNone,   // compute, or nothing to wait for
+  kWait,   // a collective waiting for late group members (the breakdown's "wait")
+  kIdle,   // a send or recv waiting for its peer (the breakdown counts it as bubble)
+  kFlush,  // the gradient norm's all-reduce waiting for the other stages' drain (bubble:
+           // analysis::counts_as_wait)
 };
 
 struct TimelineItem {

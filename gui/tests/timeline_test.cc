@@ -58,6 +58,7 @@ class TimelineTest : public QObject {
   void dragPans();
   void rankFilter();
   void hoverNamesEvent();
+  void hoverNamesTheNormsWaitAsTheDrain();
   void perfettoTraceIsTheRunsTrace();
   void deterministic();
   void ddpBucketsOverlapBackward();
@@ -276,6 +277,36 @@ void TimelineTest::rankFilter() {
   QCOMPARE(parsed, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7, 12}));
   QVERIFY(!parse_rank_list(QStringLiteral("7-3"), &parsed, &error));
   QVERIFY(error.contains(QStringLiteral("7-3")));
+}
+
+void TimelineTest::hoverNamesTheNormsWaitAsTheDrain() {
+  // A stage that ends its last backward early waits at the gradient norm's all-reduce over
+  // every rank for the others' drain: drawn and named as idle (bubble), not as a wait for late
+  // group members (analysis::counts_as_wait).
+  TimelineCanvas* c = view_->canvas();
+  const sim::RunResult& run = direct_->run;
+  const RankTimeline* rank = nullptr;
+  const Span* norm = nullptr;
+  for (const RankTimeline& r : run.out.timeline.ranks) {
+    for (const Span& s : r.spans) {
+      const Op& op = op_of(run, r, s);
+      if (op.kind == OpKind::kCollective && op.group == GroupKind::kWorld && s.begin - s.post > SimTime::from_s(1e-3) &&
+          (!norm || s.begin - s.post > norm->begin - norm->post)) {
+        rank = &r;
+        norm = &s;
+      }
+    }
+  }
+  QVERIFY(norm);
+  const double p = norm->post.seconds(), b = norm->begin.seconds();
+  c->setWindow(p - (b - p), 3 * (b - p));
+  const QPoint pos(static_cast<int>(c->xOf((p + b) / 2)), c->laneCenterY(rank->rank, Stream::kDp));
+  QVERIFY(pos.y() > 0);
+  const QString text = c->toolTipAt(pos);
+  QCOMPARE(text.section(QLatin1Char('\n'), 0, 0), QStringLiteral("world.ar gradient norm"));
+  QVERIFY2(text.contains(QStringLiteral("waiting for the other stages' drain")), qPrintable(text));
+  QVERIFY2(!text.contains(QStringLiteral("late group members")), qPrintable(text));
+  c->fitAll();
 }
 
 void TimelineTest::hoverNamesEvent() {
