@@ -121,10 +121,13 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   // step, and every collective / receive delivered exactly the seeded data.
   expect_every_op("cpu-tp2dp2.json", read_json(dir() + "/a/measured.json"));
   expect_every_op("cpu-pp2-1f1b.json", read_json(dir() + "/b/measured.json"));
-  // The measured trace is in the simulator's format: diagnose reads it.
+  // The measured trace is in the simulator's format: diagnose reads it (exit 1 would be a
+  // finding, e.g. a rank's compute slowed by the oversubscribed machine under ctest -j; 2 would
+  // be a trace it cannot read).
   std::string out;
-  EXPECT_EQ(sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/a/trace.json", &out), 0);
-  EXPECT_NE(out.find("4 ranks"), std::string::npos) << out;
+  const int diagnosed = sh(std::string(STEPCAST_BIN) + " diagnose " + dir() + "/a/trace.json", &out);
+  EXPECT_TRUE(diagnosed == 0 || diagnosed == 1) << diagnosed << "\n" << out;
+  EXPECT_NE(out.find("4 of 4 ranks"), std::string::npos) << out;
   // compare reads measured runs: predicted (the scenario) against measured, by part.
   ASSERT_EQ(sh(std::string(STEPCAST_BIN) + " compare " + STEPCAST_SOURCE_DIR + "/scenarios/execute/cpu-tp2dp2.json " +
                    dir() + "/a/measured.json --json",
