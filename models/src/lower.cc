@@ -1078,9 +1078,10 @@ class StageBuilder {
     std::uint32_t o =
         add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.clip_s), 0, -1), "gradient norm", {ready});
     for (std::uint32_t d : dp_ops_) add_dep(o, d);
-    for (int k = 0; k < grad_norm_allreduces(p_); ++k) {
+    const int norm_allreduces = grad_norm_allreduces(p_);
+    for (int k = 0; k < norm_allreduces; ++k) {
       o = add(collective(CollKind::kAllReduce, GroupKind::kWorld, kGradNormBytes, -1, -1),
-              k + 1 < grad_norm_allreduces(p_) ? "world.ar fp16 overflow flag" : "world.ar gradient norm", {o});
+              k + 1 < norm_allreduces ? "world.ar fp16 overflow flag" : "world.ar gradient norm", {o});
     }
     o = add(compute(ComputeClass::kOptimizer, SimTime::from_s(os.gpu_s - os.clip_s), 0, -1), "optimizer", {o});
     if (os.host_bytes > 0) o = host_optimizer(o, os);

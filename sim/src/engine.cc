@@ -210,17 +210,18 @@ struct CollKeyHash {
            (static_cast<std::size_t>(k.op) * 2654435761u);
   }
 };
+// One member of a collective or transfer in flight: its sim rank, the op's index in that
+// rank's template (members of the world group run different templates) and when it posted.
+struct OpMember {
+  std::uint32_t rank, op;
+  SimTime post;
+};
 struct PendingColl {
   int arrived = 0;
   bool mismatch = false;
   double bytes = 0;  // the first member's size
   SimTime last;
-  struct Member {
-    std::uint32_t rank;  // sim rank
-    std::uint32_t op;    // the op's index in its template
-    SimTime arrival;
-  };
-  std::vector<Member> members;
+  std::vector<OpMember> members;
 };
 
 // A transfer to one receive of one step: its send, its receive, or both once matched.
@@ -395,7 +396,7 @@ class Engine {
   }
 
   // Hands a complete collective to the flow network; false when it prices it statically.
-  bool start_flows(const Op& op, int any_rank, const std::vector<PendingColl::Member>& members, SimTime begin) {
+  bool start_flows(const Op& op, int any_rank, const std::vector<OpMember>& members, SimTime begin) {
     if (!flows_) return false;
     const Placement& pl = program_.placement;
     const int n = pl.group_size(op.group);
@@ -406,7 +407,7 @@ class Engine {
     const std::uint64_t h = next_handle_++;
     Dynamic d;
     d.begin = begin;
-    for (const auto& [m, mi, arrival] : members) d.members.push_back({m, mi, arrival});
+    d.members = members;
     dynamic_.emplace(h, std::move(d));
     flows_->start(h, program_, op, group_ranks_, begin);
     return true;
@@ -424,7 +425,7 @@ class Engine {
     st.last_coll_done = false;
     if (expected <= 1) {
       if (flows_ && pl.group_size(op.group) > 1) {
-        const std::vector<PendingColl::Member> self{{r, i, now}};
+        const std::vector<OpMember> self{{r, i, now}};
         if (start_flows(op, st.rank, self, now)) return;
       }
       const SimTime d = index_[static_cast<std::size_t>(st.stage)].duration[i];
@@ -649,7 +650,7 @@ class Engine {
     for (const auto& [k, p] : colls_) colls[{k.root, k.step, k.op}] = &p;
     for (const auto& [k, p] : colls) {
       const int step = std::get<1>(k);
-      const PendingColl::Member& first = p->members.front();
+      const OpMember& first = p->members.front();
       const Op& op = role(first.rank).ops[first.op];
       const int root = pl.group_root(op.group, ranks_[first.rank].rank);
       std::vector<int> arrived;
@@ -732,13 +733,9 @@ class Engine {
     return out;
   }
 
-  struct DynamicMember {
-    std::uint32_t rank, op;
-    SimTime post;
-  };
   struct Dynamic {
     SimTime begin;
-    std::vector<DynamicMember> members;
+    std::vector<OpMember> members;
   };
 
   const Program& program_;
