@@ -49,6 +49,32 @@ std::string clip(const std::string& s) { return s.size() <= kRegexInputMax ? s :
 // A description as it appears in an assumption: quoted, at most 40 characters.
 std::string quote(const std::string& s) { return reader::describe(json(s)); }
 
+// The ZeRO stage a lower-case description names: "zero" followed, within a few separator or
+// "stage" characters, by a digit 0..3 ("ZeRO-3", "zero3", "ZeRO stage 2", "ZeRO Stage-1",
+// "zero_stage=3", "ZeRO (stage 3)"); "ZeRO++" without a stage is 3 (it extends ZeRO-3);
+// -1 when it names none.
+int zero_stage_in(const std::string& low) {
+  for (std::size_t at = low.find("zero"); at != std::string::npos; at = low.find("zero", at + 1)) {
+    std::size_t i = at + 4;
+    const bool plus_plus = low.compare(i, 2, "++") == 0;
+    if (plus_plus) i += 2;
+    for (std::size_t skipped = 0; i < low.size() && skipped < 8; ++skipped) {
+      if (low.compare(i, 5, "stage") == 0) {
+        i += 5;
+      } else if (std::string_view(" -_=:(").find(low[i]) != std::string_view::npos) {
+        ++i;
+      } else {
+        break;
+      }
+    }
+    const bool digit = i < low.size() && low[i] >= '0' && low[i] <= '3';
+    const bool alone = digit && (i + 1 == low.size() || !std::isdigit(static_cast<unsigned char>(low[i + 1])));
+    if (alone) return low[i] - '0';
+    if (plus_plus) return 3;
+  }
+  return -1;
+}
+
 // A positive integer field. Absent or null: nullopt (with "missing (required): a positive
 // integer" or "expected a positive integer, got null" when `required`). A count written as
 // text ("8") is read as that number and printed as an assumption of `rec`.
@@ -364,20 +390,23 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   }
   if (auto z = zero_text) {
     const std::string low = lower(*z);
-    if (contains(low, "zero-3") || contains(low, "zero3") || contains(low, "zero stage 3") ||
-        contains(low, "full_shard") || contains(low, "hybrid_shard")) {
+    const int stage = zero_stage_in(low);
+    // HSDP (torchtitan's name), HYBRID_SHARD (PyTorch FSDP's): sharded inside a group, replicated across.
+    const bool hybrid = contains(low, "hsdp") || contains(low, "hybrid_shard") || contains(low, "hybrid shard") ||
+                        contains(low, "hybrid-shard");
+    if (stage == 3 || contains(low, "full_shard") || hybrid) {
       r.zero = 3;  // PyTorch FSDP's FULL_SHARD; HYBRID_SHARD shards within a node and replicates across
-      if (contains(low, "hybrid_shard")) {
+      if (hybrid) {
         r.assumptions.push_back(
             "zero_fsdp HYBRID_SHARD: priced as FULL_SHARD over the whole data-parallel group (stepcast has no "
             "hybrid sharding group; the real all-gathers stay inside a node)");
       }
-    } else if (contains(low, "zero-2") || contains(low, "zero2") || contains(low, "zero stage 2") ||
-               contains(low, "shard_grad_op")) {
+    } else if (stage == 2 || contains(low, "shard_grad_op")) {
       r.zero = 2;
-    } else if (contains(low, "zero-1") || contains(low, "zero1") || contains(low, "zero stage 1") ||
-               contains(low, "distributed optimizer")) {
+    } else if (stage == 1 || contains(low, "distributed optimizer")) {
       r.zero = 1;
+    } else if (stage == 0) {
+      r.zero = 0;
     } else if (starts_with(low, "no") || contains(low, "fsdp=0") || contains(low, "ddp") || contains(low, "no_shard")) {
       r.zero = 0;  // "no FSDP (FSDP=0 in table: DDP)", "none", "DDP"
     } else if (contains(low, "fsdp") || contains(low, "fully sharded")) {

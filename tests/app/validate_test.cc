@@ -295,6 +295,40 @@ TEST_F(ValidateTest, PyTorchFsdpRecordsRunAPyTorchStack) {
   EXPECT_EQ(run("Megatron-Bridge", "no FSDP (FSDP=0 in table: DDP)", nullptr).stack, "megatron-core");
 }
 
+// zero_fsdp names a ZeRO stage however the record spells it ("ZeRO Stage-2", "zero_stage=3",
+// "ZeRO (stage 1)", 0..3 as a number); HSDP, torchtitan's hybrid sharding, is ZeRO 3 with the
+// HYBRID_SHARD assumption, as PyTorch FSDP's HYBRID_SHARD; a stage number inside a word
+// ("ZeRO-30") is not a stage.
+TEST_F(ValidateTest, ZeroStagesAreReadHoweverTheRecordSpellsThem) {
+  auto zero_of = [&](const json& zero, std::vector<std::string>* assumptions = nullptr) {
+    const json patch = {{"layout", {{"zero_fsdp", zero}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return -1;
+    if (assumptions) *assumptions = rep->rows[0].assumptions;
+    return json::parse(rep->rows[0].scenario_json)["plan"]["zero"].get<int>();
+  };
+  EXPECT_EQ(zero_of("ZeRO-3"), 3);
+  EXPECT_EQ(zero_of("ZeRO Stage-2"), 2);
+  EXPECT_EQ(zero_of("DeepSpeed zero_stage=3"), 3);
+  EXPECT_EQ(zero_of("ZeRO (stage 1)"), 1);
+  EXPECT_EQ(zero_of("ZeRO stage 0 (DDP)"), 0);
+  EXPECT_EQ(zero_of("ZeRO++ (hpZ, qwZ)"), 3);
+  EXPECT_EQ(zero_of(2), 2);
+  EXPECT_EQ(zero_of(0), 0);
+  std::vector<std::string> said;
+  EXPECT_EQ(zero_of("ZeRO-30", &said), 0);
+  EXPECT_NE(std::find(said.begin(), said.end(), "zero_fsdp \"ZeRO-30\" not recognised: ZeRO 0"), said.end());
+  for (const char* hybrid : {"HSDP (2 replicas x 4 shards)", "FSDP2 HSDP", "hybrid sharding (HYBRID_SHARD)"}) {
+    SCOPED_TRACE(hybrid);
+    EXPECT_EQ(zero_of(hybrid, &said), 3);
+    EXPECT_NE(std::find(said.begin(), said.end(),
+                        "zero_fsdp HYBRID_SHARD: priced as FULL_SHARD over the whole data-parallel group (stepcast "
+                        "has no hybrid sharding group; the real all-gathers stay inside a node)"),
+              said.end());
+  }
+}
+
 // model.dropout: a probability (0 is off) or a yes/no flag, over the family's default (GPT on,
 // Llama off); anything else names the field.
 TEST_F(ValidateTest, DropoutIsReadAsAProbabilityOrAFlag) {
