@@ -51,8 +51,9 @@ std::string quote(const std::string& s) { return reader::describe(json(s)); }
 
 // The ZeRO stage a lower-case description names: "zero" followed, within a few separator or
 // "stage" characters, by a digit 0..3 ("ZeRO-3", "zero3", "ZeRO stage 2", "ZeRO Stage-1",
-// "zero_stage=3", "ZeRO (stage 3)"); "ZeRO++" without a stage is 3 (it extends ZeRO-3);
-// -1 when it names none.
+// "zero_stage=3", "ZeRO (stage 3)"), or "stage N" elsewhere in a description that names ZeRO
+// or DeepSpeed ("Zero Redundancy Optimizer, stage 3"); "ZeRO++" without a stage is 3 (it
+// extends ZeRO-3); -1 when it names none.
 int zero_stage_in(const std::string& low) {
   for (std::size_t at = low.find("zero"); at != std::string::npos; at = low.find("zero", at + 1)) {
     std::size_t i = at + 4;
@@ -71,6 +72,16 @@ int zero_stage_in(const std::string& low) {
     const bool alone = digit && (i + 1 == low.size() || !std::isdigit(static_cast<unsigned char>(low[i + 1])));
     if (alone) return low[i] - '0';
     if (plus_plus) return 3;
+  }
+  // "Zero Redundancy Optimizer, stage 3", "DeepSpeed stage 2": a stage named apart from "zero".
+  if (contains(low, "zero") || contains(low, "deepspeed")) {
+    for (std::size_t at = low.find("stage"); at != std::string::npos; at = low.find("stage", at + 1)) {
+      std::size_t i = at + 5;
+      while (i < low.size() && std::string_view(" -_=:(").find(low[i]) != std::string_view::npos) ++i;
+      if (i < low.size() && low[i] >= '0' && low[i] <= '3' &&
+          (i + 1 == low.size() || !std::isdigit(static_cast<unsigned char>(low[i + 1]))))
+        return low[i] - '0';
+    }
   }
   return -1;
 }

@@ -314,6 +314,8 @@ TEST_F(ValidateTest, ZeroStagesAreReadHoweverTheRecordSpellsThem) {
   EXPECT_EQ(zero_of("ZeRO (stage 1)"), 1);
   EXPECT_EQ(zero_of("ZeRO stage 0 (DDP)"), 0);
   EXPECT_EQ(zero_of("ZeRO++ (hpZ, qwZ)"), 3);
+  EXPECT_EQ(zero_of("Zero Redundancy Optimizer, stage 2"), 2);
+  EXPECT_EQ(zero_of("DeepSpeed stage-3"), 3);
   EXPECT_EQ(zero_of(2), 2);
   EXPECT_EQ(zero_of(0), 0);
   std::vector<std::string> said;
