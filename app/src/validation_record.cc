@@ -958,6 +958,13 @@ struct GpuPreset {
 GpuPreset preset_for(const std::string& description) {
   const std::string g = lower(description);
   if (contains(g, "pcie")) return {"", ""};  // the presets are SXM servers
+  // The NVL cards (H100 NVL, H200 NVL) are PCIe boards joined in pairs by NVLink bridges: "NVL"
+  // as a word of its own, not NVLink and not a rack's NVL72 or NVL36.
+  for (std::size_t at = g.find("nvl"); at != std::string::npos; at = g.find("nvl", at + 1)) {
+    const bool word_start = at == 0 || !std::isalnum(static_cast<unsigned char>(g[at - 1]));
+    const bool word_end = at + 3 == g.size() || !std::isalnum(static_cast<unsigned char>(g[at + 3]));
+    if (word_start && word_end) return {"", ""};
+  }
   if (contains(g, "a800")) {
     return {"dgx-a100", "a100-sxm-80gb",
             "an A800, the dgx-a100 preset's GPU with NVLink at 200 GB/s per direction (400 GB/s bidirectional, "

@@ -430,6 +430,22 @@ TEST_F(ValidateTest, AGb200RecordIsPricedAsTheB200AndSaysSo) {
             "GH200 as H100; GB200 as B200)");
 }
 
+// The NVL cards are PCIe boards (paired by NVLink bridges), not the SXM servers of the presets:
+// not predicted, as "PCIe" parts are; "NVLink" and a GB200 NVL72 rack are not such cards.
+TEST_F(ValidateTest, NvlCardsArePcieBoardsNotSxmServers) {
+  auto predicted = [&](const char* gpu) {
+    const json patch = {{"hardware", {{"gpu", gpu}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    return rep.ok() && rep->rows[0].predicted;
+  };
+  EXPECT_FALSE(predicted("H100 NVL 94GB"));
+  EXPECT_FALSE(predicted("NVIDIA H200 NVL"));
+  EXPECT_FALSE(predicted("A100 PCIe 80GB"));
+  EXPECT_TRUE(predicted("H100 SXM5 80GB (NVLink 4, NVSwitch)"));
+  EXPECT_TRUE(predicted("NVIDIA GB200 NVL72"));
+}
+
 TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   const std::string moe = record(json::parse(R"j({"id": "moe", "model": {"moe": "128 experts, top-8"},
       "layout": {"ep": 2}})j"));
