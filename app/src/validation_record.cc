@@ -370,8 +370,22 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
       }
     } else if (contains(low, "gpipe")) {
       r.schedule = "gpipe";
-    } else if (contains(low, "1f1b") || contains(low, "pipedream") || contains(low, "pipeline")) {
-      mapped(r, "schedule", *s, "1f1b");
+    } else if (contains(low, "1f1b") || contains(low, "pipedream") || contains(low, "pipeline") ||
+               contains(low, "virtual")) {
+      if (chunks) {
+        // Megatron's 1F1B over virtual stages is its interleaved schedule.
+        r.schedule = "interleaved";
+        r.virtual_stages = *v;
+        r.assumptions.push_back(
+            fmt::format("schedule {} with virtual_stages {}: Megatron's interleaved 1F1B", quote(*s), *v));
+      } else {
+        mapped(r, "schedule", *s, "1f1b");
+      }
+    } else if (chunks) {
+      r.schedule = "interleaved";
+      r.virtual_stages = *v;
+      r.assumptions.push_back(
+          fmt::format("schedule {} not recognised; virtual_stages {}: Megatron's interleaved 1F1B", quote(*s), *v));
     } else {
       r.assumptions.push_back(fmt::format("schedule {} not recognised: 1F1B", quote(*s)));
     }
@@ -445,11 +459,26 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   }
   if (auto p = text(f, "precision")) {
     const std::string low = lower(*p);
-    if (contains(low, "bf16")) r.precision = "bf16";
-    else if (contains(low, "fp8") || contains(low, "float8")) r.precision = "fp8";  // torchao's name
-    else if (contains(low, "fp16") || contains(low, "16-bit")) r.precision = "fp16";
-    else r.assumptions.push_back(fmt::format("precision {} not recognised: bf16", quote(*p)));
-    mapped(r, "precision", *p, r.precision);
+    // FP8 training keeps 16-bit master weights and non-GEMM work ("BF16 with FP8 GEMMs"): a
+    // description naming FP8, not to say it is off, is FP8. FP4 (NVFP4, MXFP4) has no price
+    // of its own: FP8's, which errs slow.
+    const bool fp8_off = contains(low, "no fp8") || contains(low, "without fp8") || contains(low, "fp8 off") ||
+                         contains(low, "fp8 disabled") || contains(low, "not fp8");
+    const bool fp4 = contains(low, "fp4");
+    if (fp4) {
+      r.precision = "fp8";
+      r.assumptions.push_back(
+          fmt::format("precision {}: FP4 GEMMs are not modelled, priced as FP8 (errs slow)", quote(*p)));
+    } else if ((contains(low, "fp8") || contains(low, "float8")) && !fp8_off) {
+      r.precision = "fp8";  // float8: torchao's name
+    } else if (contains(low, "bf16") || contains(low, "bfloat16")) {
+      r.precision = "bf16";
+    } else if (contains(low, "fp16") || contains(low, "16-bit") || contains(low, "float16")) {
+      r.precision = "fp16";
+    } else {
+      r.assumptions.push_back(fmt::format("precision {} not recognised: bf16", quote(*p)));
+    }
+    if (!fp4) mapped(r, "precision", *p, r.precision);
   } else {
     r.assumptions.push_back("precision not stated: bf16");
   }

@@ -430,6 +430,44 @@ TEST_F(ValidateTest, AGb200RecordIsPricedAsTheB200AndSaysSo) {
             "GH200 as H100; GB200 as B200)");
 }
 
+// A 1F1B schedule stated with virtual stages is Megatron's interleaved 1F1B (its 1F1B over
+// virtual stages); an unrecognised schedule with virtual stages keeps them, interleaved. A
+// precision naming FP8 beside 16-bit ("BF16 with FP8 GEMMs") is FP8 unless it says FP8 is off;
+// FP4 is priced as FP8 and says so.
+TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant) {
+  struct Got {
+    std::string schedule, precision;
+    int v = 0;
+    std::vector<std::string> said;
+  };
+  auto run = [&](const json& layout) {
+    auto rep = run_validate({file_of("[" + record({{"layout", layout}}) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return Got{};
+    const json plan = json::parse(rep->rows[0].scenario_json)["plan"];
+    return Got{plan["schedule"], plan["precision"], plan.value("virtual_stages", 1), rep->rows[0].assumptions};
+  };
+  const auto has = [](const Got& g, const std::string& a) {
+    return std::find(g.said.begin(), g.said.end(), a) != g.said.end();
+  };
+  const Got one_f = run({{"schedule", "1F1B"}, {"virtual_stages", 2}});
+  EXPECT_EQ(one_f.schedule, "interleaved");
+  EXPECT_EQ(one_f.v, 2);
+  EXPECT_TRUE(has(one_f, "schedule \"1F1B\" with virtual_stages 2: Megatron's interleaved 1F1B"));
+  const Got plain = run({{"schedule", "1F1B"}, {"virtual_stages", nullptr}});
+  EXPECT_EQ(plain.schedule, "1f1b");
+  const Got dual = run({{"schedule", "DualPipe"}, {"virtual_stages", 2}});
+  EXPECT_EQ(dual.schedule, "interleaved");
+  EXPECT_TRUE(has(dual, "schedule \"DualPipe\" not recognised; virtual_stages 2: Megatron's interleaved 1F1B"));
+  EXPECT_EQ(run({{"schedule", "DualPipe"}, {"virtual_stages", nullptr}}).schedule, "1f1b");
+  EXPECT_EQ(run({{"precision", "BF16 with FP8 GEMMs"}}).precision, "fp8");
+  EXPECT_EQ(run({{"precision", "BF16 (no FP8)"}}).precision, "bf16");
+  EXPECT_EQ(run({{"precision", "bfloat16"}}).precision, "bf16");
+  const Got fp4 = run({{"precision", "NVFP4"}});
+  EXPECT_EQ(fp4.precision, "fp8");
+  EXPECT_TRUE(has(fp4, "precision \"NVFP4\": FP4 GEMMs are not modelled, priced as FP8 (errs slow)"));
+}
+
 // The NVL cards are PCIe boards (paired by NVLink bridges), not the SXM servers of the presets:
 // not predicted, as "PCIe" parts are; "NVLink" and a GB200 NVL72 rack are not such cards.
 TEST_F(ValidateTest, NvlCardsArePcieBoardsNotSxmServers) {
@@ -468,7 +506,7 @@ TEST_F(ValidateTest, UnexpressibleRecordsAreRowsNotErrors) {
   const auto has = [&](const std::string& a) {
     return std::find(r.assumptions.begin(), r.assumptions.end(), a) != r.assumptions.end();
   };
-  EXPECT_TRUE(has("schedule \"zigzag\" not recognised: 1F1B"));
+  EXPECT_TRUE(has("schedule \"zigzag\" not recognised; virtual_stages 2: Megatron's interleaved 1F1B"));
   EXPECT_TRUE(has("precision \"tf32-ish\" not recognised: bf16"));
   EXPECT_TRUE(has("recompute \"per recipe\" not recognised: none"));
   EXPECT_TRUE(has("zero_fsdp \"whatever\" not recognised: ZeRO 0"));
