@@ -219,10 +219,14 @@ void read_model(ObjectReader& f, Record& r) {
       *out = v->get<double>();  // a description otherwise ("175B"): not read
     }
   }
+  std::string name_low;  // the model's name, lower case ("" when not given)
   if (auto name = text(f, "name")) {
     const std::string n = lower(*name);
+    name_low = n;
     // The families that publish Llama's block (RMSNorm, SwiGLU, RoPE, no biases, untied).
-    static const char* const kLlamaLike[] = {"llama", "qwen", "mistral", "mixtral", "deepseek", "internlm", "baichuan"};
+    static const char* const kLlamaLike[] = {"llama",    "qwen",    "mistral", "mixtral", "deepseek", "internlm",
+                                             "baichuan", "olmo",    "gemma",   "phi-3",   "phi3",     "phi-4",
+                                             "stablelm", "granite", "chatglm", "glm-4",   "yi-",      "minicpm"};
     if (std::any_of(std::begin(kLlamaLike), std::end(kLlamaLike), [&](const char* k) { return contains(n, k); })) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
@@ -292,6 +296,21 @@ void read_model(ObjectReader& f, Record& r) {
   }
   if (auto ffn = positive(f, "ffn_hidden", false, r)) {
     r.ffn = *ffn;
+    // A dense model of no named family whose FFN is narrower than 3.75 x hidden has a gated
+    // FFN's width (SwiGLU's 8/3 x hidden rounded up; Llama 3's 3.5 x): a GELU FFN is 4 x hidden
+    // in every GPT-family model (GPT-3, BLOOM, OPT, Falcon, MPT, Nemotron-4).
+    // A model named GPT keeps the GPT family whatever its width.
+    const bool named_gpt = contains(name_low, "gpt");
+    if (r.architecture == Architecture::kGpt && !named_gpt && r.moe.empty() && r.hidden > 0 &&
+        4 * r.ffn < 15 * r.hidden) {
+      r.architecture = Architecture::kLlama;
+      r.learned_positions = false;
+      r.assumptions.push_back(
+          fmt::format("ffn_hidden {} = {:.2f} x hidden, a gated FFN's width (a GELU FFN's is 4 x hidden): Llama "
+                      "architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, untied embeddings, "
+                      "no dropout)",
+                      r.ffn, static_cast<double>(r.ffn) / static_cast<double>(r.hidden)));
+    }
   } else if (r.moe.empty()) {
     r.ffn = 4 * r.hidden;
     r.assumptions.push_back("ffn_hidden not given: 4 x hidden");

@@ -468,6 +468,32 @@ TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant)
   EXPECT_TRUE(has(fp4, "precision \"NVFP4\": FP4 GEMMs are not modelled, priced as FP8 (errs slow)"));
 }
 
+// A dense model of a named gated-FFN family (OLMo, Gemma, Phi-3, ...) or of no named family with
+// an FFN narrower than 3.75 x hidden runs the Llama block (SwiGLU: 3 matrices); a GELU FFN is 4 x
+// hidden, and a model named GPT keeps the GPT family.
+TEST_F(ValidateTest, GatedFfnModelsRunTheLlamaBlock) {
+  auto family = [&](const json& model, std::vector<std::string>* said = nullptr) {
+    auto rep = run_validate({file_of("[" + record({{"model", model}}) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return std::string();
+    if (said) *said = rep->rows[0].assumptions;
+    const json sc = json::parse(rep->rows[0].scenario_json);
+    return sc["model"]["ffn_matrices"] == 3 ? std::string("llama") : std::string("gpt");
+  };
+  EXPECT_EQ(family({{"name", "OLMo 7B"}}), "llama");
+  EXPECT_EQ(family({{"name", "Gemma 2 9B"}}), "llama");
+  std::vector<std::string> said;
+  EXPECT_EQ(family({{"name", "a 7B model"}, {"ffn_hidden", 2816}}, &said), "llama");  // 2816 / 1024 = 2.75
+  EXPECT_NE(std::find(said.begin(), said.end(),
+                      "ffn_hidden 2816 = 2.75 x hidden, a gated FFN's width (a GELU FFN's is 4 x hidden): Llama "
+                      "architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, untied embeddings, "
+                      "no dropout)"),
+            said.end());
+  EXPECT_EQ(family({{"name", "a 7B model"}, {"ffn_hidden", 4096}}), "gpt");
+  EXPECT_EQ(family({{"name", "Falcon 40B"}, {"ffn_hidden", 4096}}), "gpt");
+  EXPECT_EQ(family({{"name", "GPT test"}, {"ffn_hidden", 2816}}), "gpt");
+}
+
 // The NVL cards are PCIe boards (paired by NVLink bridges), not the SXM servers of the presets:
 // not predicted, as "PCIe" parts are; "NVLink" and a GB200 NVL72 rack are not such cards.
 TEST_F(ValidateTest, NvlCardsArePcieBoardsNotSxmServers) {
