@@ -758,7 +758,8 @@ void moe_dispatcher_rule(Record& r) {
 // The mixture-of-experts description of a record (docs/validation.md "How a record becomes
 // a scenario"): "128 routed experts", "top-8", "expert intermediate 768" (or "expert FFN
 // 768"), "no shared expert" / "2 shared experts" ("shared expert intermediate 1408"),
-// "first 3 layers dense" / "3 dense layers".
+// "first 3 layers dense" / "3 dense layers" / "first layer dense", or the same as
+// Megatron-Core's and Hugging Face's configuration names.
 void moe_rule(Record& r) {
   if (r.moe.empty()) return;
   const std::string d = lower(clip(r.moe));
@@ -768,15 +769,36 @@ void moe_rule(Record& r) {
     const std::string digits = m[1].str();
     return digits.size() > 9 ? 0 : std::stoll(digits);
   };
-  r.moe_experts = number(R"((\d+)\s+(?:routed\s+)?experts)");
-  r.moe_top_k = number(R"(top[- ]?(\d+))");
-  r.moe_ffn = number(R"(expert\s+(?:intermediate|ffn)(?:\s+(?:hidden\s+)?size)?\s*(?:of\s+)?(\d+))");
+  // The first pattern that matches; the later ones read the configuration names of Megatron-Core
+  // (num_experts, moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size) and
+  // Hugging Face (n_routed_experts, num_experts_per_tok, moe_intermediate_size,
+  // n_shared_experts, first_k_dense_replace), as a record may quote them.
+  auto first = [&](std::initializer_list<const char*> patterns) -> std::int64_t {
+    for (const char* p : patterns)
+      if (const std::int64_t n = number(p); n > 0) return n;
+    return 0;
+  };
+  r.moe_experts = first({R"((\d+)\s+(?:routed\s+)?experts)",
+                         R"((?:num_experts|n_routed_experts|num_local_experts|num_moe_experts)\s*[=:]?\s*(\d+))",
+                         R"((?:^|[^a-z_])e\s*=\s*(\d+))"});
+  r.moe_top_k = first({R"(top[- ]?(\d+))", R"(top[-_ ]?k\s*[=:]?\s*(\d+))",
+                       R"((?:moe_router_topk|num_experts_per_tok|experts per token)\s*[=:]?\s*(\d+))",
+                       R"((?:^|[^a-z_])k\s*=\s*(\d+))"});
+  r.moe_ffn = first({R"(expert\s+(?:intermediate|ffn)(?:\s+(?:hidden\s+)?size)?\s*(?:of\s+)?(\d+))",
+                     R"(moe[_ ](?:intermediate|ffn)(?:[_ ](?:hidden[_ ])?size)?\s*[=:]?\s*(\d+))"});
   if (!contains(d, "no shared")) {
-    r.moe_shared = number(R"((\d+)\s+shared\s+experts?)");
-    r.moe_shared_ffn = number(R"(shared\s+expert\s+(?:intermediate|ffn)(?:\s+(?:hidden\s+)?size)?\s*(?:of\s+)?(\d+))");
+    r.moe_shared =
+        first({R"((\d+)\s+shared(?:\s+experts?)?)", R"((?:n_shared_experts|num_shared_experts)\s*[=:]?\s*(\d+))"});
+    r.moe_shared_ffn = first({R"(shared\s+expert\s+(?:intermediate|ffn)(?:\s+(?:hidden\s+)?size)?\s*(?:of\s+)?(\d+))",
+                              R"(moe_shared_expert_intermediate_size\s*[=:]?\s*(\d+))"});
+    // Megatron-Core states the shared experts' total width alone: one shared expert of it.
+    if (r.moe_shared == 0 && r.moe_shared_ffn > 0) r.moe_shared = 1;
     if (r.moe_shared > 0 && r.moe_shared_ffn == 0) r.moe_shared_ffn = r.moe_ffn;
   }
-  r.moe_dense = std::max(number(R"(first\s+(\d+)\s+(?:layers\s+)?dense)"), number(R"((\d+)\s+dense\s+layers)"));
+  r.moe_dense = std::max(
+      {number(R"(first\s+(\d+)\s+(?:layers\s+)?dense)"), number(R"((\d+)\s+dense\s+layers)"),
+       number(R"(first_k_dense_replace\s*[=:]?\s*(\d+))"),
+       std::regex_search(d, std::regex(R"(first\s+layer\s+(?:is\s+)?dense)")) ? std::int64_t{1} : std::int64_t{0}});
   if (r.moe_ffn < 1 && r.moe_dense == 0 && r.ffn > 0 && r.moe_experts >= 1) {
     // Every layer MoE and no expert width stated: each expert is the model's FFN (Mixtral, GShard).
     r.moe_ffn = r.ffn;

@@ -569,6 +569,34 @@ TEST_F(ValidateTest, MoeDescriptionsAndMegatronBridgeRecipesMapByDocumentedRules
                   "512), 1 leading dense layers"));
 }
 
+// The MoE description may quote the models' configuration names, Megatron-Core's or Hugging
+// Face's, or shorthand ("E=", "k=", "+ 2 shared", "first layer dense"): each reads as the same
+// counts as the prose.
+TEST_F(ValidateTest, MoeDescriptionsMayQuoteConfigurationNames) {
+  auto moe_of = [&](const char* desc) {
+    const json patch = {{"model", {{"name", "Qwen3 tiny"}, {"ffn_hidden", nullptr}, {"moe", desc}}},
+                        {"layout", {{"ep", 4}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok() || !rep->rows[0].predicted) return json();
+    return json::parse(rep->rows[0].scenario_json)["model"]["moe"];
+  };
+  const json plain = json::parse(R"j({"num_experts": 16, "top_k": 4, "expert_ffn_hidden_size": 512,
+      "num_shared_experts": 0, "shared_expert_ffn_hidden_size": 0, "num_dense_layers": 0})j");
+  EXPECT_EQ(moe_of("16 experts, top-4, expert FFN 512"), plain);
+  EXPECT_EQ(moe_of("num_experts=16, moe_router_topk=4, moe_ffn_hidden_size=512"), plain);
+  EXPECT_EQ(moe_of("n_routed_experts: 16, num_experts_per_tok: 4, moe_intermediate_size: 512"), plain);
+  EXPECT_EQ(moe_of("E=16, k=4, moe intermediate 512"), plain);
+  EXPECT_EQ(moe_of("16 routed experts + 2 shared, topk 4, expert intermediate size 512, first layer dense"),
+            json::parse(R"j({"num_experts": 16, "top_k": 4, "expert_ffn_hidden_size": 512, "num_shared_experts": 2,
+                "shared_expert_ffn_hidden_size": 512, "num_dense_layers": 1})j"));
+  // Megatron-Core gives the shared experts' total width alone: one shared expert of it.
+  EXPECT_EQ(moe_of("num_experts 16, top-4, moe_ffn_hidden_size 512, moe_shared_expert_intermediate_size 1024, "
+                   "first_k_dense_replace 1"),
+            json::parse(R"j({"num_experts": 16, "top_k": 4, "expert_ffn_hidden_size": 512, "num_shared_experts": 1,
+                "shared_expert_ffn_hidden_size": 1024, "num_dense_layers": 1})j"));
+}
+
 // layout.moe_dispatcher maps to plan.moe_dispatcher by name; HybridEP, which stepcast does not
 // model, and a name it does not know are priced as NCCL's all-to-all and say so; a record
 // that does not state one gets the all-to-all and the assumption printed.
