@@ -88,7 +88,8 @@ int zero_stage_in(const std::string& low) {
 
 // A positive integer field. Absent or null: nullopt (with "missing (required): a positive
 // integer" or "expected a positive integer, got null" when `required`). A count written as
-// text ("8") is read as that number and printed as an assumption of `rec`.
+// text ("8", "128,256" with thousands separators) is read as that number and printed as an
+// assumption of `rec`.
 std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool required, Record& rec) {
   const json* v = r.raw(key);
   if (!v) {
@@ -109,7 +110,20 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
   } else if (v->is_string()) {
     const std::string& t = v->get_ref<const std::string&>();
     const std::size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
-    const std::string digits = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+    std::string digits = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+    // Thousands separators between groups of three digits ("128,256", "8_192", "65 536").
+    if (digits.size() > 4 && std::string_view(",_ '").find(digits[digits.size() - 4]) != std::string_view::npos) {
+      std::string kept;
+      bool grouped = true;
+      for (std::size_t i = 0; i < digits.size(); ++i) {
+        const std::size_t from_end = digits.size() - i;  // 4, 8, ... from the end: a separator's place
+        const bool sep_place = from_end % 4 == 0;
+        const bool sep = std::string_view(",_ '").find(digits[i]) != std::string_view::npos;
+        if (sep != sep_place || (sep && (i == 0 || digits[i] != digits[digits.size() - 4]))) grouped = false;
+        if (!sep) kept += digits[i];
+      }
+      if (grouped) digits = kept;
+    }
     if (!digits.empty() && digits.size() <= 13 &&
         std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
       x = std::stoll(digits);

@@ -468,6 +468,18 @@ TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant)
   EXPECT_TRUE(has(fp4, "precision \"NVFP4\": FP4 GEMMs are not modelled, priced as FP8 (errs slow)"));
 }
 
+// A count's thousands separators must group three digits each, all the same character:
+// "5,0000" and "1,234_567" are not counts, and the field is named.
+TEST_F(ValidateTest, ACountWithMisplacedSeparatorsIsAnErrorNamingTheField) {
+  for (const char* bad : {"5,0000", "1,234_567", ",500", "50,00"}) {
+    SCOPED_TRACE(bad);
+    auto rep = run_validate({file_of("[" + record({{"model", {{"vocab", bad}}}}) + "]"), ""});
+    ASSERT_FALSE(rep.ok());
+    EXPECT_NE(rep.error().message.find("records[0].model.vocab: expected a positive integer"), std::string::npos)
+        << rep.error().message;
+  }
+}
+
 // A dense model of a named gated-FFN family (OLMo, Gemma, Phi-3, ...) or of no named family with
 // an FFN narrower than 3.75 x hidden runs the Llama block (SwiGLU: 3 matrices); a GELU FFN is 4 x
 // hidden, and a model named GPT keeps the GPT family.
@@ -735,7 +747,8 @@ TEST_F(ValidateTest, SlidingWindowFieldsAreReadOrNamed) {
 // a Mixtral. Each gets a documented rule and a printed assumption (docs/validation.md), not a
 // rejection of the whole file.
 TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
-  const std::string text = record(json::parse(R"j({"id": "text", "layout": {"tp": "2", "pp": " 2", "microbatch": "2",
+  const std::string text = record(json::parse(R"j({"id": "text", "model": {"vocab": "50,000"},
+      "layout": {"tp": "2", "pp": " 2", "microbatch": "2",
       "global_batch": "64", "sequence_parallel": "yes", "recompute": true, "zero_fsdp": 2},
       "measured": {"tflops_per_gpu": "1,000.5"}})j"));
   // merge_patch: null removes a key, so these records leave tp, pp and the batch out.
@@ -780,6 +793,7 @@ TEST_F(ValidateTest, MessyRecordsGetARulePrintedNotARejection) {
   EXPECT_TRUE(has(t, "tflops_per_gpu \"1,000.5\": 1000.5 (a number written as text)"));
   EXPECT_TRUE(has(t, "tp \"2\": 2 (a count written as text)"));
   EXPECT_TRUE(has(t, "pp \" 2\": 2 (a count written as text)"));
+  EXPECT_TRUE(has(t, "vocab \"50,000\": 50000 (a count written as text)"));
   EXPECT_TRUE(has(t, "sequence_parallel \"yes\": true"));
   EXPECT_TRUE(has(t, "recompute true: full"));
   json sc = json::parse(t.scenario_json);
