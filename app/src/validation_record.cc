@@ -151,16 +151,36 @@ std::int64_t degree(ObjectReader& r, std::string_view key, Record& rec) {
 }
 
 // A measured quantity: absent or null -> 0; else a finite number > 0. A number written as
-// text ("5,762", "1.2e3") is read as that number, printed as an assumption.
+// text ("5,762", "1.2e3") is read as that number, printed as an assumption; so is one with a
+// unit that restates the quantity ("727 TFLOP/s", "5762 tokens/s"), a k or M multiplier
+// ("1.6k": 1600; lower-case m is not mega) or, for mfu, a percent sign ("41.2%": 0.412).
 double measurement(ObjectReader& r, std::string_view key, Record& rec) {
   const json* v = r.raw(key);
   if (!v || v->is_null()) return 0;
   if (v->is_string()) {
     std::string t = v->get<std::string>().size() <= 64 ? v->get<std::string>() : std::string();
     t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == ',' || c == '_' || c == ' '; }), t.end());
+    double scale = 1;
+    const auto strip = [&](std::string_view suffix) {
+      if (t.size() <= suffix.size() || lower(t.substr(t.size() - suffix.size())) != suffix) return false;
+      t.resize(t.size() - suffix.size());
+      return true;
+    };
+    for (std::string_view unit : {"tflop/s", "tflops", "tokens/s", "tok/s", "samples/s", "gib"}) {
+      if (strip(unit)) break;
+    }
+    if (key == "mfu" && strip("%")) {
+      scale = 0.01;
+    } else if (!t.empty() && (t.back() == 'k' || t.back() == 'K')) {
+      t.pop_back();
+      scale = 1e3;
+    } else if (!t.empty() && t.back() == 'M') {
+      t.pop_back();
+      scale = 1e6;
+    }
     static const std::regex kNumber(R"([0-9]+(\.[0-9]*)?([eE][+-]?[0-9]{1,3})?)");
     if (!t.empty() && std::regex_match(t, kNumber)) {
-      const double x = std::stod(t);
+      const double x = scale * std::stod(t);
       if (std::isfinite(x) && x > 0) {
         rec.assumptions.push_back(
             fmt::format("{} {}: {} (a number written as text)", key, quote(v->get<std::string>()), x));

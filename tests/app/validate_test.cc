@@ -468,6 +468,37 @@ TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant)
   EXPECT_TRUE(has(fp4, "precision \"NVFP4\": FP4 GEMMs are not modelled, priced as FP8 (errs slow)"));
 }
 
+// A measured quantity may carry a unit that restates it, a k or M multiplier, or (MFU) a
+// percent sign; each is read and printed. Lower-case m is not mega, and a percent sign on
+// another quantity is an error naming the field.
+TEST_F(ValidateTest, MeasuredQuantitiesWithUnitsAreReadAsNumbers) {
+  auto run = [&](const json& measured) {
+    json patch = {{"measured", {{"tflops_per_gpu", nullptr}, {"flop_accounting", nullptr}}}};
+    patch["measured"].update(measured);
+    return run_validate({file_of("[" + record(patch) + "]"), ""});
+  };
+  auto rep = run({{"tokens_per_s_per_gpu", "1.6k tokens/s"}});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_DOUBLE_EQ(rep->rows[0].measured_value, 1600);
+  EXPECT_NE(std::find(rep->rows[0].assumptions.begin(), rep->rows[0].assumptions.end(),
+                      "tokens_per_s_per_gpu \"1.6k tokens/s\": 1600 (a number written as text)"),
+            rep->rows[0].assumptions.end());
+  rep = run({{"mfu", "41.2%"}});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_DOUBLE_EQ(rep->rows[0].measured_mfu, 0.412);
+  rep = run({{"tokens_per_s", "2.5M"}});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  EXPECT_DOUBLE_EQ(rep->rows[0].measured_value, 2.5e6);
+  for (const json& bad : {json{{"tokens_per_s", "25m"}}, json{{"tokens_per_s", "50%"}}}) {
+    SCOPED_TRACE(bad.dump());
+    rep = run(bad);
+    ASSERT_FALSE(rep.ok());
+    EXPECT_NE(rep.error().message.find("records[0].measured.tokens_per_s: expected a positive number"),
+              std::string::npos)
+        << rep.error().message;
+  }
+}
+
 // A count's thousands separators must group three digits each, all the same character:
 // "5,0000" and "1,234_567" are not counts, and the field is named.
 TEST_F(ValidateTest, ACountWithMisplacedSeparatorsIsAnErrorNamingTheField) {
