@@ -46,44 +46,26 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 constexpr std::size_t kRegexInputMax = 1000;
 std::string clip(const std::string& s) { return s.size() <= kRegexInputMax ? s : s.substr(0, kRegexInputMax); }
 
+// What the Llama architecture stands for in the assumptions that choose it.
+constexpr const char* kLlamaBlock =
+    "Llama architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, untied embeddings, no dropout)";
+
 // A description as it appears in an assumption: quoted, at most 40 characters.
 std::string quote(const std::string& s) { return reader::describe(json(s)); }
 
-// The ZeRO stage a lower-case description names: "zero" followed, within a few separator or
-// "stage" characters, by a digit 0..3 ("ZeRO-3", "zero3", "ZeRO stage 2", "ZeRO Stage-1",
-// "zero_stage=3", "ZeRO (stage 3)"), or "stage N" elsewhere in a description that names ZeRO
-// or DeepSpeed ("Zero Redundancy Optimizer, stage 3"); "ZeRO++" without a stage is 3 (it
-// extends ZeRO-3); -1 when it names none.
+// The ZeRO stage a lower-case description names: "zero" followed by separators and an optional
+// "stage", then a digit 0..3 that is not part of a longer number ("ZeRO-3", "zero3", "ZeRO
+// Stage-2", "zero_stage=3", "ZeRO (stage 1)"; not "ZeRO-30"), or "stage N" elsewhere in a
+// description that names ZeRO or DeepSpeed ("Zero Redundancy Optimizer, stage 3"); "ZeRO++"
+// without a stage is 3 (it extends ZeRO-3); -1 when it names none.
 int zero_stage_in(const std::string& low) {
-  for (std::size_t at = low.find("zero"); at != std::string::npos; at = low.find("zero", at + 1)) {
-    std::size_t i = at + 4;
-    const bool plus_plus = low.compare(i, 2, "++") == 0;
-    if (plus_plus) i += 2;
-    for (std::size_t skipped = 0; i < low.size() && skipped < 8; ++skipped) {
-      if (low.compare(i, 5, "stage") == 0) {
-        i += 5;
-      } else if (std::string_view(" -_=:(").find(low[i]) != std::string_view::npos) {
-        ++i;
-      } else {
-        break;
-      }
-    }
-    const bool digit = i < low.size() && low[i] >= '0' && low[i] <= '3';
-    const bool alone = digit && (i + 1 == low.size() || !std::isdigit(static_cast<unsigned char>(low[i + 1])));
-    if (alone) return low[i] - '0';
-    if (plus_plus) return 3;
-  }
-  // "Zero Redundancy Optimizer, stage 3", "DeepSpeed stage 2": a stage named apart from "zero".
-  if (contains(low, "zero") || contains(low, "deepspeed")) {
-    for (std::size_t at = low.find("stage"); at != std::string::npos; at = low.find("stage", at + 1)) {
-      std::size_t i = at + 5;
-      while (i < low.size() && std::string_view(" -_=:(").find(low[i]) != std::string_view::npos) ++i;
-      if (i < low.size() && low[i] >= '0' && low[i] <= '3' &&
-          (i + 1 == low.size() || !std::isdigit(static_cast<unsigned char>(low[i + 1]))))
-        return low[i] - '0';
-    }
-  }
-  return -1;
+  static const std::regex kZero(R"(zero(?:\+\+)?[ \-_=:(]*(?:stage[ \-_=:(]*)?([0-3])(?![0-9]))");
+  static const std::regex kStage(R"(stage[ \-_=:(]*([0-3])(?![0-9]))");
+  const std::string d = clip(low);
+  std::smatch m;
+  if (std::regex_search(d, m, kZero)) return m[1].str()[0] - '0';
+  if ((contains(d, "zero") || contains(d, "deepspeed")) && std::regex_search(d, m, kStage)) return m[1].str()[0] - '0';
+  return contains(d, "zero++") ? 3 : -1;
 }
 
 // A positive integer field. Absent or null: nullopt (with "missing (required): a positive
@@ -111,18 +93,12 @@ std::optional<std::int64_t> positive(ObjectReader& r, std::string_view key, bool
     const std::string& t = v->get_ref<const std::string&>();
     const std::size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
     std::string digits = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
-    // Thousands separators between groups of three digits ("128,256", "8_192", "65 536").
-    if (digits.size() > 4 && std::string_view(",_ '").find(digits[digits.size() - 4]) != std::string_view::npos) {
-      std::string kept;
-      bool grouped = true;
-      for (std::size_t i = 0; i < digits.size(); ++i) {
-        const std::size_t from_end = digits.size() - i;  // 4, 8, ... from the end: a separator's place
-        const bool sep_place = from_end % 4 == 0;
-        const bool sep = std::string_view(",_ '").find(digits[i]) != std::string_view::npos;
-        if (sep != sep_place || (sep && (i == 0 || digits[i] != digits[digits.size() - 4]))) grouped = false;
-        if (!sep) kept += digits[i];
-      }
-      if (grouped) digits = kept;
+    // Thousands separators between groups of three digits, one character throughout ("128,256",
+    // "8_192", "65 536").
+    static const std::regex kGrouped(R"(\d{1,3}([,_ '])\d{3}(?:\1\d{3})*)");
+    if (digits.size() <= 32 && std::regex_match(digits, kGrouped)) {
+      digits.erase(std::remove_if(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) == 0; }),
+                   digits.end());
     }
     if (!digits.empty() && digits.size() <= 13 &&
         std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
@@ -264,10 +240,7 @@ void read_model(ObjectReader& f, Record& r) {
     if (std::any_of(std::begin(kLlamaLike), std::end(kLlamaLike), [&](const char* k) { return contains(n, k); })) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
-      r.assumptions.push_back(fmt::format(
-          "model {}: Llama architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, "
-          "untied embeddings, no dropout)",
-          quote(*name)));
+      r.assumptions.push_back(fmt::format("model {}: {}", quote(*name), kLlamaBlock));
     } else if (contains(n, "gpt-oss") || contains(n, "gpt oss") || contains(n, "gpt_oss")) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
@@ -340,10 +313,9 @@ void read_model(ObjectReader& f, Record& r) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
       r.assumptions.push_back(
-          fmt::format("ffn_hidden {} = {:.2f} x hidden, a gated FFN's width (a GELU FFN's is 4 x hidden): Llama "
-                      "architecture (RMSNorm, SwiGLU FFN with 3 matrices, RoPE, no linear biases, untied embeddings, "
-                      "no dropout)",
-                      r.ffn, static_cast<double>(r.ffn) / static_cast<double>(r.hidden)));
+          fmt::format("ffn_hidden {} = {:.2f} x hidden, a gated FFN's width (a GELU FFN's is 4 "
+                      "x hidden): {}",
+                      r.ffn, static_cast<double>(r.ffn) / static_cast<double>(r.hidden), kLlamaBlock));
     }
   } else if (r.moe.empty()) {
     r.ffn = 4 * r.hidden;
@@ -410,14 +382,19 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   }
   const std::optional<std::int64_t> v = positive(f, "virtual_stages", false, r);
   const bool chunks = v && *v >= 2;
+  // Megatron's interleaved 1F1B over the stated chunks, with the assumption that chose it.
+  auto interleave = [&](std::string why) {
+    r.schedule = "interleaved";
+    r.virtual_stages = *v;
+    if (!why.empty()) r.assumptions.push_back(fmt::format("{}: Megatron's interleaved 1F1B", why));
+  };
   if (auto s = text(f, "schedule")) {
     const std::string low = lower(*s);
     if (r.pp == 1) {
       // One stage: nothing to schedule.
     } else if (contains(low, "interleaved")) {
       if (chunks) {
-        r.schedule = "interleaved";
-        r.virtual_stages = *v;
+        interleave("");
       } else {
         r.assumptions.push_back(fmt::format("schedule {} stated without a chunk count: plain 1F1B", quote(*s)));
       }
@@ -425,28 +402,16 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
       r.schedule = "gpipe";
     } else if (contains(low, "1f1b") || contains(low, "pipedream") || contains(low, "pipeline") ||
                contains(low, "virtual")) {
-      if (chunks) {
-        // Megatron's 1F1B over virtual stages is its interleaved schedule.
-        r.schedule = "interleaved";
-        r.virtual_stages = *v;
-        r.assumptions.push_back(
-            fmt::format("schedule {} with virtual_stages {}: Megatron's interleaved 1F1B", quote(*s), *v));
-      } else {
-        mapped(r, "schedule", *s, "1f1b");
-      }
+      // Megatron's 1F1B over virtual stages is its interleaved schedule.
+      if (chunks) interleave(fmt::format("schedule {} with virtual_stages {}", quote(*s), *v));
+      else mapped(r, "schedule", *s, "1f1b");
     } else if (chunks) {
-      r.schedule = "interleaved";
-      r.virtual_stages = *v;
-      r.assumptions.push_back(
-          fmt::format("schedule {} not recognised; virtual_stages {}: Megatron's interleaved 1F1B", quote(*s), *v));
+      interleave(fmt::format("schedule {} not recognised; virtual_stages {}", quote(*s), *v));
     } else {
       r.assumptions.push_back(fmt::format("schedule {} not recognised: 1F1B", quote(*s)));
     }
   } else if (r.pp > 1 && chunks) {
-    r.schedule = "interleaved";
-    r.virtual_stages = *v;
-    r.assumptions.push_back(
-        fmt::format("schedule not stated, virtual_stages {}: Megatron's interleaved 1F1B", *v));
+    interleave(fmt::format("schedule not stated, virtual_stages {}", *v));
   } else if (r.pp > 1) {
     r.assumptions.push_back("schedule not stated: 1F1B");
   }
