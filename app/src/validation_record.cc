@@ -953,7 +953,31 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     // --checkpoint-activations, DeepSpeed's and PyTorch's checkpoint of each block).
     else if (contains(low, "checkpoint") || contains(low, "recomput") || yes_no(low) == true) r.recompute = "full";
     if (r.recompute == "selective") r.recompute_modules = recompute_modules_in(low);
-    if (r.recompute == "none" && !says_none) {
+    // Megatron's recompute_method: "block" recomputes the first recompute_num_layers layers
+    // of each pipeline chunk in full; "uniform" every layer, in groups of that many.
+    const bool block =
+        r.recompute != "selective" && r.recompute != "selective_op" && !says_none &&
+        std::regex_search(low, std::regex(R"(method\W{0,3}block\b|^\W*(full\W+)?block\b|\bblock\W{0,3}\d)"));
+    const bool uniform =
+        r.recompute != "selective" && r.recompute != "selective_op" && !says_none && contains(low, "uniform");
+    // The layer count: "recompute_num_layers 4", "4 layers", "block 4".
+    std::smatch n;
+    const bool counted = (std::regex_search(low, n, std::regex(R"(num_layers\D{0,3}(\d{1,5})\b)")) ||
+                          std::regex_search(low, n, std::regex(R"(\b(\d{1,5})\s*layers?\b)")) ||
+                          std::regex_search(low, n, std::regex(R"(\bblock\D{0,3}(\d{1,5})\b)"))) &&
+                         std::stoll(n[1].str()) > 0;
+    if (block || uniform) r.recompute = "full";
+    if (block && counted) r.recompute_num_layers = std::stoll(n[1].str());
+    if (block && counted) {
+      r.assumptions.push_back(
+          fmt::format("recompute {}: full for the first {} layers of each pipeline chunk, the others keep their "
+                      "activations (Megatron-Core recompute_method \"block\": plan.recompute_num_layers)",
+                      quote(*lt.recompute), r.recompute_num_layers));
+    } else if (block || uniform) {
+      r.assumptions.push_back(fmt::format(
+          "recompute {}: full, every layer ({}; a group of several layers keeps one input, so memory errs high)",
+          quote(*lt.recompute), block ? "block without a layer count" : "Megatron-Core recompute_method \"uniform\""));
+    } else if (r.recompute == "none" && !says_none) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
     } else if (r.recompute == "selective_op") {
       r.assumptions.push_back(fmt::format(
@@ -1267,6 +1291,7 @@ ScenarioBuild build_scenario(Record& r) {
   if (r.moe_experts > 0 && r.moe_dispatcher != "alltoall") plan["moe_dispatcher"] = r.moe_dispatcher;
   if (r.moe_a2a_overlap) plan["moe_a2a_overlap"] = true;
   if (!r.recompute_modules.empty()) plan["recompute_modules"] = r.recompute_modules;
+  if (r.recompute_num_layers > 0) plan["recompute_num_layers"] = r.recompute_num_layers;
   sc["plan"] = std::move(plan);
   sc["workload"] = {{"seq_len", r.seq}};
   out.scenario = std::move(sc);

@@ -62,6 +62,9 @@ struct Record {
   bool moe_a2a_overlap = false;
   std::int64_t etp = 0;  // layout.etp, expert tensor parallelism (0: not stated, the plan's default tp)
   std::vector<std::string> recompute_modules;
+  // With recompute "full": Megatron-Core's recompute_method "block" over this many layers
+  // of each pipeline chunk (plan.recompute_num_layers; 0: every layer).
+  std::int64_t recompute_num_layers = 0;
   int zero = 0;
   std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)
   // Megatron-Bridge performance recipes (bridge_rule): gradients reduced in bf16, TP

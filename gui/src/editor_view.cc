@@ -167,6 +167,10 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
              for (const std::string& n : recompute_module_names(s.plan.recompute_modules)) out << QString::fromStdString(n);
              return QVariant(out);
            }});
+  addField(plan, tr("Recompute layers per chunk"),
+           {{"plan", "recompute_num_layers"}, Kind::kInt, nullptr, nullptr, [](S s) {
+              return QVariant(s.plan.recompute_num_layers);
+            }});
   addField(plan, tr("Precision"), {{"plan", "precision"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                      return QVariant(QString::fromStdString(std::string(to_string(s.plan.precision))));
                                    }});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -201,6 +202,34 @@ int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) 
   return moe;
 }
 
+bool recomputes_in_full(const ModelSpec& m, const Plan& p, int layer) {
+  if (p.recompute != Recompute::kFull) return false;
+  if (p.recompute_num_layers <= 0) return true;
+  const int chunks = p.pp * p.virtual_stages;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+    if (layer < first + chunk_layers(m.num_layers, chunks, chunk)) return layer - first < p.recompute_num_layers;
+  }
+  return false;
+}
+
+FullRecomputeLayers full_recompute_layers(const ModelSpec& m, const Plan& p, int stage) {
+  FullRecomputeLayers out;
+  if (p.recompute != Recompute::kFull) return out;
+  const int chunks = p.pp * p.virtual_stages;
+  for (int v = 0; v < p.virtual_stages; ++v) {
+    const int chunk = stage + v * p.pp;
+    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+    const int n = chunk_layers(m.num_layers, chunks, chunk);
+    const int k = p.recompute_num_layers > 0 ? std::min(n, p.recompute_num_layers) : n;
+    for (int i = 0; i < k; ++i) {
+      const bool moe = m.moe && first + i >= m.moe->num_dense_layers;
+      (moe ? out.moe : out.dense) += 1;
+    }
+  }
+  return out;
+}
+
 double inflight_microbatches(const Plan& p, int stage) {
   const double m = static_cast<double>(p.accumulation());
   if (p.moe_a2a_overlap && p.schedule != Schedule::kGpipe) {
@@ -277,14 +306,24 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   }
   const double a_dense = layer_activation_bytes(m, p, w.seq_len, false);
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
-  mem.activations = inflight * (dense_here * a_dense + moe_here * a_moe) +
-                    activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
+  // Partial full recomputation (recompute_num_layers): the layers that do not recompute keep
+  // all their activations.
+  double layers_bytes = dense_here * a_dense + moe_here * a_moe;
+  if (p.partial_full_recompute()) {
+    const FullRecomputeLayers rc = full_recompute_layers(m, p, stage);
+    Plan kept = p;
+    kept.recompute = Recompute::kNone;
+    layers_bytes = rc.dense * a_dense + rc.moe * a_moe +
+                   (dense_here - rc.dense) * layer_activation_bytes(m, kept, w.seq_len, false) +
+                   (moe_here - rc.moe) * (m.moe ? layer_activation_bytes(m, kept, w.seq_len, true) : 0.0);
+  }
+  mem.activations = inflight * layers_bytes + activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
   if (merged_share(p, stage) > 0 && rp.layers > 0) {
     // A merged step allocates its forward's layers one by one while its backward frees its
     // own (lower.cc): one layer more than the warm-up's chunks. Its backward frees its output
     // head's buffer first, before its forward's loss allocates one: on the last stage the
     // layer adds only what it exceeds that buffer by.
-    const double layer = (dense_here * a_dense + moe_here * a_moe) / rp.layers;
+    const double layer = layers_bytes / rp.layers;
     const double head = stage == p.pp - 1 ? output_head_bytes(m, p, static_cast<double>(w.seq_len)) : 0.0;
     mem.activations += std::max(0.0, layer - head);
     // The first stage's merged forward also holds its microbatch's token ids (8 B each).
@@ -314,10 +353,32 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     mem.buffers += 2 * kWeightBytes * rp.largest_layer;  // the layer in use and the one prefetched
   }
   if (p.recompute == Recompute::kFull) {
-    // Backward recomputes one layer at a time: its full activations are live once.
+    // Backward recomputes one layer at a time: its full activations are live once (when some
+    // layer of the stage recomputes; recompute_num_layers).
     Plan no_rc = p;
     no_rc.recompute = Recompute::kNone;
-    mem.activations += layer_activation_bytes(m, no_rc, w.seq_len, moe_here > 0);
+    if (!p.partial_full_recompute()) {
+      mem.activations += layer_activation_bytes(m, no_rc, w.seq_len, moe_here > 0);
+    } else {
+      // recompute_num_layers: a chunk's backward runs its kept (last) layers first and frees
+      // their activations before it recomputes its first layers, so the recomputed layer
+      // adds only what it exceeds the chunk's kept activations by (lower.cc).
+      double live = 0;
+      for (int v = 0; v < p.virtual_stages; ++v) {
+        const int chunk = stage + v * p.pp;
+        const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+        const int n = chunk_layers(m.num_layers, chunks, chunk);
+        double kept = 0;
+        bool moe_rc = false;
+        for (int i = 0; i < n; ++i) {
+          const bool moe = m.moe && first + i >= m.moe->num_dense_layers;
+          if (i < p.recompute_num_layers) moe_rc = moe_rc || moe;
+          else kept += layer_activation_bytes(m, no_rc, w.seq_len, moe);
+        }
+        if (n > 0) live = std::max(live, layer_activation_bytes(m, no_rc, w.seq_len, moe_rc) - kept);
+      }
+      mem.activations += live;
+    }
   } else if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {
     // Likewise what one layer recomputes (the larger kind on this stage).
     Plan kept = p;
@@ -362,7 +423,32 @@ struct Layers {
   double dense_stall = 0, moe_stall = 0;  // host-bound wait per layer and microbatch
   double logits_fwd = 0, logits_bwd = 0, logits_flops = 0;
   double mtp_proj_fwd = 0, mtp_proj_bwd = 0, mtp_proj_flops = 0;  // one MTP module's 2h -> h projection
+  // Partial full recomputation (plan.recompute_num_layers): the layers that keep their
+  // activations, priced with recompute "none" (the members above are the recomputing ones).
+  std::shared_ptr<const Layers> kept;
 };
+
+// The part of a stage's times linear in its layers (stage_times_with): nd dense and nm MoE
+// layers priced by `L`, times k (k = -1 takes them away). Without all-to-all overlap and
+// offload, which partial full recomputation excludes (scenario.cc layout_errors).
+void add_layer_times(StageTimes& st, double& fl, const Layers& L, double nd, double nm, double k) {
+  const double i_fwd = nd * L.dense_comm.interference_fwd_s + nm * L.moe_comm.interference_fwd_s;
+  const double i_all = nd * L.dense_comm.interference_s + nm * L.moe_comm.interference_s;
+  const double ep = nm * L.moe_comm.ep_exposed_s;
+  st.forward += k * (nd * L.dense.fwd_s() + nm * L.moe.fwd_s() + i_fwd);
+  st.backward += k * (nd * L.dense.bwd_s() + nm * L.moe.bwd_s() + i_all - i_fwd);
+  fl += k * (nd * L.dense.flops() + nm * L.moe.flops());
+  st.parts.gemm += k * (nd * L.dense.gemm_s() + nm * L.moe.gemm_s());
+  st.parts.attention += k * (nd * L.dense.attention_s() + nm * L.moe.attention_s());
+  st.parts.memory_bound += k * (nd * L.dense.memory_bound_s() + nm * L.moe.memory_bound_s());
+  st.parts.recompute += k * (nd * L.dense.recompute_s + nm * L.moe.recompute_s);
+  st.parts.interference += k * i_all;
+  st.tp += k * (nd * L.dense_comm.tp_exposed_s + nm * L.moe_comm.tp_exposed_s);
+  st.cp += k * (nd * L.dense_comm.cp_exposed_s + nm * L.moe_comm.cp_exposed_s);
+  st.ep += k * ep;
+  st.host += k * (nd * L.dense_stall + nm * L.moe_stall);
+  st.moe += k * (nm * (L.moe.mlp_fwd_s() + L.moe.mlp_bwd_s() + L.moe_stall) + ep);
+}
 
 }  // namespace
 
@@ -443,6 +529,12 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;
   L.logits_flops = lg.flops;
+  if (p.partial_full_recompute()) {
+    Plan kept = p;
+    kept.recompute = Recompute::kNone;
+    kept.recompute_num_layers = 0;
+    L.kept = std::make_shared<const Layers>(layer_costs(m, c, kept, w));
+  }
   return L;
 }
 
@@ -514,6 +606,14 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   }
   st.host = (dense_n + mtp_dense) * L.dense_stall + (moe_n + mtp_moe_n) * L.moe_stall;
   st.moe = (moe_n + mtp_moe_n) * (L.moe.mlp_fwd_s() + L.moe.mlp_bwd_s() + L.moe_stall) + st.ep;
+  if (L.kept) {
+    // Partial full recomputation: the stage's layers past the first recompute_num_layers of
+    // each chunk keep their activations (the multi-token prediction layers recompute).
+    const FullRecomputeLayers rc = full_recompute_layers(m, p, stage);
+    const double kd = dense_n - rc.dense, km = moe_n - rc.moe;
+    add_layer_times(st, fl, L, kd, km, -1.0);
+    add_layer_times(st, fl, *L.kept, kd, km, 1.0);
+  }
   if (p.offload_activations > 0 || p.offload_weights > 0) {
     // Whole layers, the stage's first ones: the first min(n_a, n_w) offload both kinds, the
     // next ones up to max(n_a, n_w) the more offloaded kind alone (layer_cost.h LayerOffload).
@@ -920,7 +1020,13 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const TokenFlops tf = token_flops(m, w.seq_len);
     // Per token: one more forward of the layers (full), or what selective recomputation re-runs
     // (none: 0).
-    const double extra = p.recompute == Recompute::kFull ? tf.forward - tf.logits : recompute_token_flops(m, p, tf);
+    double extra = p.recompute == Recompute::kFull ? tf.forward - tf.logits : recompute_token_flops(m, p, tf);
+    if (p.partial_full_recompute()) {
+      // Of the layers, those that recompute (recompute_num_layers).
+      int recomputed = 0;
+      for (int s = 0; s < p.pp; ++s) recomputed += full_recompute_layers(m, p, s).total();
+      extra *= static_cast<double>(recomputed) / m.num_layers;
+    }
     e.hardware_flops_per_step = e.model_flops_per_step + extra * static_cast<double>(e.tokens_per_step);
   }
   e.hfu = e.hardware_flops_per_step / (e.step_time_s * peak);

@@ -74,6 +74,19 @@ class StageBuilder {
     }
     host_dense_ = host_stall(m, p, dense_, dense_comm_, false);
     if (m.moe) host_moe_ = host_stall(m, p, moe_, moe_comm_, true);
+    if (p.partial_full_recompute()) {
+      // The layers that keep their activations (recompute_num_layers) wait for the host as
+      // without recomputation.
+      Plan kept = p;
+      kept.recompute = Recompute::kNone;
+      kept.recompute_num_layers = 0;
+      auto stall = [&](bool moe) {
+        const LayerCost lc = layer_cost(m, c, kept, w.seq_len, moe);
+        return host_stall(m, kept, lc, layer_comm(m, c, kept, w.seq_len, moe, lc), moe);
+      };
+      host_dense_kept_ = stall(false);
+      if (m.moe) host_moe_kept_ = stall(true);
+    }
     logits_ = logits_cost(m, c, p, w.seq_len);
     if (zero3_module_fetch(m, p)) {
       // DeepSpeed's 2021 per-module fetch (zero3_fetch.h): the coordinator's hooks over one
@@ -286,6 +299,17 @@ class StageBuilder {
   // (layer_comm's moe_tp_bytes; none with etp = 1), on the expert-TP group: its own etp ranks
   // when the experts are folded (etp != tp, also under tp 1), else the TP group.
   const LayerCost& lc_of(bool moe) const { return moe ? moe_ : dense_; }
+  // Whether main layer `layer` recomputes in full (recompute "full", within
+  // recompute_num_layers of its chunk's first layer).
+  bool full_recompute(int layer) const { return recomputes_in_full(m_, p_, layer); }
+  // The activations a main layer keeps from its forward to its backward.
+  double kept_activations(int layer) const {
+    const bool moe = is_moe(layer);
+    if (layer < act_off_end_) return 0.0;  // in host memory
+    if (full_recompute(layer)) return layer_activation_bytes(m_, p_, w_.seq_len, moe);
+    if (p_.recompute == Recompute::kFull) return moe ? full_moe_ : full_dense_;  // not recomputing
+    return moe ? act_moe_ : act_dense_;
+  }
   // Recomputation of parts of a layer (Megatron-Core's modules or torchtitan's ops).
   bool selective() const {
     return p_.recompute == Recompute::kSelective || p_.recompute == Recompute::kSelectiveOp;
@@ -508,7 +532,8 @@ class StageBuilder {
   // The GPU's wait for the host after a launch-bound layer's pass ('F', or 'B' with its
   // recomputation): estimate.h host_stall, the closed form's st.host split by kernel counts.
   std::uint32_t host_wait(std::uint32_t prev, int layer, int mb, char pass) {
-    const HostStall& h = is_moe(layer) ? host_moe_ : host_dense_;
+    const bool kept = p_.partial_full_recompute() && layer < m_.num_layers && !full_recompute(layer);
+    const HostStall& h = is_moe(layer) ? (kept ? host_moe_kept_ : host_moe_) : (kept ? host_dense_kept_ : host_dense_);
     const double s = pass == 'F' ? h.fwd_s : h.bwd_s;
     if (s <= 0) return prev;
     return add(compute(ComputeClass::kHost, SimTime::from_s(s), 0, layer, mb),
@@ -729,9 +754,7 @@ class StageBuilder {
     }
     // An activation-offloaded layer keeps its activations in host memory (its staging
     // buffer is in the stage's static bytes).
-    const double act = layer < act_off_end_               ? 0.0
-                       : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, is_moe(layer))
-                                                          : (is_moe(layer) ? act_moe_ : act_dense_);
+    const double act = kept_activations(layer);
     std::uint32_t a = memory(true, act, fmt::format("alloc act mb{} L{}", f.mb, layer), f.x);
     add_dep(a, gather);
     if (add_dep_to_next_ != kNone) {
@@ -862,7 +885,7 @@ class StageBuilder {
       flush_fsdp_rs(b);
     }
     full_alloc = kNone;
-    if (p_.recompute == Recompute::kFull) {
+    if (full_recompute(layer)) {
       full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, layer), x);
       add_dep(full_alloc, gather);
       x = zmod_ ? zlayer_forward(full_alloc, layer, b.mb, 'R') : layer_forward(full_alloc, layer, b.mb, 'R');
@@ -886,9 +909,7 @@ class StageBuilder {
     const bool moe = is_moe(layer);
     x = host_wait(x, layer, b.mb, 'B');
     b.done[static_cast<std::size_t>(idx)] = x;
-    const double act = layer < act_off_end_               ? 0.0
-                       : p_.recompute == Recompute::kFull ? layer_activation_bytes(m_, p_, w_.seq_len, moe)
-                                                          : (moe ? act_moe_ : act_dense_);
+    const double act = kept_activations(layer);
     x = memory(false, act, fmt::format("free act mb{} L{}", b.mb, layer), x);
     if (full_alloc != kNone)
       x = memory(false, moe ? full_moe_ : full_dense_, fmt::format("free recompute mb{} L{}", b.mb, layer), x);
@@ -1207,6 +1228,7 @@ class StageBuilder {
   LayerCost dense_, moe_;
   LayerComm dense_comm_, moe_comm_;
   HostStall host_dense_, host_moe_;
+  HostStall host_dense_kept_, host_moe_kept_;  // recompute_num_layers: the layers not recomputing
   LayerOffload off_dense_, off_moe_;
   int act_off_end_ = -1, weight_off_end_ = -1;  // layers below these (on this stage) are offloaded
   LogitsCost logits_;

@@ -19,6 +19,7 @@
 #include "stepcast/models/program.h"
 #include "stepcast/models/report.h"
 #include "stepcast/models/stack.h"
+#include "stepcast/models/zero3_fetch.h"
 #include "stragglers_json.h"
 
 namespace stepcast {
@@ -63,6 +64,14 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
       }
       p.recompute_modules = 0;
       for (RecomputeModule m : *mods) p.recompute_modules |= module_bit(m);
+    }
+  }
+  if (r.has("recompute_num_layers")) {
+    set(p.recompute_num_layers, r.integer("recompute_num_layers", 0, 100000));
+    if (p.recompute != Recompute::kFull && p.recompute_num_layers > 0) {
+      r.diag().add(r.path_of("recompute_num_layers"),
+                   fmt::format("applies to recompute \"full\" (Megatron-Core recompute_method \"block\"), not \"{}\"",
+                               to_string(p.recompute)));
     }
   }
   if (auto s = r.choice("precision", names_of<Precision>())) p.precision = *parse_precision(*s);
@@ -375,6 +384,21 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
     needs(RecomputeModule::kMlp, !m.moe || m.moe->num_dense_layers > 0,
           fmt::format("recomputes dense MLP layers; every layer of {} is MoE (use \"moe\" or \"moe_act\")",
                       m.name));
+  }
+  if (p.partial_full_recompute()) {
+    // Megatron-Core's recompute_method "block" (specs.h recompute_num_layers).
+    if (p.offloads()) {
+      add(
+          fmt::format("plan.recompute_num_layers: {} with offload is not expressed (both choose a stage's first "
+                      "layers; use one of them)",
+                      p.recompute_num_layers));
+    }
+    if (zero3_module_fetch(m, p)) {
+      add(
+          fmt::format("plan.recompute_num_layers: {} is Megatron-Core's recompute_method \"block\"; stack \"{}\" "
+                      "fetches ZeRO-3 weights per module and recomputes every layer (use 0)",
+                      p.recompute_num_layers, to_string(p.stack)));
+    }
   }
   if (p.offload_weights > 0 && p.zero >= 3) {
     add(fmt::format("plan.offload_weights: {} with zero 3 is not expressed (stepcast offloads whole replicated "

@@ -103,6 +103,7 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = integers<int>(r, "zero", 0, 3)) q.zero = *x;
   if (auto x = choices<Schedule>(r, "schedule")) q.schedule = *x;
   if (auto x = choices<Recompute>(r, "recompute")) q.recompute = *x;
+  if (auto x = integers<int>(r, "recompute_num_layers", 0, 100000)) q.recompute_num_layers = *x;
   if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
   if (auto x = choices<MoeDispatcher>(r, "moe_dispatcher")) q.moe_dispatcher = *x;
   // A boolean or a list of them.

@@ -38,6 +38,7 @@ const std::vector<std::string>& keys() {
                                              "global_batch",
                                              "zero",
                                              "recompute",
+                                             "recompute_num_layers",
                                              "stack",
                                              "gpus",
                                              "offload_optimizer",
@@ -72,6 +73,7 @@ std::string layout_string(const Plan& p) {
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
+         (p.partial_full_recompute() ? fmt::format(",recompute_num_layers={}", p.recompute_num_layers) : "") +
          (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
          (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
          (p.offload_weights > 0 ? fmt::format(",offload_weights={:g}", p.offload_weights) : "");
@@ -109,7 +111,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
       return Error{msg +
                    " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, "
-                   "stack, gpus, "
+                   "recompute_num_layers, stack, gpus, "
                    "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
@@ -185,7 +187,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
                                : key == "zero" ? 3
                                : key == "v"    ? 1000
                                                : kMax;
-      auto x = integer(key == "zero" ? 0 : 1, max);
+      auto x = integer(key == "zero" || key == "recompute_num_layers" ? 0 : 1, max);
       if (!x.ok()) return x.error();
       const int v = static_cast<int>(*x);
       if (key == "tp") out.plan.tp = v;
@@ -198,6 +200,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       else if (key == "mb") out.plan.microbatch = v;
       else if (key == "gb") out.plan.global_batch = *x, out.gb_given = true;
       else if (key == "zero") out.plan.zero = v;
+      else if (key == "recompute_num_layers") out.plan.recompute_num_layers = v;
       else if (key == "gpus") out.gpus = v;
     }
   }

@@ -99,7 +99,8 @@ auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(), static_cast<int>(p.schedule),
                          p.virtual_stages, p.microbatch, p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap,
                          static_cast<int>(p.moe_dispatcher), p.zero, static_cast<int>(p.recompute),
-                         static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
+                         p.partial_full_recompute() ? p.recompute_num_layers : 0, static_cast<int>(p.stack),
+                         p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }
@@ -140,6 +141,8 @@ struct Context {
   std::vector<bool> fold;  // fold_experts values (etp 1 when true)
   // (optimizer, activations, weights) offload fractions, every combination of the searched ones.
   std::vector<std::array<double, 3>> offloads;
+  // (recompute, recompute_num_layers) pairs: each "full" with each searched count.
+  std::vector<std::pair<Recompute, int>> recomputes;
   std::vector<Stack> stacks;
   std::vector<MoeDispatcher> dispatchers;
 };
@@ -312,7 +315,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   std::size_t sp_tpo = 0;  // (sp, tp_comm_overlap) pairs
   for (bool sp : sps) sp_tpo += tpo_values(x, it.tp, sp).size();
   const std::int64_t per_mb =
-      static_cast<std::int64_t>(sp_tpo * x.recompute.size() * x.zero.size() * x.stacks.size() * x.offloads.size());
+      static_cast<std::int64_t>(sp_tpo * x.recomputes.size() * x.zero.size() * x.stacks.size() * x.offloads.size());
   const std::int64_t per_variant = per_mb * static_cast<std::int64_t>(x.microbatch.size());
   const std::int64_t per_dispatcher = per_variant * static_cast<std::int64_t>(variants.size());
   const std::vector<int> etps = etp_values(x, it.tp);
@@ -373,8 +376,9 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
               p.sequence_parallel = sp;
               for (bool tpo : tpo_values(x, it.tp, sp)) {
                 p.tp_comm_overlap = tpo;
-                for (Recompute rc : x.recompute) {
+                for (const auto& [rc, rc_layers] : x.recomputes) {
                   p.recompute = rc;
+                  p.recompute_num_layers = rc_layers;
                   for (int z : x.zero) {
                     p.zero = z;
                     for (Stack st : x.stacks) {
@@ -473,7 +477,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -522,6 +526,15 @@ Result<Context> make_context(const Scenario& s) {
   if (core_attn_only_with_flash(s.plan) &&
       std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end()) {
     x.recompute.erase(std::remove(x.recompute.begin(), x.recompute.end(), Recompute::kSelective), x.recompute.end());
+  }
+  for (Recompute rc : x.recompute) {
+    if (rc != Recompute::kFull) {
+      x.recomputes.emplace_back(rc, 0);
+      continue;
+    }
+    const std::vector<int> counts =
+        x.q.recompute_num_layers.empty() ? std::vector<int>{s.plan.recompute_num_layers} : x.q.recompute_num_layers;
+    for (int n : counts) x.recomputes.emplace_back(rc, n);
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
@@ -853,6 +866,7 @@ Plan canonical(const Context& x, Plan p, std::vector<std::string>& why) {
         "costs its forward again: not searched, listed as recompute=none");
     p.recompute = Recompute::kNone;
   }
+  if (p.recompute != Recompute::kFull) p.recompute_num_layers = 0;  // it applies to "full" only
   return p;
 }
 
@@ -881,6 +895,16 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   check("zero", x.zero, p.zero, !x.q.zero.empty());
   if (std::find(x.recompute.begin(), x.recompute.end(), p.recompute) == x.recompute.end()) {
     out.push_back(fmt::format("recompute = {} is not searched (search.recompute)", recompute_name(p.recompute)));
+  } else if (p.recompute == Recompute::kFull &&
+             std::find(x.recomputes.begin(), x.recomputes.end(),
+                       std::pair<Recompute, int>{Recompute::kFull, p.recompute_num_layers}) == x.recomputes.end()) {
+    std::vector<int> counts;
+    for (const auto& [rc, n] : x.recomputes) {
+      if (rc == Recompute::kFull) counts.push_back(n);
+    }
+    out.push_back(fmt::format("recompute_num_layers = {} is not searched (search.recompute_num_layers{}: {})",
+                              p.recompute_num_layers, x.q.recompute_num_layers.empty() ? ", the scenario's" : "",
+                              list_text(counts)));
   }
   if (std::find(x.schedules.begin(), x.schedules.end(), p.schedule) == x.schedules.end()) {
     out.push_back(fmt::format("schedule = {} is not searched (search.schedule)", schedule_name(p.schedule)));

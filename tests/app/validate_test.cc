@@ -468,6 +468,48 @@ TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant)
   EXPECT_TRUE(has(fp4, "precision \"NVFP4\": FP4 GEMMs are not modelled, priced as FP8 (errs slow)"));
 }
 
+// Megatron's recompute_method: "block" with a layer count recomputes that many layers of each
+// pipeline chunk in full (plan.recompute_num_layers), so its prediction lies between no and
+// full recomputation; "uniform" and a block without a count are full recomputation, and
+// "checkpointing per block" is not the method.
+TEST_F(ValidateTest, BlockRecomputationKeepsItsLayerCount) {
+  struct Got {
+    std::string recompute;
+    int layers = 0;
+    double predicted = 0;
+    std::vector<std::string> said;
+  };
+  auto run = [&](const std::string& recompute) {
+    const json patch = {{"model", {{"layers", 16}}}, {"layout", {{"recompute", recompute}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return Got{};
+    const json plan = json::parse(rep->rows[0].scenario_json)["plan"];
+    return Got{plan["recompute"], plan.value("recompute_num_layers", 0), rep->rows[0].predicted_value,
+               rep->rows[0].assumptions};
+  };
+  const Got block = run("full, block, 2 layers");
+  EXPECT_EQ(block.recompute, "full");
+  EXPECT_EQ(block.layers, 2);
+  EXPECT_NE(std::find(block.said.begin(), block.said.end(),
+                      "recompute \"full, block, 2 layers\": full for the first 2 layers of each pipeline chunk, the "
+                      "others keep their activations (Megatron-Core recompute_method \"block\": "
+                      "plan.recompute_num_layers)"),
+            block.said.end());
+  const Got none = run("none"), full = run("full");
+  EXPECT_GT(block.predicted, full.predicted);  // 2 of each chunk's 4 layers recompute
+  EXPECT_LT(block.predicted, none.predicted);
+  EXPECT_EQ(run("recompute_method block, recompute_num_layers 3").layers, 3);
+  EXPECT_EQ(run("block 1").layers, 1);
+  const Got uniform = run("full (uniform, 2 layers)");
+  EXPECT_EQ(uniform.recompute, "full");
+  EXPECT_EQ(uniform.layers, 0);
+  EXPECT_DOUBLE_EQ(uniform.predicted, full.predicted);
+  const Got per_block = run("activation checkpointing of every transformer block");
+  EXPECT_EQ(per_block.recompute, "full");
+  EXPECT_EQ(per_block.layers, 0);
+}
+
 // A measured quantity may carry a unit that restates it, a k or M multiplier, or (MFU) a
 // percent sign; each is read and printed. Lower-case m is not mega, and a percent sign on
 // another quantity is an error naming the field.

@@ -248,6 +248,68 @@ TEST(Estimate, ComputeByKindOfWorkAddsUpAndTheAttentionCoreByHand) {
   expect_rel(e.compute.recompute, 32 * 20 * lc.fwd_s(), 1e-12);
 }
 
+// Partial full recomputation (plan.recompute_num_layers, Megatron-Core recompute_method
+// "block"): on the shipped layout (20 layers a stage, 32 microbatches) with 5 layers
+// recomputed per stage, by hand from the per-layer costs: the recomputation is 5 layers'
+// forward per microbatch, the backward and the exposed TP are those of 5 recomputing and 15
+// keeping layers (the second method: the same stage priced with every and with no layer
+// recomputing), and the activations are 5 layers' inputs and 15 layers' full activations per
+// microbatch in flight, with no recomputed layer live beyond the kept ones it follows.
+TEST(Estimate, PartialFullRecomputationRecomputesTheFirstLayersOfEachStage) {
+  Scenario s = shipped_scenario();
+  s.cluster.gpu.overlap_slowdown = 0;  // interference is per pass; the count check stays exact
+  Plan none = s.plan, full = s.plan, part = s.plan;
+  none.recompute = Recompute::kNone;
+  full.recompute = part.recompute = Recompute::kFull;
+  part.recompute_num_layers = 5;
+  const ModelSpec& m = s.model;
+  const ClusterSpec& c = s.cluster;
+  const Workload& w = s.workload;
+  s.plan = part;
+  const Estimate e = estimate(s);
+  const LayerCost lc = layer_cost(m, c, full, w.seq_len, false);
+  expect_rel(e.compute.recompute, 32 * 5 * lc.fwd_s(), 1e-12);
+  for (int st = 0; st < 4; ++st) {
+    ASSERT_EQ(full_recompute_layers(m, part, st).total(), 5);
+    const StageTimes tn = stage_times(m, c, none, w, st), tf = stage_times(m, c, full, w, st);
+    const StageTimes tp = stage_times(m, c, part, w, st);
+    expect_rel(tp.backward, tn.backward + 5 * lc.fwd_s(), 1e-12);
+    expect_rel(tp.forward, tn.forward, 1e-12);
+    expect_rel(tp.tp, tn.tp + 5.0 / 20 * (tf.tp - tn.tp), 1e-12);
+    // Memory: 5 inputs and 15 whole layers per microbatch in flight.
+    const double inflight = inflight_microbatches(part, st);
+    const double a_in = layer_activation_bytes(m, full, w.seq_len, false);
+    const double a_all = layer_activation_bytes(m, none, w.seq_len, false);
+    const MemoryBreakdown mp = stage_memory(m, c, part, w, st), mf = stage_memory(m, c, full, w, st);
+    // Full recomputation holds 20 inputs and one layer's whole activations live.
+    expect_rel(mp.activations - mf.activations, inflight * 15 * (a_all - a_in) - a_all, 1e-9);
+  }
+  // HFU counts a quarter of full recomputation's extra forward.
+  Scenario sf = s;
+  sf.plan = full;
+  const Estimate ef = estimate(sf);
+  const double extra_full = ef.hardware_flops_per_step - ef.model_flops_per_step;
+  expect_rel(e.hardware_flops_per_step - e.model_flops_per_step, extra_full / 4, 1e-12);
+  // More layers than a stage has: every layer, as recompute "full".
+  s.plan.recompute_num_layers = 20;
+  expect_rel(estimate(s).step_time_s, ef.step_time_s, 1e-12);
+  expect_rel(estimate(s).memory.total, ef.memory.total, 1e-12);
+  s.plan.recompute_num_layers = 64;
+  expect_rel(estimate(s).step_time_s, ef.step_time_s, 1e-12);
+  // Between none and full, the step grows and the memory falls with the count.
+  Scenario sn = s;
+  sn.plan = none;
+  double last_step = estimate(sn).step_time_s, last_mem = estimate(sn).memory.total;
+  for (int n : {1, 5, 10, 19, 20}) {
+    s.plan.recompute_num_layers = n;
+    const Estimate en = estimate(s);
+    EXPECT_GT(en.step_time_s, last_step) << n;
+    EXPECT_LT(en.memory.total, last_mem) << n;
+    last_step = en.step_time_s;
+    last_mem = en.memory.total;
+  }
+}
+
 TEST(Estimate, PipelineStepIsMMinus1SlowestStagesPlusOneOfEach) {
   // Unbalanced stages (the last one also computes the logits): the pipeline part of the
   // step is (m - 1) t_max + sum_s t_s, with t_s = stage_times(s).per_microbatch() (compute

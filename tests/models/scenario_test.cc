@@ -879,6 +879,32 @@ TEST(ScenarioErrors, OffloadFractionsAndHostFiguresAreChecked) {
 namespace stepcast {
 namespace {
 
+// plan.recompute_num_layers (Megatron-Core recompute_method "block"): read with recompute
+// "full"; elsewhere, with offload or with DeepSpeed's per-module ZeRO-3 fetch it is an error
+// naming the field.
+TEST(ScenarioErrors, RecomputeNumLayersNamesTheFieldAndTheRule) {
+  const Scenario ok = load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full",
+                                               "recompute_num_layers": 5})"));
+  EXPECT_EQ(ok.plan.recompute_num_layers, 5);
+  EXPECT_TRUE(ok.plan.partial_full_recompute());
+  EXPECT_EQ(recompute_text(ok.plan), "full:5/chunk");
+  EXPECT_FALSE(
+      load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full"})")).plan.partial_full_recompute());
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute_num_layers": 5})")),
+            "plan.recompute_num_layers: applies to recompute \"full\" (Megatron-Core recompute_method \"block\"), "
+            "not \"none\"");
+  EXPECT_EQ(
+      load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full", "recompute_num_layers": -1})")),
+      "plan.recompute_num_layers: -1 is out of range (0 to 100000)");
+  EXPECT_EQ(
+      load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full", "recompute_num_layers": 2.5})")),
+      "plan.recompute_num_layers: expected an integer, got 2.5");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full", "recompute_num_layers": 4,
+                                        "offload_activations": 0.5})")),
+            "plan.recompute_num_layers: 4 with offload is not expressed (both choose a stage's first layers; use one "
+            "of them)");
+}
+
 // plan.recompute_modules (Megatron-Core recompute_modules): read with recompute "selective";
 // the messages name the field, and Megatron-Core's rules and modules the model lacks are errors.
 TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {

@@ -906,6 +906,44 @@ TEST(PlannerOffload, SearchedAndExplainedAsWhatMakesALayoutFit) {
             "\"tp=8,offload_optimizer=2\": offload_optimizer: expected a fraction 0 to 1, got \"2\"");
 }
 
+// search.recompute_num_layers: every "full" layout is evaluated with each count (the
+// others once), each candidate's figures are the closed form's for its own count, the
+// count is in the layout string, and a count not listed is named as outside the space.
+TEST(PlannerRecompute, PartialFullRecomputationIsSearchedPerCount) {
+  const std::string text = R"({"name": "llama3-70b 8 nodes", "model": "llama3-70b",
+      "cluster": {"preset": "dgx-h100", "nodes": 8}, "workload": {"seq_len": 8192},
+      "search": {"tp": [8], "pp": [4], "cp": [1], "global_batch": [64], "microbatch": [1], "zero": [1],
+                 "schedule": ["1f1b"], "sequence_parallel": [true], "tp_comm_overlap": [false],
+                 "recompute": ["none", "full"]COUNTS, "top_k": 0}})";
+  auto with = [&](const char* counts) {
+    std::string t = text;
+    t.replace(t.find("COUNTS"), 6, counts);
+    return load_text(t);
+  };
+  const Scenario one = with(""), four = with(R"(, "recompute_num_layers": [0, 5, 10, 15])");
+  const PlanResult r1 = search(one), r4 = search(four);
+  EXPECT_EQ(r1.counts.size, 2);  // none, full
+  EXPECT_EQ(r4.counts.size, 5);  // none, full with 0, 5, 10, 15 layers of each stage's 20
+  expect_counts_add_up(r4);
+  std::map<int, double> step;  // recompute_num_layers of the full layouts -> step
+  for (const Candidate& c : r4.ranked) {
+    EXPECT_EQ(c.closed.step_time_s, estimate(four.model, four.cluster, c.plan, four.workload).step_time_s);
+    const std::string layout = layout_string(c.plan);
+    if (c.plan.recompute != Recompute::kFull) continue;
+    step[c.plan.recompute_num_layers] = c.closed.step_time_s;
+    EXPECT_EQ(layout.find(",recompute_num_layers=") != std::string::npos, c.plan.recompute_num_layers > 0) << layout;
+  }
+  // Fewer recomputed layers, a shorter step; 0 recomputes all 20.
+  ASSERT_EQ(step.size(), 4u);
+  EXPECT_LT(step[5], step[10]);
+  EXPECT_LT(step[10], step[15]);
+  EXPECT_LT(step[15], step[0]);
+  auto other = explain_layout(four, r4, "tp=8,pp=4,sp=true,zero=1,recompute=full,recompute_num_layers=3");
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  ASSERT_EQ(other->outside.size(), 1u);
+  EXPECT_EQ(other->outside[0], "recompute_num_layers = 3 is not searched (search.recompute_num_layers: 0, 5, 10, 15)");
+}
+
 // The shipped MoE planning scenario: Megatron-Bridge's Qwen3-235B-A22B recipe (ep 32 folded
 // over tp 2 x dp 16) is accepted, ranked, and --explain names why it ranks where it does: its
 // EP groups of 32 consecutive ranks span 4 nodes of 8 (checked on the placement), so the
@@ -957,7 +995,8 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   EXPECT_EQ(
       message("tp=8,pq=4,gpus=8"),
       "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
-      "dispatcher, schedule, v, mb, gb, zero, recompute, stack, gpus, offload_optimizer, offload_activations, "
+      "dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, stack, gpus, "
+      "offload_optimizer, offload_activations, "
       "offload_weights)");
   EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");
   EXPECT_EQ(message("tp"), "\"tp\": \"tp\" is not key=value");
@@ -985,6 +1024,11 @@ TEST(PlannerLayout, StringsRoundTrip) {
   p.stack = Stack::kFsdp2Eager;
   EXPECT_EQ(layout_string(p), text + ",stack=fsdp2-eager");
   EXPECT_EQ(parse_layout(layout_string(p), Plan{})->plan.stack, Stack::kFsdp2Eager);
+  // Partial full recomputation (recompute_num_layers) is named after the stack, and parses back.
+  p.recompute_num_layers = 3;
+  EXPECT_EQ(layout_string(p), text + ",stack=fsdp2-eager,recompute_num_layers=3");
+  EXPECT_EQ(parse_layout(layout_string(p), Plan{})->plan.recompute_num_layers, 3);
+  EXPECT_EQ(layout_string(parse_layout(layout_string(p), Plan{})->plan), layout_string(p));
   EXPECT_EQ(parse_layout("tp=8,stack=fsdp", Plan{}).error().message,
             "\"tp=8,stack=fsdp\": stack: \"fsdp\" is not one of \"megatron-core\", \"fsdp2-eager\", "
             "\"fsdp2-compile\", \"deepspeed-zero\", \"deepspeed-zero-2021\", \"megatron-deepspeed\", \"llm-foundry\", "

@@ -1054,6 +1054,54 @@ TEST(Engine, PeakMemoryEqualsTheStaticModelFor1F1BAndGpipe) {
   }
 }
 
+// Partial full recomputation (plan.recompute_num_layers): the engine recomputes the first
+// layers of each chunk before their backward and keeps the others' activations (lower.cc
+// full_recompute, kept_activations); the closed form prices the same layers (estimate.cc
+// add_layer_times) and holds the same bytes. A chunk's backward frees its kept layers'
+// activations before it recomputes its first ones, so the peak is the held activations alone
+// on every stage, as stage_memory() counts it.
+TEST(Engine, PartialFullRecomputationStepAndPeakMatchTheClosedForm) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec& c = builtin_presets().clusters.at("dgx-h100");
+  const Workload w{4096, 0, 0};
+  for (const Schedule sched : {Schedule::kOneFOneB, Schedule::kGpipe}) {
+    for (const int n : {0, 3}) {
+      Plan p;
+      p.tp = 2;
+      p.pp = 4;
+      p.schedule = sched;
+      p.recompute = Recompute::kFull;
+      p.recompute_num_layers = n;
+      p.global_batch = 16;
+      const std::string label =
+          fmt::format("{} recompute_num_layers {}", sched == Schedule::kGpipe ? "gpipe" : "1f1b", n);
+      const Simulated r = run(m, c, p, w);
+      const Estimate e = estimate(m, c, p, w);
+      EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01) << label;
+      const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
+      EXPECT_NEAR(crit.compute, e.breakdown.compute, 2e-3 * e.breakdown.compute) << label;
+      for (int st = 0; st < 4; ++st) {
+        EXPECT_NEAR(peak_of_stage(r, st), stage_memory(m, c, p, w, st).total, 1.0) << label << " stage " << st;
+      }
+    }
+  }
+  // Interleaved (2 chunks of 4 layers a stage), 1 layer of each chunk recomputed: 2 of the
+  // stage's 8 layers, as the closed form counts them.
+  Plan p;
+  p.tp = 2;
+  p.pp = 4;
+  p.schedule = Schedule::kInterleaved;
+  p.virtual_stages = 2;
+  p.recompute = Recompute::kFull;
+  p.recompute_num_layers = 1;
+  p.global_batch = 16;
+  EXPECT_EQ(full_recompute_layers(m, p, 0).total(), 2);
+  const Simulated r = run(m, c, p, w);
+  const Estimate e = estimate(m, c, p, w);
+  EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.02);
+  EXPECT_NEAR(r.summary.ranks[r.summary.critical].compute, e.breakdown.compute, 2e-3 * e.breakdown.compute);
+}
+
 // Offload (docs/model-reference.md §3.5): the engine runs the same Program, with the
 // offloaded layers' activations kept off the device and their transfers as copies on the
 // host link joined after each pass, and the optimizer's offloaded half as the host's step

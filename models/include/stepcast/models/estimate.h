@@ -47,6 +47,18 @@ double output_head_buffer_bytes(const ModelSpec& model, const Plan& plan, double
 // Of the first `n` layers of pipeline stage `stage` (model order), how many are MoE layers.
 int moe_layers_among_first(const ModelSpec& model, const Plan& plan, int stage, int n);
 
+// Full recomputation by layer (specs.h recompute_num_layers, Megatron-Core's recompute_method
+// "block"): whether layer `layer` (model order, 0-based) recomputes in full, i.e. it is among
+// the first recompute_num_layers of its model chunk; every layer with recompute "full" and
+// recompute_num_layers 0, none without "full".
+bool recomputes_in_full(const ModelSpec& model, const Plan& plan, int layer);
+// Of pipeline stage `stage`'s layers, those that recompute in full, dense and MoE.
+struct FullRecomputeLayers {
+  int dense = 0, moe = 0;
+  int total() const { return dense + moe; }
+};
+FullRecomputeLayers full_recompute_layers(const ModelSpec& model, const Plan& plan, int stage);
+
 // Microbatch-equivalents of activations held at peak by pipeline stage `stage`
 // (GPipe m; 1F1B min(p - stage, m); interleaved Megatron warm-up + 1, in chunks / v). With
 // plan.moe_a2a_overlap: the warm-up's chunks (one forward more; stage_memory adds the layer

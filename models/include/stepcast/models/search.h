@@ -32,6 +32,9 @@ struct SearchSpec {
   std::vector<int> zero;             // 0..3
   std::vector<Schedule> schedule;    // in enum order
   std::vector<Recompute> recompute;  // in enum order
+  // With recompute "full": the counts of each chunk's first layers that recompute
+  // (Plan::recompute_num_layers, 0 = every layer), ascending; empty: the plan's own only.
+  std::vector<int> recompute_num_layers;
   std::vector<bool> sequence_parallel;  // false before true
   // TP communication overlap (Plan::tp_comm_overlap), false before true; empty: both. Only
   // layouts with sequence parallelism and tp > 1 take true; the others are listed once,

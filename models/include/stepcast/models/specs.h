@@ -260,6 +260,13 @@ struct Plan {
   // With recompute "selective": the modules re-run in the backward (module_bit set; Megatron-
   // Core's default, the core attention, when the scenario names none). Ignored otherwise.
   std::uint32_t recompute_modules = module_bit(RecomputeModule::kCoreAttn);
+  // With recompute "full": Megatron-Core's recompute_method "block" with
+  // recompute_num_layers N: the first N layers of each model chunk (each virtual pipeline
+  // stage, or the stage's layers without interleaving) recompute in full, the others keep
+  // their activations (docs/model-reference.md "Partial full recomputation"). 0: every
+  // layer (recompute_method "uniform" with 1 layer per group). REQUIRES (loader): recompute
+  // "full", no offload, not DeepSpeed's per-module ZeRO-3 fetch.
+  int recompute_num_layers = 0;
   Precision precision = Precision::kBf16;
   bool replicate_kv_heads = false;    // tp > num_kv_heads: each KV head copied on tp/g ranks
   bool flash_attention = true;         // attention without the s^2 score matrix in memory
@@ -337,6 +344,9 @@ struct Plan {
   bool recomputes(RecomputeModule m) const {
     return recompute == Recompute::kSelective && (recompute_modules & module_bit(m)) != 0;
   }
+  // Whether only some layers recompute in full (recompute_num_layers); the count per stage
+  // is estimate.h full_recompute_layers.
+  bool partial_full_recompute() const { return recompute == Recompute::kFull && recompute_num_layers > 0; }
 
   int world() const { return tp * pp * dp * cp; }
   // The expert tensor-parallel width and the expert-data-parallel group size
