@@ -17,6 +17,7 @@
 #include "stepcast/models/collectives.h"
 #include "stepcast/models/compute.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/text.h"
 #include "stepcast/planner/goodput.h"
@@ -1065,6 +1066,32 @@ std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpe
   return std::nullopt;
 }
 
+// For a layout that does not fit in HBM and does not recompute every layer: the fewest
+// layers of each chunk whose full recomputation (recompute_num_layers, Megatron-Core's
+// "block") makes it fit, in words, or nullopt.
+std::optional<std::string> recompute_that_fits(const Scenario& s, const ClusterSpec& c, const Plan& p) {
+  if (p.recompute == Recompute::kFull && p.recompute_num_layers == 0) return std::nullopt;
+  const int chunks = p.pp * p.virtual_stages;
+  int most = 0;  // layers of the largest chunk
+  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(s.model.num_layers, chunks, k));
+  Plan q = p;
+  q.recompute = Recompute::kFull;
+  if (!layout_errors(s.model, c, q, s.workload).empty()) return std::nullopt;
+  const int from = p.recompute == Recompute::kFull ? p.recompute_num_layers + 1 : 1;
+  for (int n = from; n <= most; ++n) {
+    q.recompute_num_layers = n == most ? 0 : n;
+    const Estimate e = estimate(s.model, c, q, s.workload);
+    if (!e.memory.fits) continue;
+    const Estimate base = estimate(s.model, c, p, s.workload);
+    return fmt::format(
+        "recomputation would make it fit: with recompute=full{} (the first {} of each chunk's {} layers) stage {} "
+        "needs {:.1f} GiB and the step takes {} instead of {}",
+        q.recompute_num_layers > 0 ? fmt::format(",recompute_num_layers={}", n) : "", n, most, e.memory.stage,
+        e.memory.total / kGiB, seconds_text(e.step_time_s), seconds_text(base.step_time_s));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::string_view text) {
@@ -1132,6 +1159,9 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
           mem.activations / kGiB, mem.buffers / kGiB));
       if (mem.host <= mem.host_usable) {
         if (auto fix = offload_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
+      }
+      if (!p.offloads()) {
+        if (auto fix = recompute_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
       }
       reasons.push_back(Reject::kMemory);
     }

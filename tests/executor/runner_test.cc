@@ -311,6 +311,41 @@ TEST(Runner, RecomputedMoeBlocksRunTheirAllToAllsAgainAndVerify) {
   }
 }
 
+TEST(Runner, PartialFullRecomputationRerunsTheFirstLayersOnlyAndVerifies) {
+  // recompute "full" with recompute_num_layers 1 (Megatron-Core's "block"): of the stage's 4
+  // layers only the first re-runs its forward, its TP all-gather and reduce-scatter and its
+  // all-to-alls included, before its backward: 4 all-to-alls per layer and microbatch, 6 on
+  // layer 0. The layers' collectives are alike, so each rank verifies, beyond no
+  // recomputation, exactly a quarter of what full recomputation of all 4 layers adds, and at
+  // least layer 0's 8 more all-to-alls (2 in each of 4 microbatches, sized as above).
+  Scenario s = folded_moe();
+  s.plan.recompute = Recompute::kFull;
+  s.plan.recompute_num_layers = 1;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  ASSERT_EQ(s.plan.pp, 1);
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  int a2a = 0;
+  for (const Op& op : prog.roles[0].ops) a2a += op.kind == OpKind::kCollective && op.group == GroupKind::kEp;
+  EXPECT_EQ(a2a, 4 * 4 * 4 + 4 * 2);
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto part = run_all(s, o);
+  expect_every_op_measured(s, part, 1);
+  Scenario none = s, full = s;
+  none.plan.recompute = Recompute::kNone;
+  none.plan.recompute_num_layers = full.plan.recompute_num_layers = 0;
+  const auto base = run_all(none, o), all = run_all(full, o);
+  ASSERT_EQ(part.size(), base.size());
+  ASSERT_EQ(all.size(), base.size());
+  for (std::size_t r = 0; r < part.size(); ++r) {
+    EXPECT_EQ(part[r].wrong_elements, 0);
+    const std::int64_t extra = part[r].verified_elements - base[r].verified_elements;
+    EXPECT_EQ(all[r].verified_elements - base[r].verified_elements, 4 * extra);
+    EXPECT_GE(extra, 8 * (128 * 2 * 256 * 2 / 4));
+  }
+}
+
 TEST(Runner, MergedStepsRunTheirOverlappedAllToAllsAndVerify) {
   // With Megatron-Core's all-to-all overlap (plan.moe_a2a_overlap) the program interleaves a
   // forward and a backward chunk layer by layer in its merged steps, each all-to-all on the EP

@@ -942,6 +942,28 @@ TEST(PlannerRecompute, PartialFullRecomputationIsSearchedPerCount) {
   ASSERT_TRUE(other.ok()) << other.error().message;
   ASSERT_EQ(other->outside.size(), 1u);
   EXPECT_EQ(other->outside[0], "recompute_num_layers = 3 is not searched (search.recompute_num_layers: 0, 5, 10, 15)");
+  // --explain of a layout that does not fit without recomputation (microbatch 4) names the
+  // fewest layers of each chunk whose recomputation makes it fit: that count fits and one
+  // fewer does not, by the closed form's own memory.
+  std::string big = text;
+  big.replace(big.find("COUNTS"), 6, "");
+  big.replace(big.find(R"("microbatch": [1])"), 17, R"("microbatch": [4])");
+  const Scenario s4 = load_text(big);
+  auto ex = explain_layout(s4, search(s4), "tp=8,pp=4,sp=true,mb=4,zero=1,recompute=none");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  const auto fix = std::find_if(ex->problems.begin(), ex->problems.end(), [](const std::string& p) {
+    return p.rfind("recomputation would make it fit: with recompute=full,recompute_num_layers=", 0) == 0;
+  });
+  ASSERT_NE(fix, ex->problems.end());
+  const int n = std::stoi(fix->substr(fix->find("recompute_num_layers=") + 21));
+  Plan q = ex->plan;
+  q.recompute = Recompute::kFull;
+  q.recompute_num_layers = n;
+  ClusterSpec c = s4.cluster;
+  c.nodes = 8;
+  EXPECT_TRUE(estimate(s4.model, c, q, s4.workload).memory.fits) << *fix;
+  q.recompute_num_layers = n - 1;
+  EXPECT_FALSE(estimate(s4.model, c, q, s4.workload).memory.fits) << *fix;
 }
 
 // The shipped MoE planning scenario: Megatron-Bridge's Qwen3-235B-A22B recipe (ep 32 folded
