@@ -32,6 +32,15 @@ void BM_Estimate_Llama3_70B_64xH100(benchmark::State& state) {
 }
 BENCHMARK(BM_Estimate_Llama3_70B_64xH100);
 
+// The same with partial full recomputation (recompute_num_layers 5 of each stage's 20
+// layers): the layers are priced twice, recomputing and kept (docs/model-reference.md §3.8).
+void BM_Estimate_Llama3_70B_64xH100_BlockRecompute(benchmark::State& state) {
+  run(state, R"({"model":"llama3-70b","cluster":{"preset":"dgx-h100","nodes":8},
+    "plan":{"tp":8,"pp":4,"dp":2,"sequence_parallel":true,"global_batch":64,"zero":1,
+            "recompute":"full","recompute_num_layers":5}})");
+}
+BENCHMARK(BM_Estimate_Llama3_70B_64xH100_BlockRecompute);
+
 // Llama-3-405B as in its paper: TP8 PP16 DP128 on 16,384 H100 (uneven 126-layer split).
 void BM_Estimate_Llama3_405B_16384xH100(benchmark::State& state) {
   run(state, R"({"model":"llama3-405b","cluster":{"preset":"dgx-h100","nodes":2048},
