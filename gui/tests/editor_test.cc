@@ -180,6 +180,32 @@ class EditorTest : public QObject {
     QCOMPARE(mods->text(), QStringLiteral("core_attn, mlp"));
   }
 
+  void recomputeLayersPerChunkIsAnIntegerField() {
+    // Unset, the field shows 0 (every layer); a count with recompute "none" is refused beside
+    // the field (the loader's message); with "full" it is written and the estimate is the
+    // same edit made by hand, between no and full recomputation of all 20 layers a stage.
+    auto* layers = qobject_cast<QSpinBox*>(editor_->fieldWidget("plan.recompute_num_layers"));
+    QVERIFY(layers);
+    QCOMPARE(layers->value(), 0);
+    const double none = estimate_->report()->estimate.step_time_s;
+    type_into(layers, 5);
+    QVERIFY(!doc_->scenario());
+    QVERIFY(
+        editor_->fieldMessage("plan.recompute_num_layers").startsWith(QStringLiteral("applies to recompute \"full\"")));
+    auto* rc = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.recompute"));
+    rc->setCurrentText(QStringLiteral("full"));
+    emit rc->activated(rc->currentIndex());
+    QVERIFY(doc_->scenario());
+    QCOMPARE(doc_->scenario()->plan.recompute_num_layers, 5);
+    const std::string text =
+        replaced(read(kScenario), "\"recompute\": \"none\"", "\"recompute\": \"full\", \"recompute_num_layers\": 5");
+    QVERIFY(estimate_->report());
+    const double part = estimate_->report()->estimate.step_time_s;
+    QCOMPARE(part, direct(text).step_time_s);
+    QVERIFY(part > none);
+    QVERIFY(part < direct(replaced(read(kScenario), "\"recompute\": \"none\"", "\"recompute\": \"full\"")).step_time_s);
+  }
+
   void attentionKernelIsAChoiceField() {
     // Unset, the field shows "stack" (the stack's own family); choosing FlashAttention-3
     // writes plan.attention_kernel and re-estimates as the same edit made by hand, faster
