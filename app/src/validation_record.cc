@@ -955,19 +955,24 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     if (r.recompute == "selective") r.recompute_modules = recompute_modules_in(low);
     // Megatron's recompute_method: "block" recomputes the first recompute_num_layers layers
     // of each pipeline chunk in full; "uniform" every layer, in groups of that many.
-    const bool block =
-        r.recompute != "selective" && r.recompute != "selective_op" && !says_none &&
-        std::regex_search(low, std::regex(R"(method\W{0,3}block\b|^\W*(full\W+)?block\b|\bblock\W{0,3}\d)"));
-    const bool uniform =
-        r.recompute != "selective" && r.recompute != "selective_op" && !says_none && contains(low, "uniform");
-    // The layer count: "recompute_num_layers 4", "4 layers", "block 4".
-    std::smatch n;
-    const bool counted = (std::regex_search(low, n, std::regex(R"(num_layers\D{0,3}(\d{1,5})\b)")) ||
-                          std::regex_search(low, n, std::regex(R"(\b(\d{1,5})\s*layers?\b)")) ||
-                          std::regex_search(low, n, std::regex(R"(\bblock\D{0,3}(\d{1,5})\b)"))) &&
-                         std::stoll(n[1].str()) > 0;
+    static const std::regex kBlock(R"(method\W{0,3}block\b|^\W*(full\W+)?block\b|\bblock\W{0,3}\d)");
+    // The layer count, the first of: "recompute_num_layers 4", "4 layers", "block 4".
+    static const std::regex kCounts[] = {std::regex(R"(num_layers\D{0,3}(\d{1,5})\b)"),
+                                         std::regex(R"(\b(\d{1,5})\s*layers?\b)"),
+                                         std::regex(R"(\bblock\D{0,3}(\d{1,5})\b)")};
+    const bool whole_layers = r.recompute != "selective" && r.recompute != "selective_op" && !says_none;
+    const bool block = whole_layers && std::regex_search(low, kBlock);
+    const bool uniform = whole_layers && contains(low, "uniform");
+    std::int64_t count = 0;
+    for (const std::regex& re : kCounts) {
+      if (std::smatch n; std::regex_search(low, n, re)) {
+        count = std::stoll(n[1].str());
+        break;
+      }
+    }
+    const bool counted = count > 0;
     if (block || uniform) r.recompute = "full";
-    if (block && counted) r.recompute_num_layers = std::stoll(n[1].str());
+    if (block && counted) r.recompute_num_layers = count;
     if (block && counted) {
       r.assumptions.push_back(
           fmt::format("recompute {}: full for the first {} layers of each pipeline chunk, the others keep their "

@@ -33,6 +33,20 @@ double optimizer_state_bytes(const Plan& p) { return p.optimizer == Optimizer::k
 
 int dense_layers_of(const ModelSpec& m) { return m.moe ? m.moe->num_dense_layers : m.num_layers; }
 
+// Calls f(first, n) for each model chunk of pipeline stage `stage` in model order (v chunks
+// with the interleaved schedule, else one): its first layer and its number of layers.
+template <class F>
+void for_each_chunk(const ModelSpec& m, const Plan& p, int stage, F&& f) {
+  const int chunks = p.pp * p.virtual_stages;
+  for (int v = 0; v < p.virtual_stages; ++v) {
+    const int chunk = stage + v * p.pp;
+    f(chunk_first_layer(m.num_layers, chunks, chunk), chunk_layers(m.num_layers, chunks, chunk));
+  }
+}
+
+// Of the layers [first, first + n), how many are MoE layers (the dense ones come first).
+int moe_layers_in(const ModelSpec& m, int first, int n) { return std::clamp(first + n - dense_layers_of(m), 0, n); }
+
 // Output layer and cross entropy (Megatron estimator): 4 T h (1 + V/h) / t per microbatch
 // whose backward has not run: all m with GPipe, one with 1F1B schedules.
 double output_head_bytes(const ModelSpec& m, const Plan& p, double seq) {
@@ -190,15 +204,12 @@ double mtp_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t seq_
 
 int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) {
   if (!m.moe || n <= 0) return 0;
-  const int chunks = p.pp * p.virtual_stages;
   int seen = 0, moe = 0;
-  for (int v = 0; v < p.virtual_stages && seen < n; ++v) {
-    const int chunk = stage + v * p.pp;
-    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
-    for (int i = 0; i < chunk_layers(m.num_layers, chunks, chunk) && seen < n; ++i, ++seen) {
-      moe += first + i >= m.moe->num_dense_layers ? 1 : 0;
-    }
-  }
+  for_each_chunk(m, p, stage, [&](int first, int count) {
+    const int k = std::clamp(n - seen, 0, count);
+    moe += moe_layers_in(m, first, k);
+    seen += k;
+  });
   return moe;
 }
 
@@ -216,17 +227,12 @@ bool recomputes_in_full(const ModelSpec& m, const Plan& p, int layer) {
 FullRecomputeLayers full_recompute_layers(const ModelSpec& m, const Plan& p, int stage) {
   FullRecomputeLayers out;
   if (p.recompute != Recompute::kFull) return out;
-  const int chunks = p.pp * p.virtual_stages;
-  for (int v = 0; v < p.virtual_stages; ++v) {
-    const int chunk = stage + v * p.pp;
-    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
-    const int n = chunk_layers(m.num_layers, chunks, chunk);
+  for_each_chunk(m, p, stage, [&](int first, int n) {
     const int k = p.recompute_num_layers > 0 ? std::min(n, p.recompute_num_layers) : n;
-    for (int i = 0; i < k; ++i) {
-      const bool moe = m.moe && first + i >= m.moe->num_dense_layers;
-      (moe ? out.moe : out.dense) += 1;
-    }
-  }
+    const int moe = moe_layers_in(m, first, k);
+    out.moe += moe;
+    out.dense += k - moe;
+  });
   return out;
 }
 
@@ -287,13 +293,7 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const int dense_total = dense_layers_of(m);
   // Dense layers come first: count this stage's dense and MoE layers.
   int dense_here = 0;
-  const int chunks = p.pp * p.virtual_stages;
-  for (int v = 0; v < p.virtual_stages; ++v) {
-    const int chunk = stage + v * p.pp;
-    const int n = chunk_layers(m.num_layers, chunks, chunk);
-    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
-    dense_here += std::clamp(dense_total - first, 0, n);
-  }
+  for_each_chunk(m, p, stage, [&](int first, int n) { dense_here += std::clamp(dense_total - first, 0, n); });
   const int moe_here = rp.layers - dense_here;
   if (p.precision == Precision::kFp8 && stack_profile(p.stack).fp8_weight_cache) {
     // Transformer Engine caches each layer weight's FP8 copy and its transpose (1 + 1 byte)
@@ -308,14 +308,20 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
   // Partial full recomputation (recompute_num_layers): the layers that do not recompute keep
   // all their activations.
+  // With full recomputation, a layer's whole activations (recomputed, or kept by the layers
+  // past recompute_num_layers).
+  const bool full_rc = p.recompute == Recompute::kFull;
+  double all_dense = 0, all_moe = 0;
+  if (full_rc) {
+    const Plan whole = p.without_recompute();
+    all_dense = layer_activation_bytes(m, whole, w.seq_len, false);
+    all_moe = m.moe ? layer_activation_bytes(m, whole, w.seq_len, true) : 0.0;
+  }
   double layers_bytes = dense_here * a_dense + moe_here * a_moe;
   if (p.partial_full_recompute()) {
     const FullRecomputeLayers rc = full_recompute_layers(m, p, stage);
-    Plan kept = p;
-    kept.recompute = Recompute::kNone;
-    layers_bytes = rc.dense * a_dense + rc.moe * a_moe +
-                   (dense_here - rc.dense) * layer_activation_bytes(m, kept, w.seq_len, false) +
-                   (moe_here - rc.moe) * (m.moe ? layer_activation_bytes(m, kept, w.seq_len, true) : 0.0);
+    layers_bytes =
+        rc.dense * a_dense + rc.moe * a_moe + (dense_here - rc.dense) * all_dense + (moe_here - rc.moe) * all_moe;
   }
   mem.activations = inflight * layers_bytes + activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
   if (merged_share(p, stage) > 0 && rp.layers > 0) {
@@ -352,37 +358,27 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     mem.host += away;
     mem.buffers += 2 * kWeightBytes * rp.largest_layer;  // the layer in use and the one prefetched
   }
-  if (p.recompute == Recompute::kFull) {
-    // Backward recomputes one layer at a time: its full activations are live once (when some
-    // layer of the stage recomputes; recompute_num_layers).
-    Plan no_rc = p;
-    no_rc.recompute = Recompute::kNone;
+  if (full_rc) {
+    // Backward recomputes one layer at a time: its full activations are live once.
     if (!p.partial_full_recompute()) {
-      mem.activations += layer_activation_bytes(m, no_rc, w.seq_len, moe_here > 0);
+      mem.activations += moe_here > 0 ? all_moe : all_dense;
     } else {
       // recompute_num_layers: a chunk's backward runs its kept (last) layers first and frees
       // their activations before it recomputes its first layers, so the recomputed layer
       // adds only what it exceeds the chunk's kept activations by (lower.cc).
       double live = 0;
-      for (int v = 0; v < p.virtual_stages; ++v) {
-        const int chunk = stage + v * p.pp;
-        const int first = chunk_first_layer(m.num_layers, chunks, chunk);
-        const int n = chunk_layers(m.num_layers, chunks, chunk);
-        double kept = 0;
-        bool moe_rc = false;
-        for (int i = 0; i < n; ++i) {
-          const bool moe = m.moe && first + i >= m.moe->num_dense_layers;
-          if (i < p.recompute_num_layers) moe_rc = moe_rc || moe;
-          else kept += layer_activation_bytes(m, no_rc, w.seq_len, moe);
-        }
-        if (n > 0) live = std::max(live, layer_activation_bytes(m, no_rc, w.seq_len, moe_rc) - kept);
-      }
+      for_each_chunk(m, p, stage, [&](int first, int n) {
+        if (n == 0) return;
+        const int k = std::min(n, p.recompute_num_layers);
+        const int moe_kept = moe_layers_in(m, first, n) - moe_layers_in(m, first, k);
+        const double kept = (n - k - moe_kept) * all_dense + moe_kept * all_moe;
+        live = std::max(live, (moe_layers_in(m, first, k) > 0 ? all_moe : all_dense) - kept);
+      });
       mem.activations += live;
     }
   } else if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {
     // Likewise what one layer recomputes (the larger kind on this stage).
-    Plan kept = p;
-    kept.recompute = Recompute::kNone;
+    const Plan kept = p.without_recompute();
     double most = 0;
     for (bool moe : {false, true}) {
       if (moe ? moe_here > 0 : dense_here > 0) {
@@ -529,12 +525,7 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;
   L.logits_flops = lg.flops;
-  if (p.partial_full_recompute()) {
-    Plan kept = p;
-    kept.recompute = Recompute::kNone;
-    kept.recompute_num_layers = 0;
-    L.kept = std::make_shared<const Layers>(layer_costs(m, c, kept, w));
-  }
+  if (p.partial_full_recompute()) L.kept = std::make_shared<const Layers>(layer_costs(m, c, p.without_recompute(), w));
   return L;
 }
 

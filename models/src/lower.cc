@@ -77,9 +77,7 @@ class StageBuilder {
     if (p.partial_full_recompute()) {
       // The layers that keep their activations (recompute_num_layers) wait for the host as
       // without recomputation.
-      Plan kept = p;
-      kept.recompute = Recompute::kNone;
-      kept.recompute_num_layers = 0;
+      const Plan kept = p.without_recompute();
       auto stall = [&](bool moe) {
         const LayerCost lc = layer_cost(m, c, kept, w.seq_len, moe);
         return host_stall(m, kept, lc, layer_comm(m, c, kept, w.seq_len, moe, lc), moe);
@@ -108,8 +106,7 @@ class StageBuilder {
     tokens_ = p.microbatch * static_cast<double>(w.seq_len) / p.cp;
     act_dense_ = layer_activation_bytes(m, p, w.seq_len, false);
     act_moe_ = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
-    Plan no_rc = p;
-    no_rc.recompute = Recompute::kNone;
+    const Plan no_rc = p.without_recompute();
     full_dense_ = layer_activation_bytes(m, no_rc, w.seq_len, false);
     full_moe_ = m.moe ? layer_activation_bytes(m, no_rc, w.seq_len, true) : 0.0;
     if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {

@@ -347,6 +347,13 @@ struct Plan {
   // Whether only some layers recompute in full (recompute_num_layers); the count per stage
   // is estimate.h full_recompute_layers.
   bool partial_full_recompute() const { return recompute == Recompute::kFull && recompute_num_layers > 0; }
+  // This plan without recomputation: what a layer costs and keeps when it does not recompute.
+  Plan without_recompute() const {
+    Plan q = *this;
+    q.recompute = Recompute::kNone;
+    q.recompute_num_layers = 0;
+    return q;
+  }
 
   int world() const { return tp * pp * dp * cp; }
   // The expert tensor-parallel width and the expert-data-parallel group size
