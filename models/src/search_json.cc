@@ -103,7 +103,27 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = integers<int>(r, "zero", 0, 3)) q.zero = *x;
   if (auto x = choices<Schedule>(r, "schedule")) q.schedule = *x;
   if (auto x = choices<Recompute>(r, "recompute")) q.recompute = *x;
-  if (auto x = integers<int>(r, "recompute_num_layers", 0, 100000)) q.recompute_num_layers = *x;
+  if (const json* raw = r.raw("recompute_num_layers")) {
+    // Counts (integers >= 0) and/or "fit" (kFit here): the fewest layers that fit, per layout.
+    constexpr int kFit = -1;
+    auto x = list_of<int>(*raw, r.path_of("recompute_num_layers"), "an integer, \"fit\" or a list of them", diag,
+                          [&](const json& e, const std::string& path) -> std::optional<int> {
+                            if (e.is_string()) {
+                              if (e.get<std::string>() == "fit") return kFit;
+                              diag.add(path, fmt::format("{}: expected an integer >= 0 or \"fit\" (the fewest "
+                                                         "layers per chunk that make each layout fit)",
+                                                         describe(e)));
+                              return std::nullopt;
+                            }
+                            if (auto n = integer_value(e, path, 0, 100000, diag)) return static_cast<int>(*n);
+                            return std::nullopt;
+                          });
+    if (x) {
+      q.recompute_num_layers_fit = !x->empty() && x->front() == kFit;  // sorted: kFit first
+      if (q.recompute_num_layers_fit) x->erase(x->begin());
+      q.recompute_num_layers = *x;
+    }
+  }
   if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
   if (auto x = choices<MoeDispatcher>(r, "moe_dispatcher")) q.moe_dispatcher = *x;
   // A boolean or a list of them.

@@ -164,6 +164,49 @@ bool allowed(const std::vector<int>& list, int v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
+// search.recompute_num_layers "fit" in the (recompute, count) pairs.
+constexpr int kFitLayers = -1;
+
+// With recompute "full": the fewest layers per model chunk (Plan::recompute_num_layers,
+// Megatron-Core's "block") whose full recomputation makes `p` fit in HBM, counted up to the
+// largest chunk's layer count (every layer); nullopt when even that does not fit or the
+// count is not expressed with the plan (offload, per-module ZeRO-3 fetch). A stage's
+// memory does not grow as N grows (each recomputed layer keeps its input instead of its
+// activations; docs/model-reference.md §3.8), so N is found by bisection.
+struct FittingLayers {
+  int n = 0;     // the fewest that fit, 1..most
+  int most = 0;  // the largest chunk's layers
+};
+std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m, const ClusterSpec& c, Plan q,
+                                                             const Workload& w) {
+  const int chunks = q.pp * q.virtual_stages;
+  int most = 0;
+  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m.num_layers, chunks, k));
+  q.recompute = Recompute::kFull;
+  auto fits = [&](int n) {
+    q.recompute_num_layers = n == most ? 0 : n;
+    return estimate(m, c, q, w).memory.fits;
+  };
+  q.recompute_num_layers = most > 1 ? 1 : 0;
+  if (!layout_errors(m, c, q, w).empty()) {
+    // A count is not expressed here: every layer or nothing.
+    q.recompute_num_layers = 0;
+    if (!layout_errors(m, c, q, w).empty() || !fits(most)) return std::nullopt;
+    return FittingLayers{most, most};
+  }
+  if (!fits(most)) return std::nullopt;
+  int lo = 1, hi = most;  // fits(hi)
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return FittingLayers{lo, most};
+}
+
 // One unit of work: a (GPU count, global batch, tp, pp, cp) with dp = gpus / (tp pp cp).
 struct Item {
   int world = 0, batch = 0;
@@ -379,7 +422,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                 p.tp_comm_overlap = tpo;
                 for (const auto& [rc, rc_layers] : x.recomputes) {
                   p.recompute = rc;
-                  p.recompute_num_layers = rc_layers;
+                  p.recompute_num_layers = rc_layers == kFitLayers ? 0 : rc_layers;
                   for (int z : x.zero) {
                     p.zero = z;
                     for (Stack st : x.stacks) {
@@ -389,6 +432,18 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                         p.offload_activations = off[1];
                         p.offload_weights = off[2];
                         apply_scenario_options(x.s.plan, m, p);
+                        if (rc_layers == kFitLayers) {
+                          // "fit": the fewest recomputed layers per chunk that fit (every layer
+                          // when none does: rejected below for memory). A count also listed is
+                          // that entry's layout: not a second one in the space.
+                          const auto f = fewest_fitting_recompute_layers(m, w.cluster, p, x.s.workload);
+                          p.recompute_num_layers = f && f->n < f->most ? f->n : 0;
+                          if (std::find(x.recomputes.begin(), x.recomputes.end(),
+                                        std::pair<Recompute, int>{rc, p.recompute_num_layers}) != x.recomputes.end()) {
+                            --c.size;
+                            continue;
+                          }
+                        }
                         // The loader's rules stay the authority: anything they still find is counted.
                         const std::vector<std::string> errors = layout_errors(m, w.cluster, p, x.s.workload);
                         if (!errors.empty()) {
@@ -533,9 +588,10 @@ Result<Context> make_context(const Scenario& s) {
       x.recomputes.emplace_back(rc, 0);
       continue;
     }
-    const std::vector<int> counts =
-        x.q.recompute_num_layers.empty() ? std::vector<int>{s.plan.recompute_num_layers} : x.q.recompute_num_layers;
+    std::vector<int> counts = x.q.recompute_num_layers;
+    if (counts.empty() && !x.q.recompute_num_layers_fit) counts.push_back(s.plan.recompute_num_layers);
     for (int n : counts) x.recomputes.emplace_back(rc, n);
+    if (x.q.recompute_num_layers_fit) x.recomputes.emplace_back(rc, kFitLayers);
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
@@ -896,7 +952,7 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   check("zero", x.zero, p.zero, !x.q.zero.empty());
   if (std::find(x.recompute.begin(), x.recompute.end(), p.recompute) == x.recompute.end()) {
     out.push_back(fmt::format("recompute = {} is not searched (search.recompute)", recompute_name(p.recompute)));
-  } else if (p.recompute == Recompute::kFull &&
+  } else if (p.recompute == Recompute::kFull && !x.q.recompute_num_layers_fit &&
              std::find(x.recomputes.begin(), x.recomputes.end(),
                        std::pair<Recompute, int>{Recompute::kFull, p.recompute_num_layers}) == x.recomputes.end()) {
     std::vector<int> counts;
@@ -1071,25 +1127,18 @@ std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpe
 // "block") makes it fit, in words, or nullopt.
 std::optional<std::string> recompute_that_fits(const Scenario& s, const ClusterSpec& c, const Plan& p) {
   if (p.recompute == Recompute::kFull && p.recompute_num_layers == 0) return std::nullopt;
-  const int chunks = p.pp * p.virtual_stages;
-  int most = 0;  // layers of the largest chunk
-  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(s.model.num_layers, chunks, k));
+  const auto f = fewest_fitting_recompute_layers(s.model, c, p, s.workload);
+  if (!f) return std::nullopt;
   Plan q = p;
   q.recompute = Recompute::kFull;
-  if (!layout_errors(s.model, c, q, s.workload).empty()) return std::nullopt;
-  const int from = p.recompute == Recompute::kFull ? p.recompute_num_layers + 1 : 1;
-  for (int n = from; n <= most; ++n) {
-    q.recompute_num_layers = n == most ? 0 : n;
-    const Estimate e = estimate(s.model, c, q, s.workload);
-    if (!e.memory.fits) continue;
-    const Estimate base = estimate(s.model, c, p, s.workload);
-    return fmt::format(
-        "recomputation would make it fit: with recompute=full{} (the first {} of each chunk's {} layers) stage {} "
-        "needs {:.1f} GiB and the step takes {} instead of {}",
-        q.recompute_num_layers > 0 ? fmt::format(",recompute_num_layers={}", n) : "", n, most, e.memory.stage,
-        e.memory.total / kGiB, seconds_text(e.step_time_s), seconds_text(base.step_time_s));
-  }
-  return std::nullopt;
+  q.recompute_num_layers = f->n == f->most ? 0 : f->n;
+  const Estimate e = estimate(s.model, c, q, s.workload);
+  const Estimate base = estimate(s.model, c, p, s.workload);
+  return fmt::format(
+      "recomputation would make it fit: with recompute=full{} (the first {} of each chunk's {} layers) stage {} "
+      "needs {:.1f} GiB and the step takes {} instead of {}",
+      q.recompute_num_layers > 0 ? fmt::format(",recompute_num_layers={}", f->n) : "", f->n, f->most, e.memory.stage,
+      e.memory.total / kGiB, seconds_text(e.step_time_s), seconds_text(base.step_time_s));
 }
 
 }  // namespace

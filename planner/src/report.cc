@@ -43,6 +43,12 @@ std::string schedule_cell(const Plan& p) {
   return schedule_name(p.schedule);
 }
 
+// "full:N" when only the first N layers of each chunk recompute (plan.recompute_num_layers).
+std::string recompute_cell(const Plan& p) {
+  if (p.partial_full_recompute()) return fmt::format("full:{}", p.recompute_num_layers);
+  return recompute_name(p.recompute);
+}
+
 std::string money(double dollars) {
   if (dollars >= 1e6) return fmt::format("{:.2f}M", dollars / 1e6);
   if (dollars >= 1e3) return fmt::format("{:.1f}k", dollars / 1e3);
@@ -123,10 +129,11 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
   const Plan& p = x.plan;
   const Figures& f = x.figures();
   std::string row = fmt::format(
-      " {:>5}  {:>6} {:>3} {:>3} {:>4} {:>3} {:>3} {:>3}  {:<14} {:>3} {:>6} {:>4}  {:<9}  {:>8.3f} {:>8}  {:>10} {:>5.1f}%  {:>11} {:>6.1f}",
+      " {:>5}  {:>6} {:>3} {:>3} {:>4} {:>3} {:>3} {:>3}  {:<14} {:>3} {:>6} {:>4}  {:<9}  {:>8.3f} {:>8}  {:>10} "
+      "{:>5.1f}%  {:>11} {:>6.1f}",
       fmt::format("{}{}", rank + 1, x.ties_best ? "~" : ""), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep,
-      p.sequence_parallel ? (p.tp_comm_overlap ? "ovl" : "on") : "-", schedule_cell(p),
-      p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute), f.step_time_s,
+      p.sequence_parallel ? (p.tp_comm_overlap ? "ovl" : "on") : "-", schedule_cell(p), p.microbatch, p.global_batch,
+      p.zero, recompute_cell(p), f.step_time_s,
       x.simulated ? fmt::format("{:.3f}", x.closed.step_time_s) : std::string("="),
       grouped(std::llround(f.tokens_per_s)), f.mfu * 100,
       fmt::format("{:.1f}/{:.1f}", x.peak_bytes() / kGiB, x.usable_bytes / kGiB), x.spare_bytes() / kGiB);
@@ -415,7 +422,8 @@ std::string plan_report_csv(const PlanResult& r) {
   std::string out =
       "rank,layout,gpus,tp,pp,dp,cp,ep,sp,schedule,virtual_stages,microbatch,global_batch,zero,recompute,"
       "simulated,step_time_s,closed_form_step_time_s,tokens_per_s,mfu,memory_bytes,usable_bytes,goodput,"
-      "checkpoint_mode,checkpoint_interval_s,checkpoint_pause_s,restore_s,time_to_train_h,cost,pareto,stack\n";
+      "checkpoint_mode,checkpoint_interval_s,checkpoint_pause_s,restore_s,time_to_train_h,cost,pareto,stack,"
+      "recompute_num_layers\n";
   std::vector<char> front(r.ranked.size(), 0);
   for (std::size_t i : r.pareto) front[i] = 1;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
@@ -423,15 +431,15 @@ std::string plan_report_csv(const PlanResult& r) {
     const Plan& p = c.plan;
     const Figures& f = c.figures();
     // The layout string holds commas: quoted (RFC 4180).
-    out += fmt::format("{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.0f},{:.0f},"
-                       "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{}\n",
-                       i + 1, layout_string(p), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep,
-                       p.sequence_parallel ? "true" : "false", schedule_name(p.schedule), p.virtual_stages,
-                       p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute),
-                       c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu,
-                       c.peak_bytes(), c.usable_bytes, f.goodput, to_string(f.checkpoint_mode),
-                       f.checkpoint_interval_s, f.checkpoint_pause_s, f.restore_s, f.time_to_train_s / 3600.0,
-                       f.cost, front[i] ? "true" : "false", to_string(p.stack));
+    out += fmt::format(
+        "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.0f},{:.0f},"
+        "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
+        i + 1, layout_string(p), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
+        schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute),
+        c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu, c.peak_bytes(),
+        c.usable_bytes, f.goodput, to_string(f.checkpoint_mode), f.checkpoint_interval_s, f.checkpoint_pause_s,
+        f.restore_s, f.time_to_train_s / 3600.0, f.cost, front[i] ? "true" : "false", to_string(p.stack),
+        p.partial_full_recompute() ? p.recompute_num_layers : 0);
   }
   return out;
 }

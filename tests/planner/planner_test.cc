@@ -966,6 +966,78 @@ TEST(PlannerRecompute, PartialFullRecomputationIsSearchedPerCount) {
   EXPECT_FALSE(estimate(s4.model, c, q, s4.workload).memory.fits) << *fix;
 }
 
+// search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers
+// per chunk whose recomputation makes it fit. The oracle is a linear scan of the counts by
+// estimate() itself: the chosen count fits and one fewer does not; a layout that fits with
+// no recomputation at all still takes one layer (recompute "full" asks for some); and the
+// best "fit" layout is at least as fast as the best with every layer recomputed.
+TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
+  const std::string text = R"({"name": "llama3-70b 8 nodes", "model": "llama3-70b",
+      "cluster": {"preset": "dgx-h100", "nodes": 8}, "workload": {"seq_len": 8192},
+      "search": {"tp": [8], "pp": [2, 4], "cp": [1], "global_batch": [64], "microbatch": [1, 2, 4], "zero": [1],
+                 "schedule": ["1f1b"], "sequence_parallel": [true], "tp_comm_overlap": [false],
+                 "recompute": ["full"], "recompute_num_layers": COUNTS, "top_k": 0}})";
+  auto with = [&](const char* counts) {
+    std::string t = text;
+    t.replace(t.find("COUNTS"), 6, counts);
+    return load_text(t);
+  };
+  const Scenario fit = with(R"("fit")"), all = with("0"), both = with(R"([0, "fit"])");
+  const PlanResult rf = search(fit), ra = search(all), rb = search(both);
+  expect_counts_add_up(rf);
+  ASSERT_FALSE(rf.ranked.empty());
+  ASSERT_FALSE(ra.ranked.empty());
+  EXPECT_LE(rf.ranked[0].closed.step_time_s, ra.ranked[0].closed.step_time_s);
+  int partial = 0;
+  for (const Candidate& c : rf.ranked) {
+    ASSERT_EQ(c.plan.recompute, Recompute::kFull);
+    EXPECT_EQ(c.closed.step_time_s, estimate(fit.model, fit.cluster, c.plan, fit.workload).step_time_s);
+    const int layers = fit.model.num_layers / c.plan.pp;  // one chunk per stage here
+    int fewest = 0;                                       // the linear scan: 0 = every layer
+    for (int n = 1; n < layers; ++n) {
+      Plan q = c.plan;
+      q.recompute_num_layers = n;
+      if (estimate(fit.model, fit.cluster, q, fit.workload).memory.fits) {
+        fewest = n;
+        break;
+      }
+    }
+    EXPECT_EQ(c.plan.recompute_num_layers, fewest) << layout_string(c.plan);
+    if (c.plan.recompute_num_layers > 0) ++partial;
+  }
+  EXPECT_GT(partial, 0);  // some layouts fit with part of their layers recomputed
+  // The ranked table and the CSV say how many: "full:N", and the CSV's last column.
+  const auto first_partial = std::find_if(rf.ranked.begin(), rf.ranked.end(),
+                                          [](const Candidate& c) { return c.plan.partial_full_recompute(); });
+  ASSERT_NE(first_partial, rf.ranked.end());
+  const std::string n = std::to_string(first_partial->plan.recompute_num_layers);
+  const std::string csv = plan_report_csv(rf);
+  const std::size_t row = csv.find(",\"" + layout_string(first_partial->plan) + "\",");
+  ASSERT_NE(row, std::string::npos);
+  EXPECT_EQ(csv.substr(csv.find('\n', row) - n.size() - 1, n.size() + 1), "," + n);
+  ReportOptions all_rows;
+  all_rows.rows = static_cast<int>(rf.ranked.size());
+  EXPECT_NE(plan_report_text(fit, rf, all_rows).find(" full:" + n + " "), std::string::npos);
+  // [0, "fit"]: each layout once per distinct count, never the same layout twice, and the
+  // space counts each once.
+  expect_counts_add_up(rb);
+  EXPECT_EQ(rb.counts.size, ra.counts.size + partial);
+  std::set<std::string> seen;
+  for (const Candidate& c : rb.ranked) EXPECT_TRUE(seen.insert(layout_string(c.plan)).second) << layout_string(c.plan);
+  EXPECT_EQ(rb.ranked.size(), ra.ranked.size() + static_cast<std::size_t>(partial));
+  // Any count is inside a "fit" space; a misspelling names the field.
+  auto ex = explain_layout(fit, rf, "tp=8,pp=4,sp=true,zero=1,recompute=full,recompute_num_layers=3");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  EXPECT_TRUE(ex->outside.empty());
+  LoadOptions o;
+  o.plan_template = true;
+  auto bad = parse_scenario(std::string(text).replace(text.find("COUNTS"), 6, R"("fits")"), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("search.recompute_num_layers: \"fits\": expected an integer >= 0 or \"fit\""),
+            std::string::npos)
+      << bad.error().message;
+}
+
 // The shipped MoE planning scenario: Megatron-Bridge's Qwen3-235B-A22B recipe (ep 32 folded
 // over tp 2 x dp 16) is accepted, ranked, and --explain names why it ranks where it does: its
 // EP groups of 32 consecutive ranks span 4 nodes of 8 (checked on the placement), so the

@@ -33,8 +33,13 @@ struct SearchSpec {
   std::vector<Schedule> schedule;    // in enum order
   std::vector<Recompute> recompute;  // in enum order
   // With recompute "full": the counts of each chunk's first layers that recompute
-  // (Plan::recompute_num_layers, 0 = every layer), ascending; empty: the plan's own only.
+  // (Plan::recompute_num_layers, 0 = every layer), ascending; empty: the plan's own only
+  // (unless recompute_num_layers_fit).
   std::vector<int> recompute_num_layers;
+  // "fit" in search.recompute_num_layers: each "full" layout is also evaluated with the
+  // fewest layers per chunk whose full recomputation makes it fit in HBM (every layer when
+  // none fewer does; docs/planner.md "The space").
+  bool recompute_num_layers_fit = false;
   std::vector<bool> sequence_parallel;  // false before true
   // TP communication overlap (Plan::tp_comm_overlap), false before true; empty: both. Only
   // layouts with sequence parallelism and tp > 1 take true; the others are listed once,
