@@ -1256,6 +1256,25 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
     ex.rank = before;
   }
   for (std::string& l : limits_of(x, r, *ex.evaluated, ex.rank)) ex.limits.push_back(std::move(l));
+  if (p.recompute == Recompute::kFull && !p.offloads()) {
+    // Does it recompute more layers than it needs to fit?
+    if (const auto f = fewest_fitting_recompute_layers(s.model, w.cluster, p, s.workload)) {
+      const int now = p.recompute_num_layers > 0 ? std::min(p.recompute_num_layers, f->most) : f->most;
+      if (f->n < now) {
+        Plan q = p;
+        q.recompute_num_layers = f->n;
+        const Estimate fewer = estimate(s.model, w.cluster, q, s.workload);
+        const Estimate none = estimate(s.model, w.cluster, p.without_recompute(), s.workload);
+        ex.limits.push_back(fmt::format(
+            "recomputation: {} of each chunk's {} layers recompute in full; the first {} would fit "
+            "(recompute_num_layers={}: stage {} needs {:.1f} GiB) and the step would take {} instead of {}{}",
+            now, f->most, f->n, f->n, fewer.memory.stage, fewer.memory.total / kGiB, seconds_text(fewer.step_time_s),
+            seconds_text(e->step_time_s),
+            none.memory.fits ? fmt::format("; without recomputation it fits too ({})", seconds_text(none.step_time_s))
+                             : ""));
+      }
+    }
+  }
   if (p.offloads()) {
     // Is offload what makes it fit?
     Plan none = p;

@@ -1025,6 +1025,21 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
   std::set<std::string> seen;
   for (const Candidate& c : rb.ranked) EXPECT_TRUE(seen.insert(layout_string(c.plan)).second) << layout_string(c.plan);
   EXPECT_EQ(rb.ranked.size(), ra.ranked.size() + static_cast<std::size_t>(partial));
+  // --explain of a layout that recomputes every layer names the fewest that fit and the step
+  // they would take, both by estimate() itself.
+  auto over = explain_layout(all, ra, "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
+  ASSERT_TRUE(over.ok()) << over.error().message;
+  ASSERT_TRUE(over->rank.has_value());
+  const auto line = std::find_if(over->limits.begin(), over->limits.end(), [](const std::string& l) {
+    return l.rfind("recomputation: 40 of each chunk's 40 layers recompute in full; the first ", 0) == 0;
+  });
+  ASSERT_NE(line, over->limits.end());
+  Plan fewer = over->plan;
+  fewer.recompute_num_layers = std::stoi(line->substr(line->find("the first ") + 10));
+  const Estimate fe = estimate(all.model, all.cluster, fewer, all.workload);
+  EXPECT_TRUE(fe.memory.fits);
+  EXPECT_NE(line->find(fmt::format("the step would take {:.3f} s instead of", fe.step_time_s)), std::string::npos)
+      << *line;
   // Any count is inside a "fit" space; a misspelling names the field.
   auto ex = explain_layout(fit, rf, "tp=8,pp=4,sp=true,zero=1,recompute=full,recompute_num_layers=3");
   ASSERT_TRUE(ex.ok()) << ex.error().message;
