@@ -952,16 +952,30 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
   check("zero", x.zero, p.zero, !x.q.zero.empty());
   if (std::find(x.recompute.begin(), x.recompute.end(), p.recompute) == x.recompute.end()) {
     out.push_back(fmt::format("recompute = {} is not searched (search.recompute)", recompute_name(p.recompute)));
-  } else if (p.recompute == Recompute::kFull && !x.q.recompute_num_layers_fit &&
+  } else if (p.recompute == Recompute::kFull &&
              std::find(x.recomputes.begin(), x.recomputes.end(),
                        std::pair<Recompute, int>{Recompute::kFull, p.recompute_num_layers}) == x.recomputes.end()) {
     std::vector<int> counts;
     for (const auto& [rc, n] : x.recomputes) {
-      if (rc == Recompute::kFull) counts.push_back(n);
+      if (rc == Recompute::kFull && n != kFitLayers) counts.push_back(n);
     }
-    out.push_back(fmt::format("recompute_num_layers = {} is not searched (search.recompute_num_layers{}: {})",
-                              p.recompute_num_layers, x.q.recompute_num_layers.empty() ? ", the scenario's" : "",
-                              list_text(counts)));
+    if (!x.q.recompute_num_layers_fit) {
+      out.push_back(fmt::format("recompute_num_layers = {} is not searched (search.recompute_num_layers{}: {})",
+                                p.recompute_num_layers, x.q.recompute_num_layers.empty() ? ", the scenario's" : "",
+                                list_text(counts)));
+    } else {
+      // "fit" searches one count per layout: the fewest that fit.
+      ClusterSpec c = x.s.cluster;
+      c.nodes = p.world() / c.gpus_per_node;
+      const auto f = fewest_fitting_recompute_layers(x.s.model, c, p, x.s.workload);
+      const int fit = f && f->n < f->most ? f->n : 0;
+      if (fit != p.recompute_num_layers) {
+        out.push_back(fmt::format(
+            "recompute_num_layers = {} is not searched (search.recompute_num_layers: \"fit\" takes {} for this "
+            "layout{}{})",
+            p.recompute_num_layers, fit, counts.empty() ? "" : ", and ", list_text(counts)));
+      }
+    }
   }
   if (std::find(x.schedules.begin(), x.schedules.end(), p.schedule) == x.schedules.end()) {
     out.push_back(fmt::format("schedule = {} is not searched (search.schedule)", schedule_name(p.schedule)));

@@ -1040,10 +1040,17 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
   EXPECT_TRUE(fe.memory.fits);
   EXPECT_NE(line->find(fmt::format("the step would take {:.3f} s instead of", fe.step_time_s)), std::string::npos)
       << *line;
-  // Any count is inside a "fit" space; a misspelling names the field.
+  // In a "fit" space a layout's count is the fitting one; another is explained as not
+  // searched, naming the one "fit" takes. A misspelling names the field.
   auto ex = explain_layout(fit, rf, "tp=8,pp=4,sp=true,zero=1,recompute=full,recompute_num_layers=3");
   ASSERT_TRUE(ex.ok()) << ex.error().message;
-  EXPECT_TRUE(ex->outside.empty());
+  ASSERT_EQ(ex->outside.size(), 1u);
+  EXPECT_EQ(ex->outside[0],
+            "recompute_num_layers = 3 is not searched (search.recompute_num_layers: \"fit\" takes 1 for this layout)");
+  auto in = explain_layout(fit, rf, "tp=8,pp=4,sp=true,zero=1,recompute=full,recompute_num_layers=1");
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_TRUE(in->outside.empty());
+  ASSERT_TRUE(in->rank.has_value());
   LoadOptions o;
   o.plan_template = true;
   auto bad = parse_scenario(std::string(text).replace(text.find("COUNTS"), 6, R"("fits")"), o);
