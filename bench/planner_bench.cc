@@ -22,6 +22,7 @@ stepcast::Scenario load(const std::string& name) {
 
 const char* k70b = "scenarios/plan/llama3-70b-64xh100.json";
 const char* k405b = "scenarios/plan/llama3-405b-16384xh100.json";
+const char* k70b_fit = "bench/scenarios/llama3-70b-64xh100-fit.json";
 
 // The search with `threads` threads and `top_k` engine runs. Counters: closed-form
 // evaluations (layouts that reached the memory check: estimate() plus, for those that fit,
@@ -51,6 +52,12 @@ void plan(benchmark::State& state, const char* name, int threads, int top_k) {
 // Closed form only, one thread: the per-core evaluation rate.
 void BM_PlanClosedForm_Llama3_70B_64xH100(benchmark::State& state) { plan(state, k70b, 1, 0); }
 BENCHMARK(BM_PlanClosedForm_Llama3_70B_64xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same with recompute none/full and counts [0, "fit"]: each full layout that reaches
+// the memory check also bisects for its fewest recomputed layers (estimate() calls not
+// counted among the evaluations).
+void BM_PlanClosedForm_Llama3_70B_64xH100_FitRecompute(benchmark::State& state) { plan(state, k70b_fit, 1, 0); }
+BENCHMARK(BM_PlanClosedForm_Llama3_70B_64xH100_FitRecompute)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_PlanClosedForm_Llama3_405B_16384xH100(benchmark::State& state) { plan(state, k405b, 1, 0); }
 BENCHMARK(BM_PlanClosedForm_Llama3_405B_16384xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
