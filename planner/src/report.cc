@@ -373,6 +373,13 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     for (MoeDispatcher d : r.search.moe_dispatcher) dispatchers.push_back(to_string(d));
     search["moe_dispatcher"] = dispatchers;
   }
+  if (!r.search.recompute_num_layers.empty() || r.search.recompute_num_layers_fit) {
+    // As given: the counts, then "fit" (the fewest that fit, per layout).
+    ojson counts = ojson::array();
+    for (int n : r.search.recompute_num_layers) counts.push_back(n);
+    if (r.search.recompute_num_layers_fit) counts.push_back("fit");
+    search["recompute_num_layers"] = counts;
+  }
   search["top_k"] = r.top_k;
   search["simulated"] = r.simulated;
   search["memory_headroom"] = s.plan.memory_headroom;

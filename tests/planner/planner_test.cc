@@ -1018,6 +1018,11 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
   ReportOptions all_rows;
   all_rows.rows = static_cast<int>(rf.ranked.size());
   EXPECT_NE(plan_report_text(fit, rf, all_rows).find(" full:" + n + " "), std::string::npos);
+  // The JSON report echoes the counts as given.
+  EXPECT_EQ(plan_report_value(both, rb, ReportOptions{})["search"]["recompute_num_layers"],
+            nlohmann::ordered_json({0, "fit"}));
+  EXPECT_EQ(plan_report_value(fit, rf, ReportOptions{})["search"]["recompute_num_layers"],
+            nlohmann::ordered_json({"fit"}));
   // [0, "fit"]: each layout once per distinct count, never the same layout twice, and the
   // space counts each once.
   expect_counts_add_up(rb);
