@@ -176,6 +176,8 @@ constexpr int kFitLayers = -1;
 struct FittingLayers {
   int n = 0;     // the fewest that fit, 1..most
   int most = 0;  // the largest chunk's layers
+  // As Plan::recompute_num_layers: n, or 0 when it is every layer.
+  int count() const { return n == most ? 0 : n; }
 };
 std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m, const ClusterSpec& c, Plan q,
                                                              const Workload& w) {
@@ -184,7 +186,7 @@ std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m,
   for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m.num_layers, chunks, k));
   q.recompute = Recompute::kFull;
   auto fits = [&](int n) {
-    q.recompute_num_layers = n == most ? 0 : n;
+    q.recompute_num_layers = FittingLayers{n, most}.count();
     return estimate(m, c, q, w).memory.fits;
   };
   q.recompute_num_layers = most > 1 ? 1 : 0;
@@ -205,6 +207,13 @@ std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m,
     }
   }
   return FittingLayers{lo, most};
+}
+
+// The count search.recompute_num_layers "fit" takes for `p`: the fewest that fit, or 0
+// (every layer) when none does.
+int fit_recompute_count(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
+  const auto f = fewest_fitting_recompute_layers(m, c, p, w);
+  return f ? f->count() : 0;
 }
 
 // One unit of work: a (GPU count, global batch, tp, pp, cp) with dp = gpus / (tp pp cp).
@@ -436,8 +445,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                           // "fit": the fewest recomputed layers per chunk that fit (every layer
                           // when none does: rejected below for memory). A count also listed is
                           // that entry's layout: not a second one in the space.
-                          const auto f = fewest_fitting_recompute_layers(m, w.cluster, p, x.s.workload);
-                          p.recompute_num_layers = f && f->n < f->most ? f->n : 0;
+                          p.recompute_num_layers = fit_recompute_count(m, w.cluster, p, x.s.workload);
                           if (std::find(x.recomputes.begin(), x.recomputes.end(),
                                         std::pair<Recompute, int>{rc, p.recompute_num_layers}) != x.recomputes.end()) {
                             --c.size;
@@ -928,7 +936,7 @@ Plan canonical(const Context& x, Plan p, std::vector<std::string>& why) {
 }
 
 // Why `p` (canonical) is not among the layouts the search enumerates (empty: it is).
-std::vector<std::string> outside_space(const Context& x, const Plan& p) {
+std::vector<std::string> outside_space(const Context& x, const Plan& p, const ClusterSpec& cluster) {
   std::vector<std::string> out;
   auto check = [&](const char* field, const std::vector<int>& list, int v, bool given) {
     if (std::find(list.begin(), list.end(), v) == list.end()) {
@@ -965,10 +973,7 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p) {
                                 list_text(counts)));
     } else {
       // "fit" searches one count per layout: the fewest that fit.
-      ClusterSpec c = x.s.cluster;
-      c.nodes = p.world() / c.gpus_per_node;
-      const auto f = fewest_fitting_recompute_layers(x.s.model, c, p, x.s.workload);
-      const int fit = f && f->n < f->most ? f->n : 0;
+      const int fit = fit_recompute_count(x.s.model, cluster, p, x.s.workload);
       if (fit != p.recompute_num_layers) {
         out.push_back(fmt::format(
             "recompute_num_layers = {} is not searched (search.recompute_num_layers: \"fit\" takes {} for this "
@@ -1145,7 +1150,7 @@ std::optional<std::string> recompute_that_fits(const Scenario& s, const ClusterS
   if (!f) return std::nullopt;
   Plan q = p;
   q.recompute = Recompute::kFull;
-  q.recompute_num_layers = f->n == f->most ? 0 : f->n;
+  q.recompute_num_layers = f->count();
   const Estimate e = estimate(s.model, c, q, s.workload);
   const Estimate base = estimate(s.model, c, p, s.workload);
   return fmt::format(
@@ -1189,12 +1194,12 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
   apply_scenario_options(s.plan, s.model, p, /*a2a=*/!parsed->a2a_given);
   ex.plan = p;
   ex.layout = layout_string(p);
-  ex.outside = outside_space(x, p);
   World w;
   w.gpus = gpus;
   w.cluster = s.cluster;
   w.cluster.nodes = gpus / s.cluster.gpus_per_node;
   w.env = s.faults.failures ? failure_env(*s.faults.failures, w.cluster) : FailureEnv{};
+  ex.outside = outside_space(x, p, w.cluster);
 
   std::vector<std::string> errors = layout_errors(s.model, w.cluster, p, s.workload);
   std::vector<Reject> reasons;
