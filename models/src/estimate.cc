@@ -215,7 +215,7 @@ int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) 
 
 bool recomputes_in_full(const ModelSpec& m, const Plan& p, int layer) {
   if (p.recompute != Recompute::kFull) return false;
-  if (p.recompute_num_layers <= 0) return true;
+  if (!p.partial_full_recompute()) return true;
   const int chunks = p.pp * p.virtual_stages;
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int first = chunk_first_layer(m.num_layers, chunks, chunk);
@@ -224,11 +224,25 @@ bool recomputes_in_full(const ModelSpec& m, const Plan& p, int layer) {
   return false;
 }
 
+RecomputeGroup recompute_group_of(const ModelSpec& m, const Plan& p, int layer) {
+  const int chunks = p.pp * p.virtual_stages;
+  const int g = p.recompute_group();
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+    const int n = chunk_layers(m.num_layers, chunks, chunk);
+    if (layer < first + n) {
+      const int start = first + (layer - first) / g * g;
+      return {start, std::min(g, first + n - start)};
+    }
+  }
+  return {layer, 1};
+}
+
 FullRecomputeLayers full_recompute_layers(const ModelSpec& m, const Plan& p, int stage) {
   FullRecomputeLayers out;
   if (p.recompute != Recompute::kFull) return out;
   for_each_chunk(m, p, stage, [&](int first, int n) {
-    const int k = p.recompute_num_layers > 0 ? std::min(n, p.recompute_num_layers) : n;
+    const int k = p.partial_full_recompute() ? std::min(n, p.recompute_num_layers) : n;
     const int moe = moe_layers_in(m, first, k);
     out.moe += moe;
     out.dense += k - moe;
@@ -323,6 +337,27 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     layers_bytes =
         rc.dense * a_dense + rc.moe * a_moe + (dense_here - rc.dense) * all_dense + (moe_here - rc.moe) * all_moe;
   }
+  // recompute_method "uniform" with groups of G layers: a group keeps only its first layer's
+  // input; while it recomputes, its G layers' whole activations are live (the largest group
+  // of the stage, added below).
+  const int group = p.recompute_group();
+  double group_live = 0;
+  if (group > 1) {
+    layers_bytes = 0;
+    for_each_chunk(m, p, stage, [&](int first, int n) {
+      // The chunk's backward recomputes its last group first; by the time it recomputes
+      // group g, the later groups have freed their inputs.
+      double later = 0;
+      for (int g = (n - 1) / group * group; g >= 0; g -= group) {
+        const int k = std::min(group, n - g);
+        const int moe = moe_layers_in(m, first + g, k);
+        const double input = moe_layers_in(m, first + g, 1) > 0 ? a_moe : a_dense;
+        layers_bytes += input;
+        group_live = std::max(group_live, (k - moe) * all_dense + moe * all_moe - later);
+        later += input;
+      }
+    });
+  }
   mem.activations = inflight * layers_bytes + activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
   if (merged_share(p, stage) > 0 && rp.layers > 0) {
     // A merged step allocates its forward's layers one by one while its backward frees its
@@ -360,7 +395,9 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   }
   if (full_rc) {
     // Backward recomputes one layer at a time: its full activations are live once.
-    if (!p.partial_full_recompute()) {
+    if (group > 1) {
+      mem.activations += group_live;
+    } else if (!p.partial_full_recompute()) {
       mem.activations += moe_here > 0 ? all_moe : all_dense;
     } else {
       // recompute_num_layers: a chunk's backward runs its kept (last) layers first and frees

@@ -303,6 +303,10 @@ class StageBuilder {
   double kept_activations(int layer) const {
     const bool moe = is_moe(layer);
     if (layer < act_off_end_) return 0.0;  // in host memory
+    if (p_.recompute_group() > 1) {
+      // A group keeps its first layer's input only (the next layers' are recomputed).
+      return recompute_group_of(m_, p_, layer).first == layer ? layer_activation_bytes(m_, p_, w_.seq_len, moe) : 0.0;
+    }
     if (full_recompute(layer)) return layer_activation_bytes(m_, p_, w_.seq_len, moe);
     if (p_.recompute == Recompute::kFull) return moe ? full_moe_ : full_dense_;  // not recomputing
     return moe ? act_moe_ : act_dense_;
@@ -707,6 +711,9 @@ class StageBuilder {
     bool logits_freed = false;  // the output head's buffer freed after its backward
     std::uint32_t x = kNone;
     std::vector<std::uint32_t> done;
+    // recompute_method "uniform": each layer's recomputation buffer, allocated when its group
+    // recomputes (at the group's last layer), by chunk-local index.
+    std::vector<std::uint32_t> group_alloc;
     double bucket_dense = 0, bucket_expert = 0;
     std::uint32_t bucket_n = 0;
     // FSDP: the reduce-scatter of a layer's gradients is issued after the next layer's
@@ -850,6 +857,7 @@ class StageBuilder {
     b.x = x;
     b.last_mb = is_last_backward(mb, j);
     b.done.assign(static_cast<std::size_t>(b.n), kNone);
+    if (p_.recompute_group() > 1) b.group_alloc.assign(static_cast<std::size_t>(b.n), kNone);
     if (b.last_mb && b.k == chunks_ - 1) {
       b.bucket_dense += extra_params_last();
       b.bucket_expert += mtp_params().expert;
@@ -882,7 +890,21 @@ class StageBuilder {
       flush_fsdp_rs(b);
     }
     full_alloc = kNone;
-    if (full_recompute(layer)) {
+    if (p_.recompute_group() > 1) {
+      // recompute_method "uniform": the group's last layer (the first its backward reaches)
+      // re-runs the whole group's forward, each layer into its own buffer; every layer frees
+      // its buffer after its backward.
+      const RecomputeGroup g = recompute_group_of(m_, p_, layer);
+      if (layer == g.first + g.count - 1) {
+        for (int l = g.first; l <= layer; ++l) {
+          const std::uint32_t a = memory(true, is_moe(l) ? full_moe_ : full_dense_,
+                                         fmt::format("alloc recompute mb{} L{}", b.mb, l), x);
+          b.group_alloc[static_cast<std::size_t>(l - b.first)] = a;
+          x = layer_forward(a, l, b.mb, 'R');
+        }
+      }
+      full_alloc = b.group_alloc[static_cast<std::size_t>(layer - b.first)];
+    } else if (full_recompute(layer)) {
       full_alloc = memory(true, moe ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, layer), x);
       add_dep(full_alloc, gather);
       x = zmod_ ? zlayer_forward(full_alloc, layer, b.mb, 'R') : layer_forward(full_alloc, layer, b.mb, 'R');

@@ -17,6 +17,7 @@ std::vector<std::string> recompute_module_names(std::uint32_t bits) {
 std::string recompute_text(const Plan& plan) {
   std::string out(to_string(plan.recompute));
   if (plan.partial_full_recompute()) return out + ":" + std::to_string(plan.recompute_num_layers) + "/chunk";
+  if (plan.recompute_group() > 1) return out + ":uniform" + std::to_string(plan.recompute_group());
   if (plan.recompute != Recompute::kSelective || plan.recompute_modules == Plan{}.recompute_modules) return out;
   const std::vector<std::string> names = recompute_module_names(plan.recompute_modules);
   for (std::size_t i = 0; i < names.size(); ++i) out += (i ? "," : ":") + names[i];

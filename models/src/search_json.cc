@@ -216,6 +216,12 @@ std::vector<std::string> complete_search(Scenario& s, bool plan_template, bool p
   if (q.objective == Objective::kCost && !(q.price_per_gpu_hour > 0)) {
     out.push_back("search.objective: \"cost\" needs search.price_per_gpu_hour (e.g. 2.5)");
   }
+  if (q.recompute_num_layers_fit && p.recompute_method == RecomputeMethod::kUniform) {
+    out.push_back(
+        "search.recompute_num_layers: \"fit\" finds the fewest first layers of each chunk to recompute "
+        "(recompute_method \"block\"); plan.recompute_method is \"uniform\", whose count is the layers per group "
+        "(list the group sizes to search instead)");
+  }
   if (!plan_template) {
     q.plan_is_layout = true;  // the loader checked the layout
     return out;

@@ -39,6 +39,7 @@ const std::vector<std::string>& keys() {
                                              "zero",
                                              "recompute",
                                              "recompute_num_layers",
+                                             "recompute_method",
                                              "stack",
                                              "gpus",
                                              "offload_optimizer",
@@ -74,6 +75,9 @@ std::string layout_string(const Plan& p) {
                      recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
          (p.partial_full_recompute() ? fmt::format(",recompute_num_layers={}", p.recompute_num_layers) : "") +
+         (p.recompute_group() > 1
+              ? fmt::format(",recompute_method=uniform,recompute_num_layers={}", p.recompute_num_layers)
+              : "") +
          (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
          (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
          (p.offload_weights > 0 ? fmt::format(",offload_weights={:g}", p.offload_weights) : "");
@@ -111,7 +115,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
       return Error{msg +
                    " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, "
-                   "recompute_num_layers, stack, gpus, "
+                   "recompute_num_layers, recompute_method, stack, gpus, "
                    "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
@@ -174,6 +178,12 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       if (auto x = parse_stack(value)) out.plan.stack = *x;
       else {
         return Error{fmt::format("{}: stack: \"{}\" is not one of {}", quoted, printable(value), quoted_names<Stack>())};
+      }
+    } else if (key == "recompute_method") {
+      if (auto x = parse_name<RecomputeMethod>(value)) out.plan.recompute_method = *x;
+      else {
+        return Error{fmt::format("{}: recompute_method: \"{}\" is not one of {}", quoted, printable(value),
+                                 quoted_names<RecomputeMethod>())};
       }
     } else if (key == "recompute") {
       if (auto x = parse_recompute(value)) out.plan.recompute = *x;

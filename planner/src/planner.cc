@@ -100,7 +100,8 @@ auto layout_key(const Plan& p) {
   return std::make_tuple(p.world(), p.global_batch, p.cp, p.tp, p.pp, p.ep, p.expert_tp(), static_cast<int>(p.schedule),
                          p.virtual_stages, p.microbatch, p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap,
                          static_cast<int>(p.moe_dispatcher), p.zero, static_cast<int>(p.recompute),
-                         p.partial_full_recompute() ? p.recompute_num_layers : 0, static_cast<int>(p.stack),
+                         p.partial_full_recompute() ? p.recompute_num_layers : 0, p.recompute_group(),
+                         static_cast<int>(p.stack),
                          p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
@@ -185,6 +186,7 @@ std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m,
   int most = 0;
   for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m.num_layers, chunks, k));
   q.recompute = Recompute::kFull;
+  q.recompute_method = RecomputeMethod::kBlock;
   auto fits = [&](int n) {
     q.recompute_num_layers = FittingLayers{n, most}.count();
     return estimate(m, c, q, w).memory.fits;
@@ -1145,11 +1147,13 @@ std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpe
 // layers of each chunk whose full recomputation (recompute_num_layers, Megatron-Core's
 // "block") makes it fit, in words, or nullopt.
 std::optional<std::string> recompute_that_fits(const Scenario& s, const ClusterSpec& c, const Plan& p) {
-  if (p.recompute == Recompute::kFull && p.recompute_num_layers == 0) return std::nullopt;
+  // Every layer recomputes already (alone, or in groups of recompute_method "uniform").
+  if (p.recompute == Recompute::kFull && (p.recompute_num_layers == 0 || p.recompute_group() > 1)) return std::nullopt;
   const auto f = fewest_fitting_recompute_layers(s.model, c, p, s.workload);
   if (!f) return std::nullopt;
   Plan q = p;
   q.recompute = Recompute::kFull;
+  q.recompute_method = RecomputeMethod::kBlock;
   q.recompute_num_layers = f->count();
   const Estimate e = estimate(s.model, c, q, s.workload);
   const Estimate base = estimate(s.model, c, p, s.workload);
@@ -1275,7 +1279,7 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
     ex.rank = before;
   }
   for (std::string& l : limits_of(x, r, *ex.evaluated, ex.rank)) ex.limits.push_back(std::move(l));
-  if (p.recompute == Recompute::kFull && !p.offloads()) {
+  if (p.recompute == Recompute::kFull && !p.offloads() && p.recompute_method == RecomputeMethod::kBlock) {
     // Does it recompute more layers than it needs to fit?
     if (const auto f = fewest_fitting_recompute_layers(s.model, w.cluster, p, s.workload)) {
       const int now = p.recompute_num_layers > 0 ? std::min(p.recompute_num_layers, f->most) : f->most;

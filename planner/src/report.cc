@@ -43,9 +43,11 @@ std::string schedule_cell(const Plan& p) {
   return schedule_name(p.schedule);
 }
 
-// "full:N" when only the first N layers of each chunk recompute (plan.recompute_num_layers).
+// "full:N" when only the first N layers of each chunk recompute (plan.recompute_num_layers),
+// "full/G" when every layer recomputes in groups of G (recompute_method "uniform").
 std::string recompute_cell(const Plan& p) {
   if (p.partial_full_recompute()) return fmt::format("full:{}", p.recompute_num_layers);
+  if (p.recompute_group() > 1) return fmt::format("full/{}", p.recompute_group());
   return recompute_name(p.recompute);
 }
 

@@ -346,6 +346,43 @@ TEST(Runner, PartialFullRecomputationRerunsTheFirstLayersOnlyAndVerifies) {
   }
 }
 
+TEST(Runner, UniformRecomputationRerunsEachGroupBeforeItsBackwardAndVerifies) {
+  // recompute "full" with recompute_method "uniform" in groups of 2: every one of the stage's
+  // 4 layers re-runs its forward once, so each rank verifies exactly what full recomputation
+  // (groups of 1) does, its collectives in the new order. In the program, layers 3 and 2
+  // re-run their forwards (2 then 3) before layer 3's backward, and the group's first layer
+  // alone keeps an input: half the inputs of groups of 1.
+  Scenario s = folded_moe();
+  s.plan.recompute = Recompute::kFull;
+  s.plan.recompute_method = RecomputeMethod::kUniform;
+  s.plan.recompute_num_layers = 2;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  ASSERT_EQ(s.plan.pp, 1);
+  const Program prog = lower(s.model, s.cluster, s.plan, s.workload);
+  std::vector<std::string> order;  // the first microbatch's recompute buffers and backward-start ops
+  for (const Op& op : prog.roles[0].ops) {
+    const std::string& name = prog.names[op.name];
+    if (name.rfind("alloc recompute mb0 ", 0) == 0 || name.rfind("free act mb0 ", 0) == 0) order.push_back(name);
+  }
+  const std::vector<std::string> want = {"alloc recompute mb0 L2", "alloc recompute mb0 L3", "free act mb0 L3",
+                                         "free act mb0 L2", "alloc recompute mb0 L0", "alloc recompute mb0 L1",
+                                         "free act mb0 L1", "free act mb0 L0"};
+  EXPECT_EQ(order, want);
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto grouped = run_all(s, o);
+  expect_every_op_measured(s, grouped, 1);
+  Scenario alone = s;
+  alone.plan.recompute_num_layers = 1;
+  const auto each = run_all(alone, o);
+  ASSERT_EQ(grouped.size(), each.size());
+  for (std::size_t r = 0; r < grouped.size(); ++r) {
+    EXPECT_EQ(grouped[r].wrong_elements, 0);
+    EXPECT_EQ(grouped[r].verified_elements, each[r].verified_elements);
+  }
+}
+
 TEST(Runner, MergedStepsRunTheirOverlappedAllToAllsAndVerify) {
   // With Megatron-Core's all-to-all overlap (plan.moe_a2a_overlap) the program interleaves a
   // forward and a backward chunk layer by layer in its merged steps, each all-to-all on the EP

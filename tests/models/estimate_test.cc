@@ -310,6 +310,61 @@ TEST(Estimate, PartialFullRecomputationRecomputesTheFirstLayersOfEachStage) {
   }
 }
 
+// Grouped full recomputation (plan.recompute_method "uniform", Megatron-Core's
+// _checkpointed_forward: groups of recompute_num_layers consecutive layers of a chunk, each
+// checkpointing its first layer's input): on the shipped layout (20 layers a stage) every
+// layer recomputes, so the time is full recomputation's; the memory by hand. Groups of 4:
+// 5 inputs per microbatch in flight instead of 20, and while the last group recomputes, its 4
+// layers' whole activations are live (the other groups' inputs still held). Groups of 8 on
+// 20 layers: 8, 8 and 4, three inputs; the largest group live, less the last group's input,
+// freed before the first groups recompute (the 4-layer group, recomputed first, holds
+// less: 4 whole layers against 8 less one input).
+TEST(Estimate, UniformRecomputationKeepsOneInputPerGroupAndHoldsTheLargestGroupLive) {
+  Scenario s = shipped_scenario();
+  Plan full = s.plan, none = s.plan;
+  full.recompute = Recompute::kFull;
+  none.recompute = Recompute::kNone;
+  const ModelSpec& m = s.model;
+  const ClusterSpec& c = s.cluster;
+  const Workload& w = s.workload;
+  const double a_in = layer_activation_bytes(m, full, w.seq_len, false);
+  const double a_all = layer_activation_bytes(m, none, w.seq_len, false);
+  const Estimate ef = estimate(m, c, full, w);
+  for (const int g : {4, 8}) {
+    Plan u = full;
+    u.recompute_method = RecomputeMethod::kUniform;
+    u.recompute_num_layers = g;
+    ASSERT_EQ(u.recompute_group(), g);
+    ASSERT_FALSE(u.partial_full_recompute());
+    const Estimate e = estimate(m, c, u, w);
+    // Every layer re-runs its forward once: the time, the FLOPs and the count are full's.
+    expect_rel(e.step_time_s, ef.step_time_s, 1e-12);
+    expect_rel(e.hardware_flops_per_step, ef.hardware_flops_per_step, 1e-12);
+    for (int st = 0; st < 4; ++st) {
+      EXPECT_EQ(full_recompute_layers(m, u, st).total(), 20);
+      const double inflight = inflight_microbatches(u, st);
+      const MemoryBreakdown mu = stage_memory(m, c, u, w, st), mf = stage_memory(m, c, full, w, st);
+      // Full: 20 inputs per microbatch in flight and one whole layer live.
+      const double groups = g == 4 ? 5 : 3;
+      const double live = g == 4 ? 4 * a_all : 8 * a_all - a_in;
+      expect_rel(mu.activations - mf.activations, inflight * (groups - 20) * a_in + live - a_all, 1e-9);
+    }
+  }
+  // The group of a layer: chunks of 20 layers, groups of 8 from each chunk's first layer.
+  Plan u = full;
+  u.recompute_method = RecomputeMethod::kUniform;
+  u.recompute_num_layers = 8;
+  EXPECT_EQ(recompute_group_of(m, u, 0).first, 0);
+  EXPECT_EQ(recompute_group_of(m, u, 17).first, 16);
+  EXPECT_EQ(recompute_group_of(m, u, 17).count, 4);
+  EXPECT_EQ(recompute_group_of(m, u, 21).first, 20);  // stage 1 starts a group
+  EXPECT_EQ(recompute_group_of(m, u, 21).count, 8);
+  // One layer per group is recompute "full" itself, byte for byte.
+  u.recompute_num_layers = 1;
+  EXPECT_EQ(u.recompute_group(), 1);
+  expect_rel(estimate(m, c, u, w).memory.total, ef.memory.total, 1e-15);
+}
+
 TEST(Estimate, PipelineStepIsMMinus1SlowestStagesPlusOneOfEach) {
   // Unbalanced stages (the last one also computes the logits): the pipeline part of the
   // step is (m - 1) t_max + sum_s t_s, with t_s = stage_times(s).per_microbatch() (compute

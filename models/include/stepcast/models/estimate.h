@@ -52,6 +52,13 @@ int moe_layers_among_first(const ModelSpec& model, const Plan& plan, int stage, 
 // the first recompute_num_layers of its model chunk; every layer with recompute "full" and
 // recompute_num_layers 0, none without "full".
 bool recomputes_in_full(const ModelSpec& model, const Plan& plan, int layer);
+// recompute_method "uniform" (Plan::recompute_group): the group of layer `layer` (model order),
+// its first layer and its number of layers (G, or fewer for a chunk's last group); {layer, 1}
+// for any other plan.
+struct RecomputeGroup {
+  int first = 0, count = 1;
+};
+RecomputeGroup recompute_group_of(const ModelSpec& model, const Plan& plan, int layer);
 // Of pipeline stage `stage`'s layers, those that recompute in full, dense and MoE.
 struct FullRecomputeLayers {
   int dense = 0, moe = 0;

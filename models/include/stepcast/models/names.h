@@ -48,6 +48,11 @@ struct Names<Recompute> {
       {Recompute::kSelectiveOp, "selective_op"}}};
 };
 template <>
+struct Names<RecomputeMethod> {
+  static constexpr std::array<NameEntry<RecomputeMethod>, 2> kTable{{
+      {RecomputeMethod::kBlock, "block"}, {RecomputeMethod::kUniform, "uniform"}}};
+};
+template <>
 struct Names<RecomputeModule> {
   static constexpr std::array<NameEntry<RecomputeModule>, 7> kTable{{
       {RecomputeModule::kCoreAttn, "core_attn"}, {RecomputeModule::kLayernorm, "layernorm"},

@@ -215,6 +215,7 @@ enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 // kSelectiveOp: torchtitan's op-level selective activation checkpointing (its default
 // selective_ac_option "op"; docs/model-reference.md "Op-level selective recomputation").
 enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
+enum class RecomputeMethod { kBlock, kUniform };
 // The modules selective recomputation re-runs (Megatron-Core recompute_modules, read with
 // recompute_granularity "selective"; docs/model-reference.md "Module recomputation"). A bit
 // each in Plan::recompute_modules.
@@ -260,13 +261,20 @@ struct Plan {
   // With recompute "selective": the modules re-run in the backward (module_bit set; Megatron-
   // Core's default, the core attention, when the scenario names none). Ignored otherwise.
   std::uint32_t recompute_modules = module_bit(RecomputeModule::kCoreAttn);
-  // With recompute "full": Megatron-Core's recompute_method "block" with
+  // With recompute "full" and recompute_method "block" (the default): Megatron-Core's
   // recompute_num_layers N: the first N layers of each model chunk (each virtual pipeline
   // stage, or the stage's layers without interleaving) recompute in full, the others keep
   // their activations (docs/model-reference.md "Partial full recomputation"). 0: every
-  // layer (recompute_method "uniform" with 1 layer per group). REQUIRES (loader): recompute
-  // "full", no offload, not DeepSpeed's per-module ZeRO-3 fetch.
+  // layer (recompute_method "uniform" with 1 layer per group). With recompute_method
+  // "uniform": the layers per recomputed group (recompute_group()). REQUIRES (loader):
+  // recompute "full", no offload, not DeepSpeed's per-module ZeRO-3 fetch.
   int recompute_num_layers = 0;
+  // Megatron-Core's recompute_method with recompute "full": "block" (recompute_num_layers
+  // per chunk recompute, one layer at a time) or "uniform" (every layer recomputes, in groups
+  // of recompute_num_layers consecutive layers of a chunk: a group keeps only its first
+  // layer's input and re-runs its whole forward before its backward; docs/model-reference.md
+  // "Grouped full recomputation"). REQUIRES (loader): uniform with recompute "full", zero <= 2.
+  RecomputeMethod recompute_method = RecomputeMethod::kBlock;
   Precision precision = Precision::kBf16;
   bool replicate_kv_heads = false;    // tp > num_kv_heads: each KV head copied on tp/g ranks
   bool flash_attention = true;         // attention without the s^2 score matrix in memory
@@ -346,12 +354,22 @@ struct Plan {
   }
   // Whether only some layers recompute in full (recompute_num_layers); the count per stage
   // is estimate.h full_recompute_layers.
-  bool partial_full_recompute() const { return recompute == Recompute::kFull && recompute_num_layers > 0; }
+  bool partial_full_recompute() const {
+    return recompute == Recompute::kFull && recompute_method == RecomputeMethod::kBlock && recompute_num_layers > 0;
+  }
+  // The layers per recomputed group of recompute_method "uniform" (a model chunk's last
+  // group may be shorter); 1 for every other plan (each layer recomputes, or keeps, alone).
+  int recompute_group() const {
+    return recompute == Recompute::kFull && recompute_method == RecomputeMethod::kUniform && recompute_num_layers > 1
+               ? recompute_num_layers
+               : 1;
+  }
   // This plan without recomputation: what a layer costs and keeps when it does not recompute.
   Plan without_recompute() const {
     Plan q = *this;
     q.recompute = Recompute::kNone;
     q.recompute_num_layers = 0;
+    q.recompute_method = RecomputeMethod::kBlock;
     return q;
   }
 
