@@ -432,7 +432,7 @@ std::string plan_report_csv(const PlanResult& r) {
       "rank,layout,gpus,tp,pp,dp,cp,ep,sp,schedule,virtual_stages,microbatch,global_batch,zero,recompute,"
       "simulated,step_time_s,closed_form_step_time_s,tokens_per_s,mfu,memory_bytes,usable_bytes,goodput,"
       "checkpoint_mode,checkpoint_interval_s,checkpoint_pause_s,restore_s,time_to_train_h,cost,pareto,stack,"
-      "recompute_num_layers\n";
+      "recompute_num_layers,recompute_method\n";
   std::vector<char> front(r.ranked.size(), 0);
   for (std::size_t i : r.pareto) front[i] = 1;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
@@ -442,13 +442,14 @@ std::string plan_report_csv(const PlanResult& r) {
     // The layout string holds commas: quoted (RFC 4180).
     out += fmt::format(
         "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.0f},{:.0f},"
-        "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
+        "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{}\n",
         i + 1, layout_string(p), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
         schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute),
         c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu, c.peak_bytes(),
         c.usable_bytes, f.goodput, to_string(f.checkpoint_mode), f.checkpoint_interval_s, f.checkpoint_pause_s,
         f.restore_s, f.time_to_train_s / 3600.0, f.cost, front[i] ? "true" : "false", to_string(p.stack),
-        p.partial_full_recompute() ? p.recompute_num_layers : 0);
+        p.partial_full_recompute() || p.recompute_group() > 1 ? p.recompute_num_layers : 0,
+        p.recompute_group() > 1 ? "uniform" : "block");
   }
   return out;
 }

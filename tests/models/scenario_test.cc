@@ -905,6 +905,42 @@ TEST(ScenarioErrors, RecomputeNumLayersNamesTheFieldAndTheRule) {
             "of them)");
 }
 
+// plan.recompute_method (Megatron-Core's): "block" (the default) or "uniform", read with
+// recompute "full"; "uniform" groups of several layers beside offload, zero 3 or the merged
+// all-to-all step are errors naming the field.
+TEST(ScenarioErrors, RecomputeMethodNamesTheFieldAndTheRule) {
+  const Scenario ok = load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full",
+                                               "recompute_method": "uniform", "recompute_num_layers": 4})"));
+  EXPECT_EQ(ok.plan.recompute_method, RecomputeMethod::kUniform);
+  EXPECT_EQ(ok.plan.recompute_group(), 4);
+  EXPECT_FALSE(ok.plan.partial_full_recompute());
+  EXPECT_EQ(recompute_text(ok.plan), "full:uniform4");
+  const Scenario block = load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full",
+                                                  "recompute_method": "block", "recompute_num_layers": 4})"));
+  EXPECT_TRUE(block.plan.partial_full_recompute());
+  EXPECT_EQ(block.plan.recompute_group(), 1);
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full",
+                                        "recompute_method": "uniformly"})")),
+            "plan.recompute_method: \"uniformly\" is not one of \"block\", \"uniform\"; did you mean \"uniform\"?");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "selective",
+                                        "recompute_method": "uniform"})")),
+            "plan.recompute_method: applies to recompute \"full\" (Megatron-Core recompute_granularity \"full\"), not "
+            "\"selective\"");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "recompute": "full", "recompute_method": "uniform",
+                                        "recompute_num_layers": 2, "offload_activations": 0.5})")),
+            "plan.recompute_method: \"uniform\" with groups of 2 layers and offload is not expressed (offload moves "
+            "single layers' activations; use recompute_num_layers 1)");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 3, "recompute": "full",
+                                        "recompute_method": "uniform", "recompute_num_layers": 2})")),
+            "plan.recompute_method: \"uniform\" with groups of 2 layers beside zero 3 is not expressed (stepcast "
+            "gathers ZeRO-3 weights layer by layer in the backward; use recompute_num_layers 1 or zero <= 2)");
+  // One layer per group is every layer alone: accepted with zero 3.
+  EXPECT_EQ(load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "zero": 3, "recompute": "full",
+                                     "recompute_method": "uniform", "recompute_num_layers": 1})"))
+                .plan.recompute_group(),
+            1);
+}
+
 // plan.recompute_modules (Megatron-Core recompute_modules): read with recompute "selective";
 // the messages name the field, and Megatron-Core's rules and modules the model lacks are errors.
 TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {

@@ -966,6 +966,61 @@ TEST(PlannerRecompute, PartialFullRecomputationIsSearchedPerCount) {
   EXPECT_FALSE(estimate(s4.model, c, q, s4.workload).memory.fits) << *fix;
 }
 
+// plan.recompute_method "uniform": the searched counts are group sizes. Each candidate's
+// figures are the closed form's for its own groups (the time full recomputation's, the
+// memory its own), the groups are in the layout string, the table ("full/G") and the CSV,
+// the layout string parses back to the same plan, and "fit" (a "block" count) is refused
+// naming the field.
+TEST(PlannerRecompute, UniformGroupsAreSearchedAsGroupSizes) {
+  const std::string text = R"({"name": "llama3-70b 8 nodes", "model": "llama3-70b",
+      "cluster": {"preset": "dgx-h100", "nodes": 8}, "workload": {"seq_len": 8192},
+      "plan": {"tp": 8, "pp": 4, "dp": 2, "global_batch": 64, "recompute": "full", "recompute_method": "uniform"},
+      "search": {"tp": [8], "pp": [4], "cp": [1], "global_batch": [64], "microbatch": [1], "zero": [1],
+                 "schedule": ["1f1b"], "sequence_parallel": [true], "tp_comm_overlap": [false],
+                 "recompute": ["full"], "recompute_num_layers": COUNTS, "top_k": 0}})";
+  auto with = [&](const char* counts) {
+    std::string t = text;
+    t.replace(t.find("COUNTS"), 6, counts);
+    return t;
+  };
+  const Scenario s = load_text(with("[1, 2, 4]"));
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.size, 3);
+  expect_counts_add_up(r);
+  std::map<int, const Candidate*> by_group;
+  for (const Candidate& c : r.ranked) {
+    EXPECT_EQ(c.closed.step_time_s, estimate(s.model, s.cluster, c.plan, s.workload).step_time_s);
+    EXPECT_EQ(c.memory_bytes, estimate(s.model, s.cluster, c.plan, s.workload).memory.total);
+    by_group[c.plan.recompute_group()] = &c;
+    const std::string layout = layout_string(c.plan);
+    EXPECT_EQ(layout.find(",recompute_method=uniform,recompute_num_layers=") != std::string::npos,
+              c.plan.recompute_group() > 1)
+        << layout;
+    auto back = parse_layout(layout, s.plan);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->plan.recompute_group(), c.plan.recompute_group()) << layout;
+  }
+  ASSERT_EQ(by_group.size(), 3u);
+  // Every layer recomputes in each: the same step; the memory differs.
+  EXPECT_EQ(by_group[2]->closed.step_time_s, by_group[1]->closed.step_time_s);
+  EXPECT_NE(by_group[2]->memory_bytes, by_group[1]->memory_bytes);
+  ReportOptions all_rows;
+  all_rows.rows = static_cast<int>(r.ranked.size());
+  EXPECT_NE(plan_report_text(s, r, all_rows).find(" full/4 "), std::string::npos);
+  const std::string csv = plan_report_csv(r);
+  const std::size_t row = csv.find(",\"" + layout_string(by_group[4]->plan) + "\",");
+  ASSERT_NE(row, std::string::npos);
+  EXPECT_EQ(csv.substr(csv.find('\n', row) - 10, 10), ",4,uniform");
+  LoadOptions o;
+  o.plan_template = true;
+  const auto fit = parse_scenario(with(R"([1, "fit"])"), o);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(fit.error().message,
+            "search.recompute_num_layers: \"fit\" finds the fewest first layers of each chunk to recompute "
+            "(recompute_method \"block\"); plan.recompute_method is \"uniform\", whose count is the layers per group "
+            "(list the group sizes to search instead)");
+}
+
 // search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers
 // per chunk whose recomputation makes it fit. The oracle is a linear scan of the counts by
 // estimate() itself: the chosen count fits and one fewer does not; a layout that fits with
@@ -1006,7 +1061,7 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
     if (c.plan.recompute_num_layers > 0) ++partial;
   }
   EXPECT_GT(partial, 0);  // some layouts fit with part of their layers recomputed
-  // The ranked table and the CSV say how many: "full:N", and the CSV's last column.
+  // The ranked table and the CSV say how many: "full:N", and the CSV's next-to-last column.
   const auto first_partial = std::find_if(rf.ranked.begin(), rf.ranked.end(),
                                           [](const Candidate& c) { return c.plan.partial_full_recompute(); });
   ASSERT_NE(first_partial, rf.ranked.end());
@@ -1014,7 +1069,8 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
   const std::string csv = plan_report_csv(rf);
   const std::size_t row = csv.find(",\"" + layout_string(first_partial->plan) + "\",");
   ASSERT_NE(row, std::string::npos);
-  EXPECT_EQ(csv.substr(csv.find('\n', row) - n.size() - 1, n.size() + 1), "," + n);
+  const std::string tail = "," + n + ",block";  // recompute_num_layers, recompute_method
+  EXPECT_EQ(csv.substr(csv.find('\n', row) - tail.size(), tail.size()), tail);
   ReportOptions all_rows;
   all_rows.rows = static_cast<int>(rf.ranked.size());
   EXPECT_NE(plan_report_text(fit, rf, all_rows).find(" full:" + n + " "), std::string::npos);
