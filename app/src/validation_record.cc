@@ -973,15 +973,31 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     const bool counted = count > 0;
     if (block || uniform) r.recompute = "full";
     if (block && counted) r.recompute_num_layers = count;
-    if (block && counted) {
+    // "uniform" with groups of several layers, where stepcast expresses it (not beside ZeRO-3
+    // or the merged all-to-all step, both read before this).
+    const bool grouped = !block && uniform && count > 1 && r.zero < 3 && !r.moe_a2a_overlap;
+    if (grouped) {
+      r.recompute_uniform = true;
+      r.recompute_num_layers = count;
+    }
+    if (grouped) {
+      r.assumptions.push_back(
+          fmt::format("recompute {}: full, every layer, in groups of {} layers of each pipeline chunk that keep one "
+                      "input each (Megatron-Core recompute_method \"uniform\": plan.recompute_method, "
+                      "plan.recompute_num_layers)",
+                      quote(*lt.recompute), r.recompute_num_layers));
+    } else if (block && counted) {
       r.assumptions.push_back(
           fmt::format("recompute {}: full for the first {} layers of each pipeline chunk, the others keep their "
                       "activations (Megatron-Core recompute_method \"block\": plan.recompute_num_layers)",
                       quote(*lt.recompute), r.recompute_num_layers));
     } else if (block || uniform) {
       r.assumptions.push_back(fmt::format(
-          "recompute {}: full, every layer ({}; a group of several layers keeps one input, so memory errs high)",
-          quote(*lt.recompute), block ? "block without a layer count" : "Megatron-Core recompute_method \"uniform\""));
+          "recompute {}: full, every layer ({})", quote(*lt.recompute),
+          block                ? "block without a layer count"
+          : count > 1          ? "Megatron-Core recompute_method \"uniform\"; its groups of several layers are "
+                                 "not expressed beside ZeRO-3 or the all-to-all overlap, so memory errs high"
+                               : "Megatron-Core recompute_method \"uniform\", one layer per group"));
     } else if (r.recompute == "none" && !says_none) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
     } else if (r.recompute == "selective_op") {
@@ -1297,6 +1313,7 @@ ScenarioBuild build_scenario(Record& r) {
   if (r.moe_a2a_overlap) plan["moe_a2a_overlap"] = true;
   if (!r.recompute_modules.empty()) plan["recompute_modules"] = r.recompute_modules;
   if (r.recompute_num_layers > 0) plan["recompute_num_layers"] = r.recompute_num_layers;
+  if (r.recompute_uniform) plan["recompute_method"] = "uniform";
   sc["plan"] = std::move(plan);
   sc["workload"] = {{"seq_len", r.seq}};
   out.scenario = std::move(sc);

@@ -65,6 +65,9 @@ struct Record {
   // With recompute "full": Megatron-Core's recompute_method "block" over this many layers
   // of each pipeline chunk (plan.recompute_num_layers; 0: every layer).
   std::int64_t recompute_num_layers = 0;
+  // Megatron-Core's recompute_method "uniform" with recompute_num_layers > 1 layers per group
+  // (plan.recompute_method); false: "block" (or every layer alone).
+  bool recompute_uniform = false;
   int zero = 0;
   std::string stack = "megatron-core";  // plan.stack, by the framework rule (stack_rule)
   // Megatron-Bridge performance recipes (bridge_rule): gradients reduced in bf16, TP

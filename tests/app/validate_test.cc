@@ -470,7 +470,8 @@ TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant)
 
 // Megatron's recompute_method: "block" with a layer count recomputes that many layers of each
 // pipeline chunk in full (plan.recompute_num_layers), so its prediction lies between no and
-// full recomputation; "uniform" and a block without a count are full recomputation, and
+// full recomputation; "uniform" is full recomputation in groups of its count
+// (plan.recompute_method), a block without a count is full recomputation, and
 // "checkpointing per block" is not the method.
 TEST_F(ValidateTest, BlockRecomputationKeepsItsLayerCount) {
   struct Got {
@@ -501,10 +502,20 @@ TEST_F(ValidateTest, BlockRecomputationKeepsItsLayerCount) {
   EXPECT_LT(block.predicted, none.predicted);
   EXPECT_EQ(run("recompute_method block, recompute_num_layers 3").layers, 3);
   EXPECT_EQ(run("block 1").layers, 1);
+  // "uniform" with 2 layers: every layer recomputes (the time full's), in groups of 2
+  // (plan.recompute_method); with one layer per group it is "full" itself.
   const Got uniform = run("full (uniform, 2 layers)");
   EXPECT_EQ(uniform.recompute, "full");
-  EXPECT_EQ(uniform.layers, 0);
+  EXPECT_EQ(uniform.layers, 2);
   EXPECT_DOUBLE_EQ(uniform.predicted, full.predicted);
+  EXPECT_NE(std::find(uniform.said.begin(), uniform.said.end(),
+                      "recompute \"full (uniform, 2 layers)\": full, every layer, in groups of 2 layers of each "
+                      "pipeline chunk that keep one input each (Megatron-Core recompute_method \"uniform\": "
+                      "plan.recompute_method, plan.recompute_num_layers)"),
+            uniform.said.end());
+  const Got one = run("recompute_method uniform, recompute_num_layers 1");
+  EXPECT_EQ(one.layers, 0);
+  EXPECT_DOUBLE_EQ(one.predicted, full.predicted);
   const Got per_block = run("activation checkpointing of every transformer block");
   EXPECT_EQ(per_block.recompute, "full");
   EXPECT_EQ(per_block.layers, 0);
