@@ -1172,7 +1172,7 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   EXPECT_EQ(
       message("tp=8,pq=4,gpus=8"),
       "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
-      "dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, stack, gpus, "
+      "dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, recompute_method, stack, gpus, "
       "offload_optimizer, offload_activations, "
       "offload_weights)");
   EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");
