@@ -567,9 +567,13 @@ void PlannerView::adoptSelected() {
                                    {"offload_weights", p.offload_weights}}) {
     if (value > 0 || document()->value({"plan", key})) edits.push_back({{"plan", key}, value});
   }
-  // Partial full recomputation: written when the layout has it or the plan names it.
-  if (p.partial_full_recompute() || document()->value({"plan", "recompute_num_layers"})) {
-    edits.push_back({{"plan", "recompute_num_layers"}, p.partial_full_recompute() ? p.recompute_num_layers : 0});
+  // Partial or grouped full recomputation: written when the layout has it or the plan names it.
+  const bool counted = p.partial_full_recompute() || p.recompute_group() > 1;
+  if (counted || document()->value({"plan", "recompute_num_layers"})) {
+    edits.push_back({{"plan", "recompute_num_layers"}, counted ? p.recompute_num_layers : 0});
+  }
+  if (p.recompute_group() > 1 || document()->value({"plan", "recompute_method"})) {
+    edits.push_back({{"plan", "recompute_method"}, std::string(name_of(p.recompute_method))});
   }
   // All-to-all overlap: written when the layout has it or the plan names it.
   if (p.moe_a2a_overlap || document()->value({"plan", "moe_a2a_overlap"})) {

@@ -206,6 +206,34 @@ class EditorTest : public QObject {
     QVERIFY(part < direct(replaced(read(kScenario), "\"recompute\": \"none\"", "\"recompute\": \"full\"")).step_time_s);
   }
 
+  void recomputeMethodIsAChoiceField() {
+    // Unset, the field shows "block"; with recompute "full", "uniform" and 2 layers per group
+    // write plan.recompute_method and re-estimate as the same edit made by hand: the step
+    // is full recomputation's, the activations fewer (10 group inputs of each stage's 20
+    // layers per microbatch in flight, 2 layers live instead of 1).
+    auto* method = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.recompute_method"));
+    QVERIFY(method);
+    QCOMPARE(method->currentText(), QStringLiteral("block"));
+    auto* rc = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.recompute"));
+    rc->setCurrentText(QStringLiteral("full"));
+    emit rc->activated(rc->currentIndex());
+    QVERIFY(doc_->scenario());
+    const double full = estimate_->report()->estimate.step_time_s;
+    const double full_act = estimate_->report()->estimate.memory.activations;
+    method->setCurrentText(QStringLiteral("uniform"));
+    emit method->activated(method->currentIndex());
+    type_into(qobject_cast<QSpinBox*>(editor_->fieldWidget("plan.recompute_num_layers")), 2);
+    QVERIFY(doc_->scenario());
+    QCOMPARE(doc_->scenario()->plan.recompute_group(), 2);
+    const stepcast::Estimate by_hand = direct(replaced(read(kScenario), "\"recompute\": \"none\"",
+                                             "\"recompute\": \"full\", \"recompute_method\": \"uniform\", "
+                                             "\"recompute_num_layers\": 2"));
+    QCOMPARE(estimate_->report()->estimate.step_time_s, by_hand.step_time_s);
+    QCOMPARE(estimate_->report()->estimate.memory.activations, by_hand.memory.activations);
+    QCOMPARE(by_hand.step_time_s, full);
+    QVERIFY(by_hand.memory.activations < full_act);
+  }
+
   void attentionKernelIsAChoiceField() {
     // Unset, the field shows "stack" (the stack's own family); choosing FlashAttention-3
     // writes plan.attention_kernel and re-estimates as the same edit made by hand, faster
