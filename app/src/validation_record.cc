@@ -992,12 +992,12 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
                       "activations (Megatron-Core recompute_method \"block\": plan.recompute_num_layers)",
                       quote(*lt.recompute), r.recompute_num_layers));
     } else if (block || uniform) {
-      r.assumptions.push_back(fmt::format(
-          "recompute {}: full, every layer ({})", quote(*lt.recompute),
-          block                ? "block without a layer count"
-          : count > 1          ? "Megatron-Core recompute_method \"uniform\"; its groups of several layers are "
-                                 "not expressed beside ZeRO-3 or the all-to-all overlap, so memory errs high"
-                               : "Megatron-Core recompute_method \"uniform\", one layer per group"));
+      r.assumptions.push_back(
+          fmt::format("recompute {}: full, every layer ({})", quote(*lt.recompute),
+                      block       ? "block without a layer count"
+                      : count > 1 ? "Megatron-Core recompute_method \"uniform\"; its groups of several layers are "
+                                    "not expressed beside ZeRO-3 or the all-to-all overlap, so memory errs high"
+                                  : "Megatron-Core recompute_method \"uniform\", one layer per group"));
     } else if (r.recompute == "none" && !says_none) {
       r.assumptions.push_back(fmt::format("recompute {} not recognised: none", quote(*lt.recompute)));
     } else if (r.recompute == "selective_op") {

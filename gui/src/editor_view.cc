@@ -171,10 +171,10 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
            {{"plan", "recompute_num_layers"}, Kind::kInt, nullptr, nullptr, [](S s) {
               return QVariant(s.plan.recompute_num_layers);
             }});
-  addField(plan, tr("Recompute method"), {{"plan", "recompute_method"}, Kind::kChoice, nullptr, nullptr, [](S s) {
-                                            return QVariant(QString::fromStdString(
-                                                std::string(name_of(s.plan.recompute_method))));
-                                          }});
+  addField(plan, tr("Recompute method"),
+           {{"plan", "recompute_method"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+              return QVariant(QString::fromStdString(std::string(name_of(s.plan.recompute_method))));
+            }});
   static_cast<QComboBox*>(fields_.back().input)->addItems(names<RecomputeMethod>());
   addField(plan, tr("Precision"), {{"plan", "precision"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                      return QVariant(QString::fromStdString(std::string(to_string(s.plan.precision))));

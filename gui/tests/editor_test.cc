@@ -226,8 +226,8 @@ class EditorTest : public QObject {
     QVERIFY(doc_->scenario());
     QCOMPARE(doc_->scenario()->plan.recompute_group(), 2);
     const stepcast::Estimate by_hand = direct(replaced(read(kScenario), "\"recompute\": \"none\"",
-                                             "\"recompute\": \"full\", \"recompute_method\": \"uniform\", "
-                                             "\"recompute_num_layers\": 2"));
+                                                       "\"recompute\": \"full\", \"recompute_method\": \"uniform\", "
+                                                       "\"recompute_num_layers\": 2"));
     QCOMPARE(estimate_->report()->estimate.step_time_s, by_hand.step_time_s);
     QCOMPARE(estimate_->report()->estimate.memory.activations, by_hand.memory.activations);
     QCOMPARE(by_hand.step_time_s, full);

@@ -897,8 +897,8 @@ class StageBuilder {
       const RecomputeGroup g = recompute_group_of(m_, p_, layer);
       if (layer == g.first + g.count - 1) {
         for (int l = g.first; l <= layer; ++l) {
-          const std::uint32_t a = memory(true, is_moe(l) ? full_moe_ : full_dense_,
-                                         fmt::format("alloc recompute mb{} L{}", b.mb, l), x);
+          const std::uint32_t a =
+              memory(true, is_moe(l) ? full_moe_ : full_dense_, fmt::format("alloc recompute mb{} L{}", b.mb, l), x);
           b.group_alloc[static_cast<std::size_t>(l - b.first)] = a;
           x = layer_forward(a, l, b.mb, 'R');
         }

@@ -77,9 +77,10 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   if (auto s = r.choice("recompute_method", names_of<RecomputeMethod>())) {
     p.recompute_method = *parse_name<RecomputeMethod>(*s);
     if (p.recompute != Recompute::kFull) {
-      r.diag().add(r.path_of("recompute_method"),
-                   fmt::format("applies to recompute \"full\" (Megatron-Core recompute_granularity \"full\"), not \"{}\"",
-                               to_string(p.recompute)));
+      r.diag().add(
+          r.path_of("recompute_method"),
+          fmt::format("applies to recompute \"full\" (Megatron-Core recompute_granularity \"full\"), not \"{}\"",
+                      to_string(p.recompute)));
     }
   }
   if (auto s = r.choice("precision", names_of<Precision>())) p.precision = *parse_precision(*s);
@@ -411,18 +412,21 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   if (p.recompute_group() > 1) {
     // Megatron-Core's recompute_method "uniform" with groups of several layers.
     if (p.offloads()) {
-      add(fmt::format("plan.recompute_method: \"uniform\" with groups of {} layers and offload is not expressed "
+      add(
+          fmt::format("plan.recompute_method: \"uniform\" with groups of {} layers and offload is not expressed "
                       "(offload moves single layers' activations; use recompute_num_layers 1)",
                       p.recompute_num_layers));
     }
     if (p.zero >= 3) {
-      add(fmt::format("plan.recompute_method: \"uniform\" with groups of {} layers beside zero 3 is not expressed "
+      add(
+          fmt::format("plan.recompute_method: \"uniform\" with groups of {} layers beside zero 3 is not expressed "
                       "(stepcast gathers ZeRO-3 weights layer by layer in the backward; use recompute_num_layers 1 "
                       "or zero <= 2)",
                       p.recompute_num_layers));
     }
     if (p.moe_a2a_overlap) {
-      add(fmt::format("plan.recompute_method: \"uniform\" with groups of {} layers beside plan.moe_a2a_overlap is "
+      add(
+          fmt::format("plan.recompute_method: \"uniform\" with groups of {} layers beside plan.moe_a2a_overlap is "
                       "not expressed (the merged forward-backward step interleaves single layers)",
                       p.recompute_num_layers));
     }

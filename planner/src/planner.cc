@@ -101,8 +101,7 @@ auto layout_key(const Plan& p) {
                          p.virtual_stages, p.microbatch, p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap,
                          static_cast<int>(p.moe_dispatcher), p.zero, static_cast<int>(p.recompute),
                          p.partial_full_recompute() ? p.recompute_num_layers : 0, p.recompute_group(),
-                         static_cast<int>(p.stack),
-                         p.offload_optimizer, p.offload_activations, p.offload_weights);
+                         static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }

@@ -365,8 +365,8 @@ TEST(Runner, UniformRecomputationRerunsEachGroupBeforeItsBackwardAndVerifies) {
     if (name.rfind("alloc recompute mb0 ", 0) == 0 || name.rfind("free act mb0 ", 0) == 0) order.push_back(name);
   }
   const std::vector<std::string> want = {"alloc recompute mb0 L2", "alloc recompute mb0 L3", "free act mb0 L3",
-                                         "free act mb0 L2", "alloc recompute mb0 L0", "alloc recompute mb0 L1",
-                                         "free act mb0 L1", "free act mb0 L0"};
+                                         "free act mb0 L2",        "alloc recompute mb0 L0", "alloc recompute mb0 L1",
+                                         "free act mb0 L1",        "free act mb0 L0"};
   EXPECT_EQ(order, want);
   RunOptions o;
   o.warmup = 0;

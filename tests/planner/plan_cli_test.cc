@@ -80,12 +80,12 @@ TEST_F(PlanCli, BadInputExitsTwoWithTheMessage) {
   expect_input_error(run({"plan", kShipped, "--threads", "-5"}),
                      "--threads: -5 is out of range (0 to 1024; 0 = one per core)");
   expect_input_error(run({"plan", kShipped, "--top-k", "5000"}), "--resimulate: 5000 is out of range (0 to 1000)");
-  expect_input_error(
-      run({"plan", kShipped, "--explain", "tp=8,pq=4"}),
-      "--explain: \"tp=8,pq=4\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, "
-      "etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, recompute_method, stack, gpus, "
-      "offload_optimizer, "
-      "offload_activations, offload_weights)");
+  expect_input_error(run({"plan", kShipped, "--explain", "tp=8,pq=4"}),
+                     "--explain: \"tp=8,pq=4\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, "
+                     "etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, "
+                     "recompute_method, stack, gpus, "
+                     "offload_optimizer, "
+                     "offload_activations, offload_weights)");
   const std::string bad = write("bad.json", R"({"model": "llama3-8b", "cluster": "dgx-h100",
       "search": {"global_batch": [64], "tp": [1, "2"]}})");
   expect_input_error(run({"plan", bad}), bad + ": search.tp[1]: expected an integer, got \"2\"");

@@ -1138,8 +1138,7 @@ TEST(Engine, UniformRecomputationStepAndPeakMatchTheClosedForm) {
     alone.recompute_num_layers = 1;
     const Simulated r1 = k.v > 1 ? run(m, c, alone, w) : Simulated{};
     for (int st = 0; st < 4; ++st) {
-      const double offset =
-          k.v > 1 ? peak_of_stage(r1, st) - stage_memory(m, c, alone, w, st).total : 0.0;
+      const double offset = k.v > 1 ? peak_of_stage(r1, st) - stage_memory(m, c, alone, w, st).total : 0.0;
       EXPECT_LT(std::abs(offset), 1e-5 * stage_memory(m, c, alone, w, st).total) << label << " stage " << st;
       EXPECT_NEAR(peak_of_stage(r, st) - offset, stage_memory(m, c, p, w, st).total, 1.0) << label << " stage " << st;
     }

@@ -49,8 +49,8 @@ struct Names<Recompute> {
 };
 template <>
 struct Names<RecomputeMethod> {
-  static constexpr std::array<NameEntry<RecomputeMethod>, 2> kTable{{
-      {RecomputeMethod::kBlock, "block"}, {RecomputeMethod::kUniform, "uniform"}}};
+  static constexpr std::array<NameEntry<RecomputeMethod>, 2> kTable{
+      {{RecomputeMethod::kBlock, "block"}, {RecomputeMethod::kUniform, "uniform"}}};
 };
 template <>
 struct Names<RecomputeModule> {
