@@ -1112,6 +1112,38 @@ std::vector<std::string> limits_of(const Context& x, const PlanResult& r, const 
 
 namespace {
 
+// For a layout that does not fit in HBM while every layer recomputes in full: the group
+// size of recompute_method "uniform" (docs/model-reference.md §3.8 "Grouped full
+// recomputation") that holds the least memory, in words, when that makes it fit, or
+// nullopt. Groups keep fewer inputs but hold more layers live, so every size is tried (up to
+// the largest chunk's layers); the step does not change.
+std::optional<std::string> uniform_groups_that_fit(const Scenario& s, const ClusterSpec& c, const Plan& p) {
+  if (p.recompute != Recompute::kFull || p.partial_full_recompute()) return std::nullopt;
+  const int chunks = p.pp * p.virtual_stages;
+  int most = 0;
+  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(s.model.num_layers, chunks, k));
+  std::optional<Estimate> best;
+  int best_g = 0;
+  for (int g = 2; g <= most; ++g) {
+    if (g == p.recompute_group()) continue;
+    Plan q = p;
+    q.recompute_method = RecomputeMethod::kUniform;
+    q.recompute_num_layers = g;
+    if (!layout_errors(s.model, c, q, s.workload).empty()) return std::nullopt;  // not expressed here
+    Estimate e = estimate(s.model, c, q, s.workload);
+    if (!best || e.memory.total < best->memory.total) {
+      best = std::move(e);
+      best_g = g;
+    }
+  }
+  if (!best || !best->memory.fits) return std::nullopt;
+  return fmt::format(
+      "recomputation in groups would make it fit: with recompute_method=uniform,recompute_num_layers={} (each "
+      "chunk's layers in groups of {} that keep one input each, the size that holds the least) stage {} needs "
+      "{:.1f} GiB; every layer still recomputes once, so the step stays {}",
+      best_g, best_g, best->memory.stage, best->memory.total / kGiB, seconds_text(best->step_time_s));
+}
+
 // For a layout that does not fit in HBM: the least offload that makes it fit, in words
 // (optimizer states first, then activations, then weights), or nullopt.
 std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpec& c, const Plan& p) {
@@ -1233,6 +1265,7 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
       }
       if (!p.offloads()) {
         if (auto fix = recompute_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
+        if (auto fix = uniform_groups_that_fit(s, w.cluster, p)) ex.problems.push_back(*fix);
       }
       reasons.push_back(Reject::kMemory);
     }

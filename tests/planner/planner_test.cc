@@ -19,6 +19,7 @@
 #include "stepcast/models/program.h"
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/scenario.h"
+#include "stepcast/models/text.h"
 #include "stepcast/planner/goodput.h"
 #include "stepcast/planner/layout.h"
 #include "stepcast/planner/planner.h"
@@ -1019,6 +1020,55 @@ TEST(PlannerRecompute, UniformGroupsAreSearchedAsGroupSizes) {
             "search.recompute_num_layers: \"fit\" finds the fewest first layers of each chunk to recompute "
             "(recompute_method \"block\"); plan.recompute_method is \"uniform\", whose count is the layers per group "
             "(list the group sizes to search instead)");
+}
+
+// --explain of a layout that recomputes every layer and still does not fit names the group
+// size of recompute_method "uniform" that holds the least (a linear scan of the sizes by
+// estimate() here), when that fits. The GPU's HBM is set between the two needs, so the
+// layout does not fit as it is and fits with the groups.
+TEST(PlannerRecompute, ExplainNamesTheUniformGroupsThatFit) {
+  const std::string text = R"({"name": "llama3-70b 8 nodes", "model": "llama3-70b",
+      "cluster": {"preset": "dgx-h100", "nodes": 8, "gpu": {"preset": "h100-sxm", "hbm_GiB": HBM}},
+      "workload": {"seq_len": 8192},
+      "search": {"tp": [8], "pp": [2], "cp": [1], "global_batch": [64], "microbatch": [1], "zero": [1],
+                 "schedule": ["1f1b"], "sequence_parallel": [true], "tp_comm_overlap": [false],
+                 "recompute": ["full"], "top_k": 0}})";
+  auto with = [&](double hbm) {
+    std::string t = text;
+    t.replace(t.find("HBM"), 3, fmt::format("{:.6f}", hbm));
+    return load_text(t);
+  };
+  const Scenario s0 = with(80);
+  auto ex0 = explain_layout(s0, search(s0), "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
+  ASSERT_TRUE(ex0.ok()) << ex0.error().message;
+  const Plan full = ex0->plan;
+  ClusterSpec c = s0.cluster;
+  c.nodes = 8;
+  const double need_full = estimate(s0.model, c, full, s0.workload).memory.total;
+  int best_g = 0;
+  double need_best = need_full;
+  for (int g = 2; g <= 40; ++g) {  // 40 layers a stage
+    Plan q = full;
+    q.recompute_method = RecomputeMethod::kUniform;
+    q.recompute_num_layers = g;
+    const double need = estimate(s0.model, c, q, s0.workload).memory.total;
+    if (need < need_best) need_best = need, best_g = g;
+  }
+  ASSERT_GT(best_g, 1);  // some groups hold less than every layer alone
+  const Scenario s = with((need_full + need_best) / 2 / 0.95 / (1024.0 * 1024.0 * 1024.0));
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 1);
+  auto ex = explain_layout(s, r, "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  const std::string want = fmt::format(
+      "recomputation in groups would make it fit: with recompute_method=uniform,recompute_num_layers={} ", best_g);
+  const auto line = std::find_if(ex->problems.begin(), ex->problems.end(),
+                                 [&](const std::string& p) { return p.rfind(want, 0) == 0; });
+  ASSERT_NE(line, ex->problems.end()) << ::testing::PrintToString(ex->problems);
+  EXPECT_NE(line->find(seconds_text(estimate(s0.model, c, full, s0.workload).step_time_s)), std::string::npos)
+      << *line;
+  // With enough HBM for every layer alone there is nothing to explain.
+  EXPECT_EQ(search(s0).counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 0);
 }
 
 // search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers
