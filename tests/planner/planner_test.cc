@@ -1065,8 +1065,7 @@ TEST(PlannerRecompute, ExplainNamesTheUniformGroupsThatFit) {
   const auto line = std::find_if(ex->problems.begin(), ex->problems.end(),
                                  [&](const std::string& p) { return p.rfind(want, 0) == 0; });
   ASSERT_NE(line, ex->problems.end()) << ::testing::PrintToString(ex->problems);
-  EXPECT_NE(line->find(seconds_text(estimate(s0.model, c, full, s0.workload).step_time_s)), std::string::npos)
-      << *line;
+  EXPECT_NE(line->find(seconds_text(estimate(s0.model, c, full, s0.workload).step_time_s)), std::string::npos) << *line;
   // With enough HBM for every layer alone there is nothing to explain.
   EXPECT_EQ(search(s0).counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 0);
 }
