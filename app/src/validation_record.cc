@@ -979,8 +979,6 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     if (grouped) {
       r.recompute_uniform = true;
       r.recompute_num_layers = count;
-    }
-    if (grouped) {
       r.assumptions.push_back(
           fmt::format("recompute {}: full, every layer, in groups of {} layers of each pipeline chunk that keep one "
                       "input each (Megatron-Core recompute_method \"uniform\": plan.recompute_method, "

@@ -568,9 +568,8 @@ void PlannerView::adoptSelected() {
     if (value > 0 || document()->value({"plan", key})) edits.push_back({{"plan", key}, value});
   }
   // Partial or grouped full recomputation: written when the layout has it or the plan names it.
-  const bool counted = p.partial_full_recompute() || p.recompute_group() > 1;
-  if (counted || document()->value({"plan", "recompute_num_layers"})) {
-    edits.push_back({{"plan", "recompute_num_layers"}, counted ? p.recompute_num_layers : 0});
+  if (p.recompute_count() > 0 || document()->value({"plan", "recompute_num_layers"})) {
+    edits.push_back({{"plan", "recompute_num_layers"}, p.recompute_count()});
   }
   if (p.recompute_group() > 1 || document()->value({"plan", "recompute_method"})) {
     edits.push_back({{"plan", "recompute_method"}, std::string(name_of(p.recompute_method))});

@@ -213,29 +213,38 @@ int moe_layers_among_first(const ModelSpec& m, const Plan& p, int stage, int n) 
   return moe;
 }
 
-bool recomputes_in_full(const ModelSpec& m, const Plan& p, int layer) {
-  if (p.recompute != Recompute::kFull) return false;
-  if (!p.partial_full_recompute()) return true;
-  const int chunks = p.pp * p.virtual_stages;
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
-    if (layer < first + chunk_layers(m.num_layers, chunks, chunk)) return layer - first < p.recompute_num_layers;
-  }
-  return false;
-}
+namespace {
 
-RecomputeGroup recompute_group_of(const ModelSpec& m, const Plan& p, int layer) {
+// The model chunk that holds layer `layer` (model order): its first layer and its number of
+// layers; {layer, 0} past the model's last layer.
+struct ChunkSpan {
+  int first = 0, n = 0;
+};
+ChunkSpan chunk_of_layer(const ModelSpec& m, const Plan& p, int layer) {
   const int chunks = p.pp * p.virtual_stages;
-  const int g = p.recompute_group();
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int first = chunk_first_layer(m.num_layers, chunks, chunk);
     const int n = chunk_layers(m.num_layers, chunks, chunk);
-    if (layer < first + n) {
-      const int start = first + (layer - first) / g * g;
-      return {start, std::min(g, first + n - start)};
-    }
+    if (layer < first + n) return {first, n};
   }
-  return {layer, 1};
+  return {layer, 0};
+}
+
+}  // namespace
+
+bool recomputes_in_full(const ModelSpec& m, const Plan& p, int layer) {
+  if (p.recompute != Recompute::kFull) return false;
+  if (!p.partial_full_recompute()) return true;
+  const ChunkSpan c = chunk_of_layer(m, p, layer);
+  return c.n > 0 && layer - c.first < p.recompute_num_layers;
+}
+
+RecomputeGroup recompute_group_of(const ModelSpec& m, const Plan& p, int layer) {
+  const ChunkSpan c = chunk_of_layer(m, p, layer);
+  if (c.n == 0) return {layer, 1};
+  const int g = p.recompute_group();
+  const int start = c.first + (layer - c.first) / g * g;
+  return {start, std::min(g, c.first + c.n - start)};
 }
 
 FullRecomputeLayers full_recompute_layers(const ModelSpec& m, const Plan& p, int stage) {

@@ -167,11 +167,9 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.recompute == Recompute::kSelective && p.recompute_modules != Plan{}.recompute_modules) {
     j["plan"]["recompute_modules"] = recompute_module_names(p.recompute_modules);  // listed when not the default
   }
-  if (p.partial_full_recompute()) j["plan"]["recompute_num_layers"] = p.recompute_num_layers;  // listed when set
-  if (p.recompute_group() > 1) {  // listed when groups of several layers recompute together
-    j["plan"]["recompute_method"] = "uniform";
-    j["plan"]["recompute_num_layers"] = p.recompute_num_layers;
-  }
+  // Listed when groups of several layers recompute together, and when a count applies.
+  if (p.recompute_group() > 1) j["plan"]["recompute_method"] = "uniform";
+  if (p.recompute_count() > 0) j["plan"]["recompute_num_layers"] = p.recompute_count();
   if (p.expert_tp() != p.tp) j["plan"]["etp"] = p.expert_tp();  // listed only when folded
   // The stack and the host-bound part are listed for a non-default stack or when the host
   // stalls the GPU (megatron-core reports are unchanged where its host cost hides).

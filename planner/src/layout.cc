@@ -74,10 +74,8 @@ std::string layout_string(const Plan& p) {
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
-         (p.partial_full_recompute() ? fmt::format(",recompute_num_layers={}", p.recompute_num_layers) : "") +
-         (p.recompute_group() > 1
-              ? fmt::format(",recompute_method=uniform,recompute_num_layers={}", p.recompute_num_layers)
-              : "") +
+         (p.recompute_group() > 1 ? ",recompute_method=uniform" : "") +
+         (p.recompute_count() > 0 ? fmt::format(",recompute_num_layers={}", p.recompute_count()) : "") +
          (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
          (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
          (p.offload_weights > 0 ? fmt::format(",offload_weights={:g}", p.offload_weights) : "");

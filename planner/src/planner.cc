@@ -173,6 +173,14 @@ constexpr int kFitLayers = -1;
 // count is not expressed with the plan (offload, per-module ZeRO-3 fetch). A stage's
 // memory does not grow as N grows (each recomputed layer keeps its input instead of its
 // activations; docs/model-reference.md §3.8), so N is found by bisection.
+// The layers of the plan's largest model chunk (a pipeline stage's, or a virtual stage's).
+int largest_chunk_layers(const ModelSpec& m, const Plan& p) {
+  const int chunks = p.pp * p.virtual_stages;
+  int most = 0;
+  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m.num_layers, chunks, k));
+  return most;
+}
+
 struct FittingLayers {
   int n = 0;     // the fewest that fit, 1..most
   int most = 0;  // the largest chunk's layers
@@ -181,9 +189,7 @@ struct FittingLayers {
 };
 std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m, const ClusterSpec& c, Plan q,
                                                              const Workload& w) {
-  const int chunks = q.pp * q.virtual_stages;
-  int most = 0;
-  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m.num_layers, chunks, k));
+  const int most = largest_chunk_layers(m, q);
   q.recompute = Recompute::kFull;
   q.recompute_method = RecomputeMethod::kBlock;
   auto fits = [&](int n) {
@@ -1119,17 +1125,14 @@ namespace {
 // the largest chunk's layers); the step does not change.
 std::optional<std::string> uniform_groups_that_fit(const Scenario& s, const ClusterSpec& c, const Plan& p) {
   if (p.recompute != Recompute::kFull || p.partial_full_recompute()) return std::nullopt;
-  const int chunks = p.pp * p.virtual_stages;
-  int most = 0;
-  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(s.model.num_layers, chunks, k));
+  Plan q = p;
+  q.recompute_method = RecomputeMethod::kUniform;
+  q.recompute_num_layers = 2;
+  if (!layout_errors(s.model, c, q, s.workload).empty()) return std::nullopt;  // groups not expressed here
   std::optional<Estimate> best;
   int best_g = 0;
-  for (int g = 2; g <= most; ++g) {
-    if (g == p.recompute_group()) continue;
-    Plan q = p;
-    q.recompute_method = RecomputeMethod::kUniform;
+  for (int g = 2; g <= largest_chunk_layers(s.model, p); ++g) {
     q.recompute_num_layers = g;
-    if (!layout_errors(s.model, c, q, s.workload).empty()) return std::nullopt;  // not expressed here
     Estimate e = estimate(s.model, c, q, s.workload);
     if (!best || e.memory.total < best->memory.total) {
       best = std::move(e);

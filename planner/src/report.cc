@@ -448,8 +448,7 @@ std::string plan_report_csv(const PlanResult& r) {
         c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu, c.peak_bytes(),
         c.usable_bytes, f.goodput, to_string(f.checkpoint_mode), f.checkpoint_interval_s, f.checkpoint_pause_s,
         f.restore_s, f.time_to_train_s / 3600.0, f.cost, front[i] ? "true" : "false", to_string(p.stack),
-        p.partial_full_recompute() || p.recompute_group() > 1 ? p.recompute_num_layers : 0,
-        p.recompute_group() > 1 ? "uniform" : "block");
+        p.recompute_count(), p.recompute_group() > 1 ? "uniform" : "block");
   }
   return out;
 }

@@ -37,6 +37,14 @@ Scenario load_text(const std::string& text) {
   return s.ok() ? *s : Scenario{};
 }
 
+// The loader's message for a scenario text it refuses ("(loaded)" when it loads it).
+std::string load_text_error(const std::string& text) {
+  LoadOptions o;
+  o.plan_template = true;
+  auto s = parse_scenario(text, o);
+  return s.ok() ? std::string("(loaded)") : s.error().message;
+}
+
 Scenario load_file(const std::string& name) {
   LoadOptions o;
   o.plan_template = true;
@@ -1012,11 +1020,7 @@ TEST(PlannerRecompute, UniformGroupsAreSearchedAsGroupSizes) {
   const std::size_t row = csv.find(",\"" + layout_string(by_group[4]->plan) + "\",");
   ASSERT_NE(row, std::string::npos);
   EXPECT_EQ(csv.substr(csv.find('\n', row) - 10, 10), ",4,uniform");
-  LoadOptions o;
-  o.plan_template = true;
-  const auto fit = parse_scenario(with(R"([1, "fit"])"), o);
-  ASSERT_FALSE(fit.ok());
-  EXPECT_EQ(fit.error().message,
+  EXPECT_EQ(load_text_error(with(R"([1, "fit"])")),
             "search.recompute_num_layers: \"fit\" finds the fewest first layers of each chunk to recompute "
             "(recompute_method \"block\"); plan.recompute_method is \"uniform\", whose count is the layers per group "
             "(list the group sizes to search instead)");
@@ -1068,6 +1072,12 @@ TEST(PlannerRecompute, ExplainNamesTheUniformGroupsThatFit) {
   EXPECT_NE(line->find(seconds_text(estimate(s0.model, c, full, s0.workload).step_time_s)), std::string::npos) << *line;
   // With enough HBM for every layer alone there is nothing to explain.
   EXPECT_EQ(search(s0).counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 0);
+  // Below the least any group size holds, no size is named.
+  const Scenario tight = with(need_best * 0.999 / 0.95 / (1024.0 * 1024.0 * 1024.0));
+  auto none = explain_layout(tight, search(tight), "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  ASSERT_FALSE(none->problems.empty());  // the HBM line
+  for (const std::string& p : none->problems) EXPECT_EQ(p.rfind("recomputation in groups", 0), std::string::npos) << p;
 }
 
 // search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers
@@ -1161,13 +1171,9 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
   ASSERT_TRUE(in.ok()) << in.error().message;
   EXPECT_TRUE(in->outside.empty());
   ASSERT_TRUE(in->rank.has_value());
-  LoadOptions o;
-  o.plan_template = true;
-  auto bad = parse_scenario(std::string(text).replace(text.find("COUNTS"), 6, R"("fits")"), o);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("search.recompute_num_layers: \"fits\": expected an integer >= 0 or \"fit\""),
-            std::string::npos)
-      << bad.error().message;
+  const std::string bad = load_text_error(std::string(text).replace(text.find("COUNTS"), 6, R"("fits")"));
+  EXPECT_NE(bad.find("search.recompute_num_layers: \"fits\": expected an integer >= 0 or \"fit\""), std::string::npos)
+      << bad;
 }
 
 // The shipped MoE planning scenario: Megatron-Bridge's Qwen3-235B-A22B recipe (ep 32 folded

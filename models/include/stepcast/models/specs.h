@@ -364,6 +364,9 @@ struct Plan {
                ? recompute_num_layers
                : 1;
   }
+  // recompute_num_layers where it applies: the first N of "block", the group size G > 1 of
+  // "uniform"; 0 when every layer recomputes alone or none recomputes in full.
+  int recompute_count() const { return partial_full_recompute() || recompute_group() > 1 ? recompute_num_layers : 0; }
   // This plan without recomputation: what a layer costs and keeps when it does not recompute.
   Plan without_recompute() const {
     Plan q = *this;
