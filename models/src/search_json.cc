@@ -124,6 +124,7 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
       q.recompute_num_layers = *x;
     }
   }
+  if (auto x = choices<RecomputeMethod>(r, "recompute_method")) q.recompute_method = *x;
   if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
   if (auto x = choices<MoeDispatcher>(r, "moe_dispatcher")) q.moe_dispatcher = *x;
   // A boolean or a list of them.
@@ -175,6 +176,10 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = r.number("price_per_gpu_hour", 0, 1e6)) q.price_per_gpu_hour = *x;
   if (auto x = r.integer("threads", 0, 1024)) q.threads = static_cast<int>(*x);
   r.finish();
+  if (!q.recompute_method.empty() && !q.recompute.empty() &&
+      std::find(q.recompute.begin(), q.recompute.end(), Recompute::kFull) == q.recompute.end()) {
+    diag.add("search.recompute_method", "applies to recompute \"full\", which search.recompute leaves out");
+  }
   if (!q.virtual_stages.empty() && !q.schedule.empty() &&
       std::find(q.schedule.begin(), q.schedule.end(), Schedule::kInterleaved) == q.schedule.end()) {
     diag.add("search.virtual_stages", "applies to schedule \"interleaved\", which search.schedule leaves out");
@@ -215,12 +220,6 @@ std::vector<std::string> complete_search(Scenario& s, bool plan_template, bool p
   }
   if (q.objective == Objective::kCost && !(q.price_per_gpu_hour > 0)) {
     out.push_back("search.objective: \"cost\" needs search.price_per_gpu_hour (e.g. 2.5)");
-  }
-  if (q.recompute_num_layers_fit && p.recompute_method == RecomputeMethod::kUniform) {
-    out.push_back(
-        "search.recompute_num_layers: \"fit\" finds the fewest first layers of each chunk to recompute "
-        "(recompute_method \"block\"); plan.recompute_method is \"uniform\", whose count is the layers per group "
-        "(list the group sizes to search instead)");
   }
   if (!plan_template) {
     q.plan_is_layout = true;  // the loader checked the layout

@@ -122,6 +122,34 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // The resolved search: the spec with its defaults, and what each GPU count shares.
 
+// search.recompute_num_layers "fit" in the (recompute, method, count) choices.
+constexpr int kFitLayers = -1;
+
+// One recomputation the search lists: Plan::recompute, recompute_method and
+// recompute_num_layers (or kFitLayers).
+struct RecomputeChoice {
+  Recompute recompute = Recompute::kNone;
+  RecomputeMethod method = RecomputeMethod::kBlock;
+  int layers = 0;
+  bool operator==(const RecomputeChoice&) const = default;
+};
+
+// The choice `p` is: "uniform" groups of 0 or 1 layer are every layer alone ("block" 0).
+RecomputeChoice choice_of(const Plan& p) {
+  if (p.recompute != Recompute::kFull) return {p.recompute, RecomputeMethod::kBlock, 0};
+  if (p.recompute_method == RecomputeMethod::kUniform) {
+    if (p.recompute_group() > 1) return {Recompute::kFull, RecomputeMethod::kUniform, p.recompute_num_layers};
+    return {Recompute::kFull, RecomputeMethod::kBlock, 0};
+  }
+  return {Recompute::kFull, RecomputeMethod::kBlock, p.recompute_num_layers};
+}
+
+void set_choice(Plan& p, const RecomputeChoice& rc) {
+  p.recompute = rc.recompute;
+  p.recompute_method = rc.method;
+  p.recompute_num_layers = rc.layers == kFitLayers ? 0 : rc.layers;
+}
+
 struct World {
   int gpus = 0;
   ClusterSpec cluster;
@@ -142,8 +170,11 @@ struct Context {
   std::vector<bool> fold;  // fold_experts values (etp 1 when true)
   // (optimizer, activations, weights) offload fractions, every combination of the searched ones.
   std::vector<std::array<double, 3>> offloads;
-  // (recompute, recompute_num_layers) pairs: each "full" with each searched count.
-  std::vector<std::pair<Recompute, int>> recomputes;
+  // recompute_method values for "full" (search.recompute_method, else the plan's).
+  std::vector<RecomputeMethod> methods;
+  // (recompute, method, recompute_num_layers): each "full" with each searched method and
+  // count, "uniform" groups of 0 or 1 listed as "block" 0 (every layer alone), once.
+  std::vector<RecomputeChoice> recomputes;
   std::vector<Stack> stacks;
   std::vector<MoeDispatcher> dispatchers;
 };
@@ -163,9 +194,6 @@ std::vector<int> divisors(int n) {
 bool allowed(const std::vector<int>& list, int v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
-
-// search.recompute_num_layers "fit" in the (recompute, count) pairs.
-constexpr int kFitLayers = -1;
 
 // With recompute "full": the fewest layers per model chunk (Plan::recompute_num_layers,
 // Megatron-Core's "block") whose full recomputation makes `p` fit in HBM, counted up to the
@@ -221,6 +249,50 @@ std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m,
 int fit_recompute_count(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
   const auto f = fewest_fitting_recompute_layers(m, c, p, w);
   return f ? f->count() : 0;
+}
+
+// The group size of recompute_method "uniform" (docs/model-reference.md §3.8 "Grouped full
+// recomputation") that holds the least memory on `p`'s layout, with its estimate: every
+// size from 2 up to the largest chunk's layers is tried (groups keep fewer inputs but hold
+// more layers live), the smaller on a tie. nullopt when groups are not expressed with the
+// plan (layout_errors: offload, ZeRO-3, the merged all-to-all step) or no chunk has two
+// layers.
+struct LeastGroups {
+  int group = 0;
+  Estimate estimate;
+};
+std::optional<LeastGroups> least_memory_groups(const ModelSpec& m, const ClusterSpec& c, Plan q, const Workload& w) {
+  q.recompute = Recompute::kFull;
+  q.recompute_method = RecomputeMethod::kUniform;
+  q.recompute_num_layers = 2;
+  const int most = largest_chunk_layers(m, q);
+  if (most < 2 || !layout_errors(m, c, q, w).empty()) return std::nullopt;
+  std::optional<LeastGroups> best;
+  for (int g = 2; g <= most; ++g) {
+    q.recompute_num_layers = g;
+    Estimate e = estimate(m, c, q, w);
+    if (!best || e.memory.total < best->estimate.memory.total) best = LeastGroups{g, std::move(e)};
+  }
+  return best;
+}
+
+// The group size search.recompute_num_layers "fit" takes for `p` under recompute_method
+// "uniform". Every size recomputes every layer once, so the step is the same: 1 (every
+// layer alone) when that fits or no chunk has two layers, else the size that holds the
+// least; 2 where groups are not expressed (the layout rules then reject it, naming why).
+int fit_group_size(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
+  Plan alone = p;
+  alone.recompute = Recompute::kFull;
+  alone.recompute_method = RecomputeMethod::kBlock;
+  alone.recompute_num_layers = 0;
+  if (layout_errors(m, c, alone, w).empty() && estimate(m, c, alone, w).memory.fits) return 1;
+  if (const auto g = least_memory_groups(m, c, p, w)) return g->group;
+  return largest_chunk_layers(m, p) < 2 ? 1 : 2;
+}
+
+// The count "fit" takes for `p` under `method`.
+int fit_count(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w, RecomputeMethod method) {
+  return method == RecomputeMethod::kUniform ? fit_group_size(m, c, p, w) : fit_recompute_count(m, c, p, w);
 }
 
 // One unit of work: a (GPU count, global batch, tp, pp, cp) with dp = gpus / (tp pp cp).
@@ -436,9 +508,8 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
               p.sequence_parallel = sp;
               for (bool tpo : tpo_values(x, it.tp, sp)) {
                 p.tp_comm_overlap = tpo;
-                for (const auto& [rc, rc_layers] : x.recomputes) {
-                  p.recompute = rc;
-                  p.recompute_num_layers = rc_layers == kFitLayers ? 0 : rc_layers;
+                for (const RecomputeChoice& rc : x.recomputes) {
+                  set_choice(p, rc);
                   for (int z : x.zero) {
                     p.zero = z;
                     for (Stack st : x.stacks) {
@@ -448,13 +519,14 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                         p.offload_activations = off[1];
                         p.offload_weights = off[2];
                         apply_scenario_options(x.s.plan, m, p);
-                        if (rc_layers == kFitLayers) {
-                          // "fit": the fewest recomputed layers per chunk that fit (every layer
-                          // when none does: rejected below for memory). A count also listed is
-                          // that entry's layout: not a second one in the space.
-                          p.recompute_num_layers = fit_recompute_count(m, w.cluster, p, x.s.workload);
-                          if (std::find(x.recomputes.begin(), x.recomputes.end(),
-                                        std::pair<Recompute, int>{rc, p.recompute_num_layers}) != x.recomputes.end()) {
+                        if (rc.layers == kFitLayers) {
+                          // "fit": with "block" the fewest recomputed layers per chunk that fit
+                          // (every layer when none does: rejected below for memory), with
+                          // "uniform" every layer alone when that fits, else the group size
+                          // that holds the least. A count also listed is that entry's layout:
+                          // not a second one in the space.
+                          p.recompute_num_layers = fit_count(m, w.cluster, p, x.s.workload, rc.method);
+                          if (std::find(x.recomputes.begin(), x.recomputes.end(), choice_of(p)) != x.recomputes.end()) {
                             --c.size;
                             continue;
                           }
@@ -548,7 +620,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -598,15 +670,26 @@ Result<Context> make_context(const Scenario& s) {
       std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end()) {
     x.recompute.erase(std::remove(x.recompute.begin(), x.recompute.end(), Recompute::kSelective), x.recompute.end());
   }
+  x.methods =
+      x.q.recompute_method.empty() ? std::vector<RecomputeMethod>{s.plan.recompute_method} : x.q.recompute_method;
+  auto add_choice = [&](const RecomputeChoice& c) {
+    if (std::find(x.recomputes.begin(), x.recomputes.end(), c) == x.recomputes.end()) x.recomputes.push_back(c);
+  };
   for (Recompute rc : x.recompute) {
     if (rc != Recompute::kFull) {
-      x.recomputes.emplace_back(rc, 0);
+      add_choice({rc, RecomputeMethod::kBlock, 0});
       continue;
     }
     std::vector<int> counts = x.q.recompute_num_layers;
     if (counts.empty() && !x.q.recompute_num_layers_fit) counts.push_back(s.plan.recompute_num_layers);
-    for (int n : counts) x.recomputes.emplace_back(rc, n);
-    if (x.q.recompute_num_layers_fit) x.recomputes.emplace_back(rc, kFitLayers);
+    for (RecomputeMethod method : x.methods) {
+      for (int n : counts) {
+        Plan q;
+        set_choice(q, {rc, method, n});
+        add_choice(choice_of(q));
+      }
+      if (x.q.recompute_num_layers_fit) add_choice({rc, method, kFitLayers});
+    }
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
@@ -938,7 +1021,9 @@ Plan canonical(const Context& x, Plan p, std::vector<std::string>& why) {
         "costs its forward again: not searched, listed as recompute=none");
     p.recompute = Recompute::kNone;
   }
-  if (p.recompute != Recompute::kFull) p.recompute_num_layers = 0;  // it applies to "full" only
+  // recompute_num_layers applies to "full" only, and "uniform" groups of 0 or 1 layer are
+  // every layer alone.
+  set_choice(p, choice_of(p));
   return p;
 }
 
@@ -967,25 +1052,36 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p, const Cl
   check("zero", x.zero, p.zero, !x.q.zero.empty());
   if (std::find(x.recompute.begin(), x.recompute.end(), p.recompute) == x.recompute.end()) {
     out.push_back(fmt::format("recompute = {} is not searched (search.recompute)", recompute_name(p.recompute)));
-  } else if (p.recompute == Recompute::kFull &&
-             std::find(x.recomputes.begin(), x.recomputes.end(),
-                       std::pair<Recompute, int>{Recompute::kFull, p.recompute_num_layers}) == x.recomputes.end()) {
-    std::vector<int> counts;
-    for (const auto& [rc, n] : x.recomputes) {
-      if (rc == Recompute::kFull && n != kFitLayers) counts.push_back(n);
-    }
-    if (!x.q.recompute_num_layers_fit) {
-      out.push_back(fmt::format("recompute_num_layers = {} is not searched (search.recompute_num_layers{}: {})",
-                                p.recompute_num_layers, x.q.recompute_num_layers.empty() ? ", the scenario's" : "",
-                                list_text(counts)));
+  } else if (const RecomputeChoice own = choice_of(p);
+             std::find(x.recomputes.begin(), x.recomputes.end(), own) == x.recomputes.end()) {
+    if (std::find(x.methods.begin(), x.methods.end(), own.method) == x.methods.end()) {
+      std::string methods;
+      for (RecomputeMethod m : x.methods) {
+        if (!methods.empty()) methods += ", ";
+        methods += name_of(m);
+      }
+      out.push_back(fmt::format("recompute_method = {} is not searched (search.recompute_method{}: {})",
+                                name_of(own.method), x.q.recompute_method.empty() ? ", the scenario's" : "", methods));
     } else {
-      // "fit" searches one count per layout: the fewest that fit.
-      const int fit = fit_recompute_count(x.s.model, cluster, p, x.s.workload);
-      if (fit != p.recompute_num_layers) {
-        out.push_back(fmt::format(
-            "recompute_num_layers = {} is not searched (search.recompute_num_layers: \"fit\" takes {} for this "
-            "layout{}{})",
-            p.recompute_num_layers, fit, counts.empty() ? "" : ", and ", list_text(counts)));
+      std::vector<int> counts;  // those listed with this method
+      for (const RecomputeChoice& c : x.recomputes) {
+        if (c.recompute == Recompute::kFull && c.method == own.method && c.layers != kFitLayers) {
+          counts.push_back(c.layers);
+        }
+      }
+      if (!x.q.recompute_num_layers_fit) {
+        out.push_back(fmt::format("recompute_num_layers = {} is not searched (search.recompute_num_layers{}: {})",
+                                  own.layers, x.q.recompute_num_layers.empty() ? ", the scenario's" : "",
+                                  list_text(counts)));
+      } else {
+        // "fit" searches one count per layout and method (fit_count).
+        const int fit = fit_count(x.s.model, cluster, p, x.s.workload, own.method);
+        if (fit != own.layers) {
+          out.push_back(fmt::format(
+              "recompute_num_layers = {} is not searched (search.recompute_num_layers: \"fit\" takes {} for this "
+              "layout{}{})",
+              own.layers, fit, counts.empty() ? "" : ", and ", list_text(counts)));
+        }
       }
     }
   }
@@ -1125,26 +1221,15 @@ namespace {
 // the largest chunk's layers); the step does not change.
 std::optional<std::string> uniform_groups_that_fit(const Scenario& s, const ClusterSpec& c, const Plan& p) {
   if (p.recompute != Recompute::kFull || p.partial_full_recompute()) return std::nullopt;
-  Plan q = p;
-  q.recompute_method = RecomputeMethod::kUniform;
-  q.recompute_num_layers = 2;
-  if (!layout_errors(s.model, c, q, s.workload).empty()) return std::nullopt;  // groups not expressed here
-  std::optional<Estimate> best;
-  int best_g = 0;
-  for (int g = 2; g <= largest_chunk_layers(s.model, p); ++g) {
-    q.recompute_num_layers = g;
-    Estimate e = estimate(s.model, c, q, s.workload);
-    if (!best || e.memory.total < best->memory.total) {
-      best = std::move(e);
-      best_g = g;
-    }
-  }
-  if (!best || !best->memory.fits) return std::nullopt;
+  const auto best = least_memory_groups(s.model, c, p, s.workload);
+  if (!best || !best->estimate.memory.fits) return std::nullopt;
+  const int best_g = best->group;
   return fmt::format(
       "recomputation in groups would make it fit: with recompute_method=uniform,recompute_num_layers={} (each "
       "chunk's layers in groups of {} that keep one input each, the size that holds the least) stage {} needs "
       "{:.1f} GiB; every layer still recomputes once, so the step stays {}",
-      best_g, best_g, best->memory.stage, best->memory.total / kGiB, seconds_text(best->step_time_s));
+      best_g, best_g, best->estimate.memory.stage, best->estimate.memory.total / kGiB,
+      seconds_text(best->estimate.step_time_s));
 }
 
 // For a layout that does not fit in HBM: the least offload that makes it fit, in words

@@ -382,6 +382,11 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     if (r.search.recompute_num_layers_fit) counts.push_back("fit");
     search["recompute_num_layers"] = counts;
   }
+  if (!r.search.recompute_method.empty()) {
+    ojson methods = ojson::array();
+    for (RecomputeMethod m : r.search.recompute_method) methods.push_back(name_of(m));
+    search["recompute_method"] = methods;
+  }
   search["top_k"] = r.top_k;
   search["simulated"] = r.simulated;
   search["memory_headroom"] = s.plan.memory_headroom;

@@ -978,8 +978,8 @@ TEST(PlannerRecompute, PartialFullRecomputationIsSearchedPerCount) {
 // plan.recompute_method "uniform": the searched counts are group sizes. Each candidate's
 // figures are the closed form's for its own groups (the time full recomputation's, the
 // memory its own), the groups are in the layout string, the table ("full/G") and the CSV,
-// the layout string parses back to the same plan, and "fit" (a "block" count) is refused
-// naming the field.
+// the layout string parses back to the same plan, and "fit" takes every layer alone where
+// that fits.
 TEST(PlannerRecompute, UniformGroupsAreSearchedAsGroupSizes) {
   const std::string text = R"({"name": "llama3-70b 8 nodes", "model": "llama3-70b",
       "cluster": {"preset": "dgx-h100", "nodes": 8}, "workload": {"seq_len": 8192},
@@ -1020,46 +1020,69 @@ TEST(PlannerRecompute, UniformGroupsAreSearchedAsGroupSizes) {
   const std::size_t row = csv.find(",\"" + layout_string(by_group[4]->plan) + "\",");
   ASSERT_NE(row, std::string::npos);
   EXPECT_EQ(csv.substr(csv.find('\n', row) - 10, 10), ",4,uniform");
-  EXPECT_EQ(load_text_error(with(R"([1, "fit"])")),
-            "search.recompute_num_layers: \"fit\" finds the fewest first layers of each chunk to recompute "
-            "(recompute_method \"block\"); plan.recompute_method is \"uniform\", whose count is the layers per group "
-            "(list the group sizes to search instead)");
+  // "fit" with "uniform": every layer alone fits here, so it takes 1, which is also listed
+  // (not a second layout); SearchedMethodsFindTheGroupsThatFit has a GPU where it does not.
+  const PlanResult rf = search(load_text(with(R"([1, "fit"])")));
+  EXPECT_EQ(rf.counts.size, 1);
+  ASSERT_EQ(rf.ranked.size(), 1u);
+  EXPECT_EQ(rf.ranked.front().plan.recompute_group(), 1);
 }
 
 // --explain of a layout that recomputes every layer and still does not fit names the group
 // size of recompute_method "uniform" that holds the least (a linear scan of the sizes by
 // estimate() here), when that fits. The GPU's HBM is set between the two needs, so the
 // layout does not fit as it is and fits with the groups.
-TEST(PlannerRecompute, ExplainNamesTheUniformGroupsThatFit) {
-  const std::string text = R"({"name": "llama3-70b 8 nodes", "model": "llama3-70b",
-      "cluster": {"preset": "dgx-h100", "nodes": 8, "gpu": {"preset": "h100-sxm", "hbm_GiB": HBM}},
-      "workload": {"seq_len": 8192},
-      "search": {"tp": [8], "pp": [2], "cp": [1], "global_batch": [64], "microbatch": [1], "zero": [1],
+// Llama-3-70B TP8 PP2 on 64 H100 whose HBM is `hbm_gib`, full recomputation, with
+// `search_extra` added to the search block.
+Scenario tight_70b(double hbm_gib, const std::string& search_extra = "") {
+  return load_text(fmt::format(R"({{"name": "llama3-70b 8 nodes", "model": "llama3-70b",
+      "cluster": {{"preset": "dgx-h100", "nodes": 8, "gpu": {{"preset": "h100-sxm", "hbm_GiB": {:.6f}}}}},
+      "workload": {{"seq_len": 8192}},
+      "search": {{"tp": [8], "pp": [2], "cp": [1], "global_batch": [64], "microbatch": [1], "zero": [1],
                  "schedule": ["1f1b"], "sequence_parallel": [true], "tp_comm_overlap": [false],
-                 "recompute": ["full"], "top_k": 0}})";
-  auto with = [&](double hbm) {
-    std::string t = text;
-    t.replace(t.find("HBM"), 3, fmt::format("{:.6f}", hbm));
-    return load_text(t);
-  };
-  const Scenario s0 = with(80);
+                 "recompute": ["full"], "top_k": 0{}}}}})",
+                               hbm_gib, search_extra));
+}
+
+// The need of tight_70b's layout with every layer recomputed alone, and the group size of
+// recompute_method "uniform" that holds the least with its need: a linear scan of the sizes
+// by estimate() (40 layers a stage).
+struct GroupScan {
+  Plan full;
+  double need_full = 0, need_best = 0;
+  int best_g = 0;
+};
+GroupScan scan_groups_70b() {
+  const Scenario s0 = tight_70b(80);
   auto ex0 = explain_layout(s0, search(s0), "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
-  ASSERT_TRUE(ex0.ok()) << ex0.error().message;
-  const Plan full = ex0->plan;
+  EXPECT_TRUE(ex0.ok()) << ex0.error().message;
+  GroupScan out;
+  out.full = ex0->plan;
   ClusterSpec c = s0.cluster;
   c.nodes = 8;
-  const double need_full = estimate(s0.model, c, full, s0.workload).memory.total;
-  int best_g = 0;
-  double need_best = need_full;
-  for (int g = 2; g <= 40; ++g) {  // 40 layers a stage
-    Plan q = full;
+  out.need_full = out.need_best = estimate(s0.model, c, out.full, s0.workload).memory.total;
+  for (int g = 2; g <= 40; ++g) {
+    Plan q = out.full;
     q.recompute_method = RecomputeMethod::kUniform;
     q.recompute_num_layers = g;
     const double need = estimate(s0.model, c, q, s0.workload).memory.total;
-    if (need < need_best) need_best = need, best_g = g;
+    if (need < out.need_best) out.need_best = need, out.best_g = g;
   }
+  return out;
+}
+
+constexpr double kGiBytes = 1024.0 * 1024.0 * 1024.0;
+
+TEST(PlannerRecompute, ExplainNamesTheUniformGroupsThatFit) {
+  const GroupScan scan = scan_groups_70b();
+  const Plan full = scan.full;
+  const double need_full = scan.need_full, need_best = scan.need_best;
+  const int best_g = scan.best_g;
   ASSERT_GT(best_g, 1);  // some groups hold less than every layer alone
-  const Scenario s = with((need_full + need_best) / 2 / 0.95 / (1024.0 * 1024.0 * 1024.0));
+  const Scenario s0 = tight_70b(80);
+  ClusterSpec c = s0.cluster;
+  c.nodes = 8;
+  const Scenario s = tight_70b((need_full + need_best) / 2 / 0.95 / kGiBytes);
   const PlanResult r = search(s);
   EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 1);
   auto ex = explain_layout(s, r, "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
@@ -1073,11 +1096,82 @@ TEST(PlannerRecompute, ExplainNamesTheUniformGroupsThatFit) {
   // With enough HBM for every layer alone there is nothing to explain.
   EXPECT_EQ(search(s0).counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 0);
   // Below the least any group size holds, no size is named.
-  const Scenario tight = with(need_best * 0.999 / 0.95 / (1024.0 * 1024.0 * 1024.0));
+  const Scenario tight = tight_70b(need_best * 0.999 / 0.95 / kGiBytes);
   auto none = explain_layout(tight, search(tight), "tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full");
   ASSERT_TRUE(none.ok()) << none.error().message;
   ASSERT_FALSE(none->problems.empty());  // the HBM line
   for (const std::string& p : none->problems) EXPECT_EQ(p.rfind("recomputation in groups", 0), std::string::npos) << p;
+}
+
+// search.recompute_method lists "block" and "uniform": on a GPU where every layer alone does
+// not fit but some group size does, "fit" ranks the groups that hold the least (the linear
+// scan's size, with estimate()'s figures) and rejects every layer alone for memory; "block"'s
+// "fit" finds nothing fewer and is not counted twice. Where every layer alone fits, no group
+// size is ranked. A group size "fit" does not take, and
+// a method not listed, are explained as not searched; the loader names the field.
+TEST(PlannerRecompute, SearchedMethodsFindTheGroupsThatFit) {
+  const GroupScan scan = scan_groups_70b();
+  ASSERT_GT(scan.best_g, 1);
+  const double hbm = (scan.need_full + scan.need_best) / 2 / 0.95 / kGiBytes;
+  const Scenario s =
+      tight_70b(hbm, R"(, "recompute_method": ["block", "uniform"], "recompute_num_layers": [0, "fit"])");
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.size, 2);  // every layer alone, and uniform's "fit"
+  EXPECT_EQ(r.counts.rejected[static_cast<std::size_t>(Reject::kMemory)], 1);
+  expect_counts_add_up(r);
+  ASSERT_EQ(r.ranked.size(), 1u);
+  const Candidate& c = r.ranked.front();
+  EXPECT_EQ(c.plan.recompute_group(), scan.best_g);
+  ClusterSpec cluster = s.cluster;
+  cluster.nodes = 8;
+  const Estimate e = estimate(s.model, cluster, c.plan, s.workload);
+  EXPECT_EQ(c.memory_bytes, e.memory.total);
+  EXPECT_EQ(c.memory_bytes, scan.need_best);
+  EXPECT_EQ(c.closed.step_time_s, estimate(s.model, cluster, scan.full, s.workload).step_time_s);
+  EXPECT_EQ(plan_report_value(s, r, ReportOptions{})["search"]["recompute_method"],
+            nlohmann::ordered_json({"block", "uniform"}));
+  // With HBM for every layer alone, "uniform"'s "fit" takes it (the same step, fewer
+  // groups): no group size is ranked.
+  const PlanResult roomy =
+      search(tight_70b(80, R"(, "recompute_method": ["block", "uniform"], "recompute_num_layers": [0, "fit"])"));
+  EXPECT_FALSE(roomy.ranked.empty());
+  for (const Candidate& k : roomy.ranked) EXPECT_EQ(k.plan.recompute_group(), 1) << layout_string(k.plan);
+  const int other = scan.best_g == 3 ? 4 : 3;
+  auto ex = explain_layout(s, r,
+                           fmt::format("tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full,recompute_method=uniform,"
+                                       "recompute_num_layers={}",
+                                       other));
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  ASSERT_EQ(ex->outside.size(), 1u) << ::testing::PrintToString(ex->outside);
+  EXPECT_EQ(ex->outside[0], fmt::format("recompute_num_layers = {} is not searched (search.recompute_num_layers: "
+                                        "\"fit\" takes {} for this layout)",
+                                        other, scan.best_g));
+  // Only "block" searched: the groups are outside the space, and nothing fits.
+  const Scenario b = tight_70b(hbm, R"(, "recompute_method": "block", "recompute_num_layers": [0, "fit"])");
+  const PlanResult rb = search(b);
+  EXPECT_TRUE(rb.ranked.empty());
+  auto exb = explain_layout(b, rb,
+                            fmt::format("tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full,recompute_method=uniform,"
+                                        "recompute_num_layers={}",
+                                        scan.best_g));
+  ASSERT_TRUE(exb.ok()) << exb.error().message;
+  ASSERT_EQ(exb->outside.size(), 1u) << ::testing::PrintToString(exb->outside);
+  EXPECT_EQ(exb->outside[0], "recompute_method = uniform is not searched (search.recompute_method: block)");
+  // The loader: a misspelt method, and a method without "full" searched.
+  const std::string base = R"({"name": "x", "model": "llama3-70b", "cluster": {"preset": "dgx-h100", "nodes": 8},
+      "workload": {"seq_len": 8192}, "search": {"global_batch": [64], SEARCH}})";
+  auto error_of = [&](const char* search_keys) {
+    std::string t = base;
+    t.replace(t.find("SEARCH"), 6, search_keys);
+    return load_text_error(t);
+  };
+  EXPECT_NE(error_of(R"("recompute_method": ["uniformly"])")
+                .find("search.recompute_method[0]: \"uniformly\" is not one of \"block\", \"uniform\"; did you "
+                      "mean \"uniform\"?"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"("recompute": ["none"], "recompute_method": "uniform")")
+                .find("search.recompute_method: applies to recompute \"full\", which search.recompute leaves out"),
+            std::string::npos);
 }
 
 // search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers

@@ -40,6 +40,12 @@ struct SearchSpec {
   // fewest layers per chunk whose full recomputation makes it fit in HBM (every layer when
   // none fewer does; docs/planner.md "The space").
   bool recompute_num_layers_fit = false;
+  // Megatron-Core's recompute_method for the "full" layouts (Plan::recompute_method), in
+  // enum order; empty: the plan's own only. With "block" the recompute_num_layers entries
+  // are each chunk's first layers that recompute; with "uniform" they are group sizes (every
+  // layer recomputes, in groups; 0 and 1: every layer alone, as "block" 0), and "fit" takes
+  // the group size that holds the least memory (docs/planner.md "The space").
+  std::vector<RecomputeMethod> recompute_method;
   std::vector<bool> sequence_parallel;  // false before true
   // TP communication overlap (Plan::tp_comm_overlap), false before true; empty: both. Only
   // layouts with sequence parallelism and tp > 1 take true; the others are listed once,
