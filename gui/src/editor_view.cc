@@ -8,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -16,6 +17,7 @@
 #include "stepcast/app/presets.h"
 #include "stepcast/models/attention.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/search.h"
 
 namespace stepcast::gui {
 namespace {
@@ -53,6 +55,33 @@ template <typename E>
 QStringList names() {
   QStringList out;
   for (const auto& e : Names<E>::kTable) out << QString::fromLatin1(e.name);
+  return out;
+}
+
+// The choice of an optional field that removes its key.
+const QString kDefault = QStringLiteral("(default)");
+
+// "8, 16, fit" as a JSON array: each item an integer, a number, or else a string. A text
+// that is a JSON object or array ({"min": 8, "max": 64}) is taken as it is.
+nlohmann::ordered_json values_of(const QString& text) {
+  const std::string whole = text.trimmed().toStdString();
+  if (!whole.empty() && (whole.front() == '{' || whole.front() == '[')) {
+    auto j = nlohmann::ordered_json::parse(whole, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_discarded()) return j;
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    const QString t = item.trimmed();
+    if (t.isEmpty()) continue;
+    bool ok = false;
+    if (const qlonglong n = t.toLongLong(&ok); ok) {
+      out.push_back(static_cast<std::int64_t>(n));
+    } else if (const double d = QLocale::c().toDouble(t, &ok); ok) {
+      out.push_back(d);
+    } else {
+      out.push_back(t.toStdString());
+    }
+  }
   return out;
 }
 
@@ -204,6 +233,32 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                              [i64](S s) { return i64(s.workload.seq_len); }});
   addField(workload, tr("Training tokens"), {{"workload", "train_tokens"}, Kind::kNumber, nullptr, nullptr,
                                              [](S s) { return QVariant(s.workload.train_tokens); }});
+  // The planner's search section (docs/planner.md "The space"): each list's values separated
+  // by commas, empty for the default; written only when edited.
+  QFormLayout* search = group(tr("Search (planner)"), "search");
+  auto none = [](S) { return QVariant(); };
+  const std::pair<const char*, const char*> lists[] = {
+      {"gpus", "GPU counts"},
+      {"global_batch", "Global batches"},
+      {"tp", "Tensor parallel (tp)"},
+      {"pp", "Pipeline parallel (pp)"},
+      {"cp", "Context parallel (cp)"},
+      {"ep", "Expert parallel (ep)"},
+      {"microbatch", "Microbatches"},
+      {"zero", "ZeRO stages"},
+      {"schedule", "Schedules"},
+      {"recompute", "Recompute"},
+      {"recompute_num_layers", "Recompute layers (or fit)"},
+      {"recompute_method", "Recompute methods"},
+      {"stack", "Software stacks"},
+  };
+  for (const auto& [key, label] : lists) {
+    addField(search, tr(label), {{"search", key}, Kind::kValues, nullptr, nullptr, none, true});
+  }
+  addField(search, tr("Objective"), {{"search", "objective"}, Kind::kChoice, nullptr, nullptr, none, true});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(names<Objective>());
+  addField(search, tr("Price per GPU-hour"),
+           {{"search", "price_per_gpu_hour"}, Kind::kNumber, nullptr, nullptr, none, true});
   top->addStretch(1);
 
   connect(doc, &ScenarioDocument::changed, this, &EditorView::refresh);
@@ -238,10 +293,16 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
       auto* validator = new QDoubleValidator(edit);
       validator->setLocale(QLocale::c());
       edit->setValidator(validator);
-      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit] {
+      const bool optional = field.optional;
+      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit, optional] {
+        if (updating_) return;
+        if (optional && edit->text().trimmed().isEmpty()) {
+          removeField(path);
+          return;
+        }
         bool ok = false;
         const double v = edit->text().toDouble(&ok);
-        if (!updating_ && ok) writeField(path, v);
+        if (ok) writeField(path, v);
       });
       field.input = edit;
       break;
@@ -256,8 +317,14 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
     }
     case Kind::kChoice: {
       auto* combo = new QComboBox(row);
+      if (field.optional) combo->addItem(kDefault);
       connect(combo, &QComboBox::activated, this, [this, path, combo](int) {
-        if (!updating_) writeField(path, combo->currentText());
+        if (updating_) return;
+        if (combo->currentText() == kDefault) {
+          removeField(path);
+        } else {
+          writeField(path, combo->currentText());
+        }
       });
       field.input = combo;
       break;
@@ -268,6 +335,23 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
         QStringList items;
         for (const QString& s : edit->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) items << s.trimmed();
         if (!updating_) writeField(path, items);
+      });
+      field.input = edit;
+      break;
+    }
+    case Kind::kValues: {
+      auto* edit = new QLineEdit(row);
+      edit->setPlaceholderText(tr("default"));
+      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit] {
+        if (updating_) return;
+        const nlohmann::ordered_json v = values_of(edit->text());
+        if (v.empty()) {
+          removeField(path);
+          return;
+        }
+        const QString what =
+            QStringLiteral("%1 = %2").arg(QString::fromStdString(dotted(path)), QString::fromStdString(v.dump()));
+        document()->setValue(path, v, what);
       });
       field.input = edit;
       break;
@@ -332,6 +416,11 @@ void EditorView::writeField(const std::vector<std::string>& path, const QVariant
   doc->setValue(path, v, what);
 }
 
+void EditorView::removeField(const std::vector<std::string>& path) {
+  if (!document()->value(path)) return;
+  document()->removeValue(path, QStringLiteral("%1 = default").arg(QString::fromStdString(dotted(path))));
+}
+
 QWidget* EditorView::fieldWidget(const std::string& path) const {
   for (const Field& f : fields_) {
     if (dotted(f.path) == path) return f.input;
@@ -355,13 +444,18 @@ void EditorView::refresh() {
   for (Field& f : fields_) {
     QVariant v;
     const nlohmann::ordered_json* raw = doc->value(f.path);
-    if (raw) v = from_json(*raw);
+    if (raw)
+      v = f.kind == Kind::kValues && raw->is_object() ? QVariant(QString::fromStdString(raw->dump())) : from_json(*raw);
     if (!v.isValid() && doc->scenario()) v = f.resolved(*doc->scenario());
+    if (!v.isValid() && f.optional) v = f.kind == Kind::kChoice ? QVariant(kDefault) : QVariant(QString());
     const QSignalBlocker block(f.input);
     if (v.isValid()) {
       switch (f.kind) {
         case Kind::kInt: static_cast<QSpinBox*>(f.input)->setValue(v.toInt()); break;
-        case Kind::kNumber: static_cast<QLineEdit*>(f.input)->setText(QString::number(v.toDouble(), 'g', 12)); break;
+        case Kind::kNumber:
+          static_cast<QLineEdit*>(f.input)->setText(
+              v.typeId() == QMetaType::QString ? v.toString() : QString::number(v.toDouble(), 'g', 12));
+          break;
         case Kind::kBool: static_cast<QCheckBox*>(f.input)->setChecked(v.toBool()); break;
         case Kind::kChoice: {
           auto* combo = static_cast<QComboBox*>(f.input);
@@ -371,6 +465,10 @@ void EditorView::refresh() {
           break;
         }
         case Kind::kList: static_cast<QLineEdit*>(f.input)->setText(v.toStringList().join(QStringLiteral(", "))); break;
+        case Kind::kValues:
+          static_cast<QLineEdit*>(f.input)->setText(
+              v.typeId() == QMetaType::QStringList ? v.toStringList().join(QStringLiteral(", ")) : v.toString());
+          break;
       }
     }
     // A field shows its own path's message or the first under it (model.moe.*); a message

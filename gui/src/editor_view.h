@@ -38,8 +38,10 @@ class EditorView : public View {
   void writeField(const std::vector<std::string>& path, const QVariant& value);
 
  private:
-  // kList: names separated by commas, written as a JSON array of strings.
-  enum class Kind { kInt, kNumber, kBool, kChoice, kList };
+  // kList: names separated by commas, written as a JSON array of strings. kValues: values
+  // separated by commas, written as a JSON array (integers and numbers as numbers, the rest
+  // as strings: "0, fit" is [0, "fit"]).
+  enum class Kind { kInt, kNumber, kBool, kChoice, kList, kValues };
   struct Field {
     std::vector<std::string> path;
     Kind kind = Kind::kInt;
@@ -47,9 +49,13 @@ class EditorView : public View {
     QLabel* message = nullptr;
     // The value the loaded scenario resolved (defaults and presets), when the JSON lacks it.
     std::function<QVariant(const Scenario&)> resolved;
+    // An optional key (the search section's): an empty text or the choice kDefault removes
+    // it, and the field shows that when the file lacks it.
+    bool optional = false;
   };
 
   void addField(QFormLayout* form, const QString& label, Field field);
+  void removeField(const std::vector<std::string>& path);  // an optional key: its default
   void refresh();  // from the document
 
   std::vector<Field> fields_;

@@ -18,6 +18,7 @@
 #include "stepcast/app/estimate.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
+#include "stepcast/models/search.h"
 
 using namespace stepcast::gui;
 
@@ -232,6 +233,74 @@ class EditorTest : public QObject {
     QCOMPARE(estimate_->report()->estimate.memory.activations, by_hand.memory.activations);
     QCOMPARE(by_hand.step_time_s, full);
     QVERIFY(by_hand.memory.activations < full_act);
+  }
+
+  void searchSectionIsEditedAsLists() {
+    // The shipped scenario has no search section: every search field shows its default
+    // (empty, "(default)"). Typed lists are written as JSON arrays (numbers as numbers, "fit"
+    // as a string) and the planner's reading of the document is the loader's reading of the
+    // same section written by hand; a bad element is refused beside its field with the
+    // loader's message; emptying a field removes its key, and so does the objective's
+    // "(default)".
+    QVERIFY(!doc_->value({"search"}));
+    auto* tp = qobject_cast<QLineEdit*>(editor_->fieldWidget("search.tp"));
+    auto* layers = qobject_cast<QLineEdit*>(editor_->fieldWidget("search.recompute_num_layers"));
+    auto* methods = qobject_cast<QLineEdit*>(editor_->fieldWidget("search.recompute_method"));
+    auto* objective = qobject_cast<QComboBox*>(editor_->fieldWidget("search.objective"));
+    QVERIFY(tp && layers && methods && objective);
+    QCOMPARE(tp->text(), QString());
+    QCOMPARE(objective->currentText(), QStringLiteral("(default)"));
+    auto type = [](QLineEdit* e, const char* text) {
+      e->setText(QString::fromLatin1(text));
+      emit e->editingFinished();
+    };
+    type(tp, "4, 8");
+    type(layers, "0, fit");
+    type(methods, "block, uniform");
+    QVERIFY(doc_->scenario());
+    QCOMPARE(doc_->value({"search"})->dump(),
+             std::string(R"({"tp":[4,8],"recompute_num_layers":[0,"fit"],"recompute_method":["block","uniform"]})"));
+    auto with_search = [](const std::string& search) {
+      return replaced(read(kScenario), "\"seed\": 1,", "\"seed\": 1, \"search\": " + search + ",");
+    };
+    stepcast::LoadOptions as_planner;
+    as_planner.plan_template = true;
+    const auto by_hand = stepcast::parse_scenario(
+        with_search(R"({"tp": [4, 8], "recompute_num_layers": [0, "fit"], "recompute_method": ["block", "uniform"]})"),
+        as_planner);
+    QVERIFY(by_hand && by_hand->search);
+    QVERIFY(doc_->planScenario() && doc_->planScenario()->search);
+    const stepcast::SearchSpec& q = *doc_->planScenario()->search;
+    QVERIFY(q.tp == by_hand->search->tp);
+    QVERIFY(q.tp == (std::vector<int>{4, 8}));
+    QVERIFY(q.recompute_num_layers == by_hand->search->recompute_num_layers);
+    QVERIFY(q.recompute_num_layers_fit && by_hand->search->recompute_num_layers_fit);
+    QCOMPARE(q.recompute_method.size(), std::size_t{2});
+    QVERIFY(q.recompute_method == by_hand->search->recompute_method);
+    QCOMPARE(layers->text(), QStringLiteral("0, fit"));
+    // A bad element: the loader's message beside the field.
+    type(tp, "4, x");
+    QVERIFY(!doc_->scenario());
+    const QString message = editor_->fieldMessage("search.tp");
+    QVERIFY(!message.isEmpty());
+    const auto refused = stepcast::parse_scenario(with_search(R"({"tp": [4, "x"]})"));
+    QVERIFY(!refused);
+    QVERIFY2(refused.error().message.find(message.toStdString()) != std::string::npos, qPrintable(message));
+    // Emptied: the key goes, the rest stays.
+    type(tp, "");
+    QVERIFY(doc_->scenario());
+    QVERIFY(!doc_->value({"search", "tp"}));
+    QVERIFY(doc_->value({"search", "recompute_method"}));
+    // The objective: "cost" without a price is refused beside it; "(default)" removes it.
+    objective->setCurrentText(QStringLiteral("cost"));
+    emit objective->activated(objective->currentIndex());
+    QVERIFY(!doc_->scenario());
+    QVERIFY(editor_->fieldMessage("search.objective").contains(QStringLiteral("price_per_gpu_hour")));
+    objective->setCurrentText(QStringLiteral("(default)"));
+    emit objective->activated(objective->currentIndex());
+    QVERIFY(doc_->scenario());
+    QVERIFY(!doc_->value({"search", "objective"}));
+    QCOMPARE(objective->currentText(), QStringLiteral("(default)"));
   }
 
   void attentionKernelIsAChoiceField() {
