@@ -526,7 +526,16 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                           // that holds the least. A count also listed is that entry's layout:
                           // not a second one in the space.
                           p.recompute_num_layers = fit_count(m, w.cluster, p, x.s.workload, rc.method);
-                          if (std::find(x.recomputes.begin(), x.recomputes.end(), choice_of(p)) != x.recomputes.end()) {
+                          const RecomputeChoice got = choice_of(p);
+                          // "uniform"'s every layer alone beside "block"'s "fit", which takes as
+                          // few layers or fewer: that entry's layout, or one as fast or faster.
+                          const bool block_fit_too =
+                              got.method == RecomputeMethod::kBlock && rc.method == RecomputeMethod::kUniform &&
+                              std::find(x.recomputes.begin(), x.recomputes.end(),
+                                        RecomputeChoice{rc.recompute, RecomputeMethod::kBlock, kFitLayers}) !=
+                                  x.recomputes.end();
+                          if (block_fit_too ||
+                              std::find(x.recomputes.begin(), x.recomputes.end(), got) != x.recomputes.end()) {
                             --c.size;
                             continue;
                           }

@@ -1134,8 +1134,18 @@ TEST(PlannerRecompute, SearchedMethodsFindTheGroupsThatFit) {
   // groups): no group size is ranked.
   const PlanResult roomy =
       search(tight_70b(80, R"(, "recompute_method": ["block", "uniform"], "recompute_num_layers": [0, "fit"])"));
-  EXPECT_FALSE(roomy.ranked.empty());
+  EXPECT_EQ(roomy.counts.size, 2);  // every layer alone, and "block"'s "fit"
+  EXPECT_EQ(roomy.ranked.size(), 2u);
   for (const Candidate& k : roomy.ranked) EXPECT_EQ(k.plan.recompute_group(), 1) << layout_string(k.plan);
+  // Just above every layer alone: "block"'s "fit" needs every layer, and "uniform"'s "fit"
+  // takes every layer alone too: one layout, not two.
+  const PlanResult just =
+      search(tight_70b(scan.need_full * 1.0001 / 0.95 / kGiBytes,
+                       R"(, "recompute_method": ["block", "uniform"], "recompute_num_layers": "fit")"));
+  EXPECT_EQ(just.counts.size, 1);
+  ASSERT_EQ(just.ranked.size(), 1u);
+  EXPECT_FALSE(just.ranked.front().plan.partial_full_recompute());
+  EXPECT_EQ(just.ranked.front().plan.recompute_group(), 1);
   const int other = scan.best_g == 3 ? 4 : 3;
   auto ex = explain_layout(s, r,
                            fmt::format("tp=8,pp=2,sp=true,mb=1,zero=1,recompute=full,recompute_method=uniform,"
