@@ -23,6 +23,7 @@ stepcast::Scenario load(const std::string& name) {
 const char* k70b = "scenarios/plan/llama3-70b-64xh100.json";
 const char* k405b = "scenarios/plan/llama3-405b-16384xh100.json";
 const char* k70b_fit = "bench/scenarios/llama3-70b-64xh100-fit.json";
+const char* k70b_fit_methods = "bench/scenarios/llama3-70b-64xh100-fit-methods.json";
 
 // The search with `threads` threads and `top_k` engine runs. Counters: closed-form
 // evaluations (layouts that reached the memory check: estimate() plus, for those that fit,
@@ -58,6 +59,11 @@ BENCHMARK(BM_PlanClosedForm_Llama3_70B_64xH100)->Unit(benchmark::kMillisecond)->
 // counted among the evaluations).
 void BM_PlanClosedForm_Llama3_70B_64xH100_FitRecompute(benchmark::State& state) { plan(state, k70b_fit, 1, 0); }
 BENCHMARK(BM_PlanClosedForm_Llama3_70B_64xH100_FitRecompute)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same with search.recompute_method ["block", "uniform"]: a full layout whose every layer
+// alone does not fit also scans its group sizes for the one that holds the least.
+void BM_PlanClosedForm_Llama3_70B_64xH100_FitMethods(benchmark::State& state) { plan(state, k70b_fit_methods, 1, 0); }
+BENCHMARK(BM_PlanClosedForm_Llama3_70B_64xH100_FitMethods)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_PlanClosedForm_Llama3_405B_16384xH100(benchmark::State& state) { plan(state, k405b, 1, 0); }
 BENCHMARK(BM_PlanClosedForm_Llama3_405B_16384xH100)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -209,6 +209,15 @@ int largest_chunk_layers(const ModelSpec& m, const Plan& p) {
   return most;
 }
 
+// Whether every pipeline stage of `q` fits in HBM and host memory: estimate()'s
+// memory.fits from stage_memory alone (the step is not needed to compare recomputations).
+bool memory_fits(const ModelSpec& m, const ClusterSpec& c, const Plan& q, const Workload& w) {
+  for (int st = 0; st < q.pp; ++st) {
+    if (!stage_memory(m, c, q, w, st).fits) return false;
+  }
+  return true;
+}
+
 struct FittingLayers {
   int n = 0;     // the fewest that fit, 1..most
   int most = 0;  // the largest chunk's layers
@@ -222,7 +231,7 @@ std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m,
   q.recompute_method = RecomputeMethod::kBlock;
   auto fits = [&](int n) {
     q.recompute_num_layers = FittingLayers{n, most}.count();
-    return estimate(m, c, q, w).memory.fits;
+    return memory_fits(m, c, q, w);
   };
   q.recompute_num_layers = most > 1 ? 1 : 0;
   if (!layout_errors(m, c, q, w).empty()) {
@@ -267,13 +276,22 @@ std::optional<LeastGroups> least_memory_groups(const ModelSpec& m, const Cluster
   q.recompute_num_layers = 2;
   const int most = largest_chunk_layers(m, q);
   if (most < 2 || !layout_errors(m, c, q, w).empty()) return std::nullopt;
-  std::optional<LeastGroups> best;
+  // The sizes compared by their worst stage's memory alone (stage_memory, what estimate()
+  // reports as memory.total); the step is the same for every size.
+  auto worst_stage = [&] {
+    double most_bytes = 0;
+    for (int st = 0; st < q.pp; ++st) most_bytes = std::max(most_bytes, stage_memory(m, c, q, w, st).total);
+    return most_bytes;
+  };
+  int best = 0;
+  double least = 0;
   for (int g = 2; g <= most; ++g) {
     q.recompute_num_layers = g;
-    Estimate e = estimate(m, c, q, w);
-    if (!best || e.memory.total < best->estimate.memory.total) best = LeastGroups{g, std::move(e)};
+    const double bytes = worst_stage();
+    if (best == 0 || bytes < least) best = g, least = bytes;
   }
-  return best;
+  q.recompute_num_layers = best;
+  return LeastGroups{best, estimate(m, c, q, w)};
 }
 
 // The group size search.recompute_num_layers "fit" takes for `p` under recompute_method
@@ -285,7 +303,7 @@ int fit_group_size(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   alone.recompute = Recompute::kFull;
   alone.recompute_method = RecomputeMethod::kBlock;
   alone.recompute_num_layers = 0;
-  if (layout_errors(m, c, alone, w).empty() && estimate(m, c, alone, w).memory.fits) return 1;
+  if (layout_errors(m, c, alone, w).empty() && memory_fits(m, c, alone, w)) return 1;
   if (const auto g = least_memory_groups(m, c, p, w)) return g->group;
   return largest_chunk_layers(m, p) < 2 ? 1 : 2;
 }
