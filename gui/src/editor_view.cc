@@ -1,5 +1,7 @@
 #include "editor_view.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleValidator>
@@ -250,6 +252,7 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
       {"recompute", "Recompute"},
       {"recompute_num_layers", "Recompute layers (or fit)"},
       {"recompute_method", "Recompute methods"},
+      {"recompute_modules", "Recompute module sets"},
       {"stack", "Software stacks"},
   };
   for (const auto& [key, label] : lists) {
@@ -444,8 +447,13 @@ void EditorView::refresh() {
   for (Field& f : fields_) {
     QVariant v;
     const nlohmann::ordered_json* raw = doc->value(f.path);
-    if (raw)
-      v = f.kind == Kind::kValues && raw->is_object() ? QVariant(QString::fromStdString(raw->dump())) : from_json(*raw);
+    // A list of lists or an object (module sets, a GPU range) shows as its JSON, which the
+    // field reads back as it is.
+    const bool as_json =
+        raw && f.kind == Kind::kValues &&
+        (raw->is_object() ||
+         (raw->is_array() && std::any_of(raw->begin(), raw->end(), [](const auto& e) { return e.is_structured(); })));
+    if (raw) v = as_json ? QVariant(QString::fromStdString(raw->dump())) : from_json(*raw);
     if (!v.isValid() && doc->scenario()) v = f.resolved(*doc->scenario());
     if (!v.isValid() && f.optional) v = f.kind == Kind::kChoice ? QVariant(kDefault) : QVariant(QString());
     const QSignalBlocker block(f.input);

@@ -567,13 +567,22 @@ void PlannerView::adoptSelected() {
                                    {"offload_weights", p.offload_weights}}) {
     if (value > 0 || document()->value({"plan", key})) edits.push_back({{"plan", key}, value});
   }
-  // Partial or grouped full recomputation: written when the layout has it or the plan names it.
-  if (p.recompute_count() > 0 || document()->value({"plan", "recompute_num_layers"})) {
-    edits.push_back({{"plan", "recompute_num_layers"}, p.recompute_count()});
-  }
-  if (p.recompute_group() > 1 || document()->value({"plan", "recompute_method"})) {
-    edits.push_back({{"plan", "recompute_method"}, std::string(name_of(p.recompute_method))});
-  }
+  // Recomputation's own keys (partial or grouped full recomputation, the selective modules):
+  // written when the layout has them or the plan names them, and removed where the layout's
+  // recompute does not take them (the loader refuses them there).
+  auto recompute_key = [&](const char* key, bool applies, bool has, const nlohmann::json& value) {
+    const bool named = document()->value({"plan", key}) != nullptr;
+    if (!applies) {
+      if (named) edits.push_back({{"plan", key}, nullptr});
+    } else if (has || named) {
+      edits.push_back({{"plan", key}, value});
+    }
+  };
+  const bool full = p.recompute == Recompute::kFull, selective = p.recompute == Recompute::kSelective;
+  recompute_key("recompute_num_layers", full, p.recompute_count() > 0, p.recompute_count());
+  recompute_key("recompute_method", full, p.recompute_group() > 1, std::string(name_of(p.recompute_method)));
+  recompute_key("recompute_modules", selective, p.recompute_modules != kDefaultRecomputeModules,
+                recompute_module_names(p.recompute_modules));
   // All-to-all overlap: written when the layout has it or the plan names it.
   if (p.moe_a2a_overlap || document()->value({"plan", "moe_a2a_overlap"})) {
     edits.push_back({{"plan", "moe_a2a_overlap"}, p.moe_a2a_overlap});

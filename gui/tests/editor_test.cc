@@ -278,6 +278,19 @@ class EditorTest : public QObject {
     QCOMPARE(q.recompute_method.size(), std::size_t{2});
     QVERIFY(q.recompute_method == by_hand->search->recompute_method);
     QCOMPARE(layers->text(), QStringLiteral("0, fit"));
+    // Module sets: a list of lists, typed and shown as JSON.
+    auto* sets = qobject_cast<QLineEdit*>(editor_->fieldWidget("search.recompute_modules"));
+    QVERIFY(sets);
+    type(sets, R"([["moe_act"], ["moe_act", "layernorm"]])");
+    QCOMPARE(doc_->value({"search", "recompute_modules"})->dump(),
+             std::string(R"([["moe_act"],["moe_act","layernorm"]])"));
+    QCOMPARE(sets->text(), QStringLiteral(R"([["moe_act"],["moe_act","layernorm"]])"));
+    type(sets, R"([["core_attn"], ["layernorm", "mlp"]])");
+    QVERIFY2(doc_->scenario(), qPrintable(doc_->error()));
+    QCOMPARE(doc_->planScenario()->search->recompute_modules.size(), std::size_t{2});
+    type(sets, "");
+    QVERIFY(doc_->scenario());
+    QVERIFY(!doc_->value({"search", "recompute_modules"}));
     // A bad element: the loader's message beside the field.
     type(tp, "4, x");
     QVERIFY(!doc_->scenario());

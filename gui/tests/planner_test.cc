@@ -29,6 +29,13 @@ namespace {
 
 const char* kScenario = STEPCAST_SOURCE_DIR "/scenarios/plan/llama3-70b-64xh100.json";
 
+// A tiny MoE model (8 layers, 8 experts, top 2) on one DGX H100 node: the start of a
+// scenario object, to be followed by its other keys.
+constexpr const char* kTinyMoe = R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},)";
+
 // The 64-GPU plan scenario with 2 engine re-simulations instead of 20 (the same space of
 // 22,400 layouts; a search takes a second or two).
 // CPU time the calling thread has used, in ms: the GUI thread's own work, which scheduling
@@ -83,6 +90,7 @@ class PlannerTest : public QObject {
   void adoptingRowZeroWritesTheBestPlanAndUndoRestoresTheText();
   void adoptingAFoldedOffloadedLayoutWritesEtpAndOffload();
   void adoptingAnOverlappedMoeLayoutWritesTheAllToAllOverlap();
+  void adoptingWritesTheRecomputedModulesAndRemovesKeysTheLayoutDoesNotTake();
   void cancelFromAProgressSignalLeavesNoResult();
   void eventLoopNeverBlocksDuringALongSearch();
 };
@@ -183,10 +191,7 @@ void PlannerTest::adoptingRowZeroWritesTheBestPlanAndUndoRestoresTheText() {
 // (ep 8 does not divide dp 4) or lose the offload.
 void PlannerTest::adoptingAFoldedOffloadedLayoutWritesEtpAndOffload() {
   ScenarioDocument doc;
-  doc.setText(R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
-      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
-                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
-                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+  doc.setText(std::string(kTinyMoe) + R"(
       "workload": {"seq_len": 4096},
       "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [8], "global_batch": [8], "microbatch": [1],
                  "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0,
@@ -209,10 +214,7 @@ void PlannerTest::adoptingAFoldedOffloadedLayoutWritesEtpAndOffload() {
 // layouts without pipelining (docs/model-reference.md 5.8), and adopting one must keep it.
 void PlannerTest::adoptingAnOverlappedMoeLayoutWritesTheAllToAllOverlap() {
   ScenarioDocument doc;
-  doc.setText(R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
-      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
-                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
-                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+  doc.setText(std::string(kTinyMoe) + R"(
       "plan": {"dp": 8, "ep": 8, "global_batch": 16, "moe_a2a_overlap": true},
       "workload": {"seq_len": 4096},
       "search": {"tp": [1], "pp": [1], "cp": [1], "ep": [8], "global_batch": [16], "microbatch": [1],
@@ -228,6 +230,45 @@ void PlannerTest::adoptingAnOverlappedMoeLayoutWritesTheAllToAllOverlap() {
   view.adoptSelected();
   QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
   QVERIFY(doc.scenario()->plan.moe_a2a_overlap);
+}
+
+// The scenario recomputes in full with recompute_method named; the search lists selective
+// module sets. Adopting a selective layout must write its modules and remove
+// recompute_method (the loader refuses it without "full"); adopting "none" after it must
+// remove the modules.
+void PlannerTest::adoptingWritesTheRecomputedModulesAndRemovesKeysTheLayoutDoesNotTake() {
+  ScenarioDocument doc;
+  doc.setText(std::string(kTinyMoe) + R"(
+      "plan": {"dp": 8, "ep": 8, "global_batch": 16, "recompute": "full", "recompute_method": "block"},
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [1], "pp": [1], "cp": [1], "ep": [8], "global_batch": [16], "microbatch": [2],
+                 "zero": [1], "recompute": ["none", "selective"], "top_k": 0,
+                 "recompute_modules": [["moe_act"], ["moe_act", "layernorm"]]}})");
+  QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
+  PlannerView view(&doc);
+  view.startSearch();
+  QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 120000);
+  QVERIFY(view.report() != nullptr);
+  // Selects the row whose layout contains `part` and adopts it; false when there is none.
+  auto adopt = [&](const QString& part) {
+    for (int i = 0; i < view.table()->model()->rowCount(); ++i) {
+      if (!view.layoutAt(i).contains(part)) continue;
+      view.table()->selectRow(i);
+      view.adoptSelected();
+      return true;
+    }
+    return false;
+  };
+  QVERIFY(adopt(QStringLiteral(",recompute_modules=layernorm+moe_act")));
+  QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
+  QCOMPARE(doc.scenario()->plan.recompute, stepcast::Recompute::kSelective);
+  QCOMPARE(doc.scenario()->plan.recompute_modules, stepcast::module_bit(stepcast::RecomputeModule::kMoeAct) |
+                                                       stepcast::module_bit(stepcast::RecomputeModule::kLayernorm));
+  QVERIFY(!doc.value({"plan", "recompute_method"}));
+  QVERIFY(adopt(QStringLiteral(",recompute=none")));
+  QVERIFY2(doc.scenario().has_value(), qPrintable(doc.error()));
+  QCOMPARE(doc.scenario()->plan.recompute, stepcast::Recompute::kNone);
+  QVERIFY(!doc.value({"plan", "recompute_modules"}));
 }
 
 void PlannerTest::cancelFromAProgressSignalLeavesNoResult() {

@@ -63,27 +63,32 @@ std::optional<std::vector<T>> list_of(const json& v, const std::string& path, co
   return out;
 }
 
-// A name of E (or a list of them) as enum values (the tables of stepcast/models/names.h).
+// One name of E as its enum value (the tables of stepcast/models/names.h); nullopt with a
+// message naming `path` (and the nearest name) otherwise.
+template <typename E>
+std::optional<E> name_value(const json& e, const std::string& path, Diagnostics& diag) {
+  if (!e.is_string()) {
+    diag.add(path, "expected a string, got " + describe(e));
+    return std::nullopt;
+  }
+  const std::string s = e.get<std::string>();
+  if (auto value = parse_name<E>(s)) return value;
+  const std::vector<std::string>& names = names_of<E>();
+  std::string msg = "\"" + printable(s) + "\" is not one of ";
+  for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", \"" : "\"") + names[i] + "\"";
+  const std::string near = closest(s, names);
+  if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
+  diag.add(path, msg);
+  return std::nullopt;
+}
+
+// A name of E (or a list of them) as enum values.
 template <typename E>
 std::optional<std::vector<E>> choices(ObjectReader& r, std::string_view key) {
-  const std::vector<std::string>& names = names_of<E>();
   const json* v = r.raw(key);
   if (!v) return std::nullopt;
   return list_of<E>(*v, r.path_of(key), "a string or a list of strings", r.diag(),
-                    [&](const json& e, const std::string& path) -> std::optional<E> {
-                      if (!e.is_string()) {
-                        r.diag().add(path, "expected a string, got " + describe(e));
-                        return std::nullopt;
-                      }
-                      const std::string s = e.get<std::string>();
-                      if (auto value = parse_name<E>(s)) return value;
-                      std::string msg = "\"" + printable(s) + "\" is not one of ";
-                      for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", \"" : "\"") + names[i] + "\"";
-                      const std::string near = closest(s, names);
-                      if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
-                      r.diag().add(path, msg);
-                      return std::nullopt;
-                    });
+                    [&](const json& e, const std::string& path) { return name_value<E>(e, path, r.diag()); });
 }
 
 }  // namespace stepcast::detail

@@ -125,6 +125,30 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
     }
   }
   if (auto x = choices<RecomputeMethod>(r, "recompute_method")) q.recompute_method = *x;
+  if (const json* raw = r.raw("recompute_modules")) {
+    // A list of module sets, each a list of Megatron-Core's module names.
+    const std::string path = r.path_of("recompute_modules");
+    const char* example = "a list of module sets, e.g. [[\"core_attn\"], [\"moe_act\", \"layernorm\"]]";
+    if (!raw->is_array() || raw->empty() || !(*raw)[0].is_array()) {
+      diag.add(path, fmt::format("expected {}, got {}", example, describe(*raw)));
+    } else {
+      auto x = list_of<std::uint32_t>(
+          *raw, path, example, diag, [&](const json& e, const std::string& at) -> std::optional<std::uint32_t> {
+            auto mods = list_of<RecomputeModule>(
+                e, at, "a list of module names", diag,
+                [&](const json& n, const std::string& np) { return name_value<RecomputeModule>(n, np, diag); });
+            if (!mods) return std::nullopt;
+            if (!e.is_array()) {
+              diag.add(at, fmt::format("expected a list of module names (a set), got {}", describe(e)));
+              return std::nullopt;
+            }
+            std::uint32_t bits = 0;
+            for (RecomputeModule m : *mods) bits |= module_bit(m);
+            return bits;
+          });
+      if (x) q.recompute_modules = *x;
+    }
+  }
   if (auto x = choices<Stack>(r, "stack")) q.stack = *x;
   if (auto x = choices<MoeDispatcher>(r, "moe_dispatcher")) q.moe_dispatcher = *x;
   // A boolean or a list of them.
@@ -176,6 +200,10 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = r.number("price_per_gpu_hour", 0, 1e6)) q.price_per_gpu_hour = *x;
   if (auto x = r.integer("threads", 0, 1024)) q.threads = static_cast<int>(*x);
   r.finish();
+  if (!q.recompute_modules.empty() && !q.recompute.empty() &&
+      std::find(q.recompute.begin(), q.recompute.end(), Recompute::kSelective) == q.recompute.end()) {
+    diag.add("search.recompute_modules", "applies to recompute \"selective\", which search.recompute leaves out");
+  }
   if (!q.recompute_method.empty() && !q.recompute.empty() &&
       std::find(q.recompute.begin(), q.recompute.end(), Recompute::kFull) == q.recompute.end()) {
     diag.add("search.recompute_method", "applies to recompute \"full\", which search.recompute leaves out");

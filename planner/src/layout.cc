@@ -40,6 +40,7 @@ const std::vector<std::string>& keys() {
                                              "recompute",
                                              "recompute_num_layers",
                                              "recompute_method",
+                                             "recompute_modules",
                                              "stack",
                                              "gpus",
                                              "offload_optimizer",
@@ -62,6 +63,12 @@ std::optional<std::int64_t> to_int(std::string_view s) {
 const char* schedule_name(Schedule schedule) { return to_string(schedule).data(); }
 const char* recompute_name(Recompute recompute) { return to_string(recompute).data(); }
 
+std::string recompute_modules_text(std::uint32_t modules) {
+  std::string out;
+  for (const std::string& n : recompute_module_names(modules)) out += (out.empty() ? "" : "+") + n;
+  return out;
+}
+
 std::string layout_string(const Plan& p) {
   return fmt::format("tp={},pp={},dp={},cp={},ep={}{},sp={}{}{},schedule={},v={},mb={},gb={},zero={},recompute={}{}",
                      p.tp, p.pp, p.dp, p.cp, p.ep,
@@ -76,6 +83,9 @@ std::string layout_string(const Plan& p) {
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
          (p.recompute_group() > 1 ? ",recompute_method=uniform" : "") +
          (p.recompute_count() > 0 ? fmt::format(",recompute_num_layers={}", p.recompute_count()) : "") +
+         (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules
+              ? ",recompute_modules=" + recompute_modules_text(p.recompute_modules)
+              : "") +
          (p.offload_optimizer > 0 ? fmt::format(",offload_optimizer={:g}", p.offload_optimizer) : "") +
          (p.offload_activations > 0 ? fmt::format(",offload_activations={:g}", p.offload_activations) : "") +
          (p.offload_weights > 0 ? fmt::format(",offload_weights={:g}", p.offload_weights) : "");
@@ -113,7 +123,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
       return Error{msg +
                    " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, "
-                   "recompute_num_layers, recompute_method, stack, gpus, "
+                   "recompute_num_layers, recompute_method, recompute_modules, stack, gpus, "
                    "offload_optimizer, offload_activations, offload_weights)"};
     }
     // Aliases share one slot.
@@ -183,6 +193,23 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
         return Error{fmt::format("{}: recompute_method: \"{}\" is not one of {}", quoted, printable(value),
                                  quoted_names<RecomputeMethod>())};
       }
+    } else if (key == "recompute_modules") {
+      std::uint32_t bits = 0;
+      const std::string v(value);
+      std::size_t at = 0;
+      while (at <= v.size()) {
+        const std::size_t plus = std::min(v.find('+', at), v.size());
+        const std::string name = v.substr(at, plus - at);
+        if (auto m = parse_name<RecomputeModule>(name)) {
+          bits |= module_bit(*m);
+        } else {
+          return Error{fmt::format("{}: recompute_modules: \"{}\" is not one of {} (several joined by \"+\")", quoted,
+                                   printable(name), quoted_names<RecomputeModule>())};
+        }
+        at = plus + 1;
+      }
+      out.plan.recompute_modules = bits;
+      out.modules_given = true;
     } else if (key == "recompute") {
       if (auto x = parse_recompute(value)) out.plan.recompute = *x;
       else {
@@ -211,6 +238,11 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       else if (key == "recompute_num_layers") out.plan.recompute_num_layers = v;
       else if (key == "gpus") out.gpus = v;
     }
+  }
+  // A layout string names its recomputed modules when they are not Megatron-Core's default:
+  // "recompute=selective" alone is the default set, whatever the scenario's plan holds.
+  if (!out.modules_given && std::find(seen.begin(), seen.end(), "recompute") != seen.end()) {
+    out.plan.recompute_modules = kDefaultRecomputeModules;
   }
   if (!out.schedule_given && out.plan.virtual_stages >= 2) out.plan.schedule = Schedule::kInterleaved;
   if (!out.schedule_given && out.plan.virtual_stages == 1 && out.plan.schedule == Schedule::kInterleaved) {

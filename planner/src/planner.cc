@@ -101,7 +101,8 @@ auto layout_key(const Plan& p) {
                          p.virtual_stages, p.microbatch, p.sequence_parallel, p.tp_comm_overlap, p.moe_a2a_overlap,
                          static_cast<int>(p.moe_dispatcher), p.zero, static_cast<int>(p.recompute),
                          p.partial_full_recompute() ? p.recompute_num_layers : 0, p.recompute_group(),
-                         static_cast<int>(p.stack), p.offload_optimizer, p.offload_activations, p.offload_weights);
+                         p.recompute == Recompute::kSelective ? p.recompute_modules : 0u, static_cast<int>(p.stack),
+                         p.offload_optimizer, p.offload_activations, p.offload_weights);
 }
 
 bool same_layout(const Plan& a, const Plan& b) { return layout_key(a) == layout_key(b); }
@@ -131,11 +132,13 @@ struct RecomputeChoice {
   Recompute recompute = Recompute::kNone;
   RecomputeMethod method = RecomputeMethod::kBlock;
   int layers = 0;
+  std::uint32_t modules = kDefaultRecomputeModules;  // with "selective"; the default otherwise
   bool operator==(const RecomputeChoice&) const = default;
 };
 
 // The choice `p` is: "uniform" groups of 0 or 1 layer are every layer alone ("block" 0).
 RecomputeChoice choice_of(const Plan& p) {
+  if (p.recompute == Recompute::kSelective) return {p.recompute, RecomputeMethod::kBlock, 0, p.recompute_modules};
   if (p.recompute != Recompute::kFull) return {p.recompute, RecomputeMethod::kBlock, 0};
   if (p.recompute_method == RecomputeMethod::kUniform) {
     if (p.recompute_group() > 1) return {Recompute::kFull, RecomputeMethod::kUniform, p.recompute_num_layers};
@@ -146,6 +149,7 @@ RecomputeChoice choice_of(const Plan& p) {
 
 void set_choice(Plan& p, const RecomputeChoice& rc) {
   p.recompute = rc.recompute;
+  p.recompute_modules = rc.modules;
   p.recompute_method = rc.method;
   p.recompute_num_layers = rc.layers == kFitLayers ? 0 : rc.layers;
 }
@@ -172,6 +176,8 @@ struct Context {
   std::vector<std::array<double, 3>> offloads;
   // recompute_method values for "full" (search.recompute_method, else the plan's).
   std::vector<RecomputeMethod> methods;
+  // recompute_modules sets for "selective" (search.recompute_modules, else the plan's).
+  std::vector<std::uint32_t> module_sets;
   // (recompute, method, recompute_num_layers): each "full" with each searched method and
   // count, "uniform" groups of 0 or 1 listed as "block" 0 (every layer alone), once.
   std::vector<RecomputeChoice> recomputes;
@@ -647,7 +653,7 @@ int thread_count(const Context& x, const PlanOptions& o) {
 }
 
 Result<Context> make_context(const Scenario& s) {
-  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context x{s, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (s.search) {
     x.q = *s.search;
   } else {
@@ -689,20 +695,27 @@ Result<Context> make_context(const Scenario& s) {
   x.recompute = x.q.recompute.empty()
                     ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull}
                     : x.q.recompute;
-  // Selective recomputation of the core attention alone (Megatron-Core's default module)
-  // drops the attention scores, which FlashAttention never keeps: with it, it only drops
-  // the log-sum-exp and costs the attention's forward again (estimate.cc, layer_cost.cc).
-  // "none" dominates it, and it is not searched.
-  if (core_attn_only_with_flash(s.plan) &&
-      std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end()) {
-    x.recompute.erase(std::remove(x.recompute.begin(), x.recompute.end(), Recompute::kSelective), x.recompute.end());
-  }
+  x.module_sets =
+      x.q.recompute_modules.empty() ? std::vector<std::uint32_t>{s.plan.recompute_modules} : x.q.recompute_modules;
   x.methods =
       x.q.recompute_method.empty() ? std::vector<RecomputeMethod>{s.plan.recompute_method} : x.q.recompute_method;
   auto add_choice = [&](const RecomputeChoice& c) {
     if (std::find(x.recomputes.begin(), x.recomputes.end(), c) == x.recomputes.end()) x.recomputes.push_back(c);
   };
+  const bool none_searched = std::find(x.recompute.begin(), x.recompute.end(), Recompute::kNone) != x.recompute.end();
   for (Recompute rc : x.recompute) {
+    if (rc == Recompute::kSelective) {
+      for (std::uint32_t set : x.module_sets) {
+        // Selective recomputation of the core attention alone (Megatron-Core's default
+        // module) drops the attention scores, which FlashAttention never keeps: with it, it
+        // only drops the log-sum-exp and costs the attention's forward again (estimate.cc,
+        // layer_cost.cc). "none" dominates it, and it is not searched.
+        Plan q = s.plan;
+        q.recompute_modules = set;
+        if (!(none_searched && core_attn_only_with_flash(q))) add_choice({rc, RecomputeMethod::kBlock, 0, set});
+      }
+      continue;
+    }
     if (rc != Recompute::kFull) {
       add_choice({rc, RecomputeMethod::kBlock, 0});
       continue;
@@ -717,6 +730,10 @@ Result<Context> make_context(const Scenario& s) {
       }
       if (x.q.recompute_num_layers_fit) add_choice({rc, method, kFitLayers});
     }
+  }
+  if (std::none_of(x.recomputes.begin(), x.recomputes.end(),
+                   [](const RecomputeChoice& c) { return c.recompute == Recompute::kSelective; })) {
+    x.recompute.erase(std::remove(x.recompute.begin(), x.recompute.end(), Recompute::kSelective), x.recompute.end());
   }
   x.sp = x.q.sequence_parallel.empty() ? std::vector<bool>{false, true} : x.q.sequence_parallel;
   x.tpo = x.q.tp_comm_overlap.empty() ? std::vector<bool>{false, true} : x.q.tp_comm_overlap;
@@ -1081,7 +1098,16 @@ std::vector<std::string> outside_space(const Context& x, const Plan& p, const Cl
     out.push_back(fmt::format("recompute = {} is not searched (search.recompute)", recompute_name(p.recompute)));
   } else if (const RecomputeChoice own = choice_of(p);
              std::find(x.recomputes.begin(), x.recomputes.end(), own) == x.recomputes.end()) {
-    if (std::find(x.methods.begin(), x.methods.end(), own.method) == x.methods.end()) {
+    if (own.recompute == Recompute::kSelective) {
+      std::string sets;
+      for (std::uint32_t set : x.module_sets) {
+        if (!sets.empty()) sets += "; ";
+        sets += recompute_modules_text(set);
+      }
+      out.push_back(fmt::format("recompute_modules = {} is not searched (search.recompute_modules{}: {})",
+                                recompute_modules_text(own.modules),
+                                x.q.recompute_modules.empty() ? ", the scenario's" : "", sets));
+    } else if (std::find(x.methods.begin(), x.methods.end(), own.method) == x.methods.end()) {
       std::string methods;
       for (RecomputeMethod m : x.methods) {
         if (!methods.empty()) methods += ", ";

@@ -85,6 +85,7 @@ struct Columns {
   bool etp = false;      // a ranked layout folds its experts (etp != tp)
   bool dispatcher = false;  // more than one MoE token dispatcher searched
   bool offload = false;  // a ranked layout offloads
+  bool modules = false;  // a ranked layout recomputes modules other than the default set
 };
 
 Columns columns_of(const Scenario& s, const PlanResult& r) {
@@ -97,6 +98,8 @@ Columns columns_of(const Scenario& s, const PlanResult& r) {
   for (const Candidate& x : r.ranked) {
     c.etp = c.etp || x.plan.expert_tp() != x.plan.tp;
     c.offload = c.offload || x.plan.offloads();
+    c.modules = c.modules ||
+                (x.plan.recompute == Recompute::kSelective && x.plan.recompute_modules != kDefaultRecomputeModules);
   }
   return c;
 }
@@ -124,6 +127,7 @@ std::string table_header(const Columns& c) {
   if (c.etp) h += fmt::format("  {:>3}", "etp");
   if (c.dispatcher) h += fmt::format("  {:<10}", "dispatcher");
   if (c.offload) h += fmt::format("  {:<14}", "offload o/a/w");
+  if (c.modules) h += fmt::format("  {}", "recomputed modules");
   return h + "\n";
 }
 
@@ -149,6 +153,10 @@ std::string table_row(const Columns& c, std::size_t rank, const Candidate& x) {
     row += fmt::format("  {:<14}", p.offloads() ? fmt::format("{:g}/{:g}/{:g}", p.offload_optimizer,
                                                              p.offload_activations, p.offload_weights)
                                                 : "-");
+  }
+  if (c.modules) {
+    row +=
+        "  " + (p.recompute == Recompute::kSelective ? recompute_modules_text(p.recompute_modules) : std::string("-"));
   }
   return row + "\n";
 }
@@ -382,6 +390,11 @@ nlohmann::ordered_json plan_report_value(const Scenario& s, const PlanResult& r,
     if (r.search.recompute_num_layers_fit) counts.push_back("fit");
     search["recompute_num_layers"] = counts;
   }
+  if (!r.search.recompute_modules.empty()) {
+    ojson sets = ojson::array();
+    for (std::uint32_t set : r.search.recompute_modules) sets.push_back(recompute_module_names(set));
+    search["recompute_modules"] = sets;
+  }
   if (!r.search.recompute_method.empty()) {
     ojson methods = ojson::array();
     for (RecomputeMethod m : r.search.recompute_method) methods.push_back(name_of(m));
@@ -437,7 +450,7 @@ std::string plan_report_csv(const PlanResult& r) {
       "rank,layout,gpus,tp,pp,dp,cp,ep,sp,schedule,virtual_stages,microbatch,global_batch,zero,recompute,"
       "simulated,step_time_s,closed_form_step_time_s,tokens_per_s,mfu,memory_bytes,usable_bytes,goodput,"
       "checkpoint_mode,checkpoint_interval_s,checkpoint_pause_s,restore_s,time_to_train_h,cost,pareto,stack,"
-      "recompute_num_layers,recompute_method\n";
+      "recompute_num_layers,recompute_method,recompute_modules\n";
   std::vector<char> front(r.ranked.size(), 0);
   for (std::size_t i : r.pareto) front[i] = 1;
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
@@ -447,13 +460,14 @@ std::string plan_report_csv(const PlanResult& r) {
     // The layout string holds commas: quoted (RFC 4180).
     out += fmt::format(
         "{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.0f},{:.0f},"
-        "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{}\n",
+        "{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{}\n",
         i + 1, layout_string(p), p.world(), p.tp, p.pp, p.dp, p.cp, p.ep, p.sequence_parallel ? "true" : "false",
         schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero, recompute_name(p.recompute),
         c.simulated ? "true" : "false", f.step_time_s, c.closed.step_time_s, f.tokens_per_s, f.mfu, c.peak_bytes(),
         c.usable_bytes, f.goodput, to_string(f.checkpoint_mode), f.checkpoint_interval_s, f.checkpoint_pause_s,
         f.restore_s, f.time_to_train_s / 3600.0, f.cost, front[i] ? "true" : "false", to_string(p.stack),
-        p.recompute_count(), p.recompute_group() > 1 ? "uniform" : "block");
+        p.recompute_count(), p.recompute_group() > 1 ? "uniform" : "block",
+        p.recompute == Recompute::kSelective ? recompute_modules_text(p.recompute_modules) : std::string());
   }
   return out;
 }

@@ -83,7 +83,7 @@ TEST_F(PlanCli, BadInputExitsTwoWithTheMessage) {
   expect_input_error(run({"plan", kShipped, "--explain", "tp=8,pq=4"}),
                      "--explain: \"tp=8,pq=4\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, "
                      "etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, "
-                     "recompute_method, stack, gpus, "
+                     "recompute_method, recompute_modules, stack, gpus, "
                      "offload_optimizer, "
                      "offload_activations, offload_weights)");
   const std::string bad = write("bad.json", R"({"model": "llama3-8b", "cluster": "dgx-h100",

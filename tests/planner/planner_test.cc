@@ -45,6 +45,13 @@ std::string load_text_error(const std::string& text) {
   return s.ok() ? std::string("(loaded)") : s.error().message;
 }
 
+// A tiny MoE model (8 layers, 8 experts, top 2) on one DGX H100 node: the start of a
+// scenario object, to be followed by its other keys.
+constexpr const char* kTinyMoe = R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
+      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
+                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
+                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},)";
+
 Scenario load_file(const std::string& name) {
   LoadOptions o;
   o.plan_template = true;
@@ -776,10 +783,7 @@ TEST(PlannerTpOverlap, SearchedForSequenceParallelTensorParallelLayouts) {
 // only the folded layouts run. Space per (tp 2, pp 1, cp 1): ep (1) x fold (2) x (sp true:
 // tpo false, true) = 4 leaves, 2 unfolded ones rejected for their experts.
 TEST(PlannerFolding, ExpertParallelismBeyondDataParallelRunsFolded) {
-  const Scenario s = load_text(R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
-      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
-                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
-                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+  const Scenario s = load_text(std::string(kTinyMoe) + R"(
       "workload": {"seq_len": 4096},
       "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [8], "global_batch": [8], "microbatch": [1],
                  "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0}})");
@@ -800,10 +804,7 @@ TEST(PlannerFolding, ExpertParallelismBeyondDataParallelRunsFolded) {
   EXPECT_EQ(unfolded->problems[0],
             "plan.ep: 8 does not divide dp x cp (4 x 1): experts are sharded across data-parallel ranks");
   // Without folding in the search the space halves and nothing runs.
-  std::string text = R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
-      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
-                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
-                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+  std::string text = std::string(kTinyMoe) + R"(
       "workload": {"seq_len": 4096},
       "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [8], "global_batch": [8], "microbatch": [1],
                  "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0,
@@ -818,10 +819,7 @@ TEST(PlannerFolding, ExpertParallelismBeyondDataParallelRunsFolded) {
 // unfolded, 1 and 4 fold, 8 x ep 2 = 16 exceeds the stage's 8 ranks (rejected for its
 // experts). Space: 4 etp values x (sp true: tpo false, true) = 8 leaves.
 TEST(PlannerFolding, ExpertTensorParallelWidthsAreSearched) {
-  const std::string head = R"({"name": "tiny moe", "cluster": {"preset": "dgx-h100", "nodes": 1},
-      "model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 4,
-                "ffn_hidden_size": 2048, "vocab_size": 32000, "max_seq_len": 4096,
-                "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048}},
+  const std::string head = std::string(kTinyMoe) + R"(
       "workload": {"seq_len": 4096},
       "search": {"tp": [2], "pp": [1], "cp": [1], "ep": [2], "global_batch": [8], "microbatch": [1],
                  "sequence_parallel": [true], "zero": [1], "recompute": ["none"], "top_k": 0, )";
@@ -1019,7 +1017,7 @@ TEST(PlannerRecompute, UniformGroupsAreSearchedAsGroupSizes) {
   const std::string csv = plan_report_csv(r);
   const std::size_t row = csv.find(",\"" + layout_string(by_group[4]->plan) + "\",");
   ASSERT_NE(row, std::string::npos);
-  EXPECT_EQ(csv.substr(csv.find('\n', row) - 10, 10), ",4,uniform");
+  EXPECT_EQ(csv.substr(csv.find('\n', row) - 11, 11), ",4,uniform,");  // no modules: not selective
   // "fit" with "uniform": every layer alone fits here, so it takes 1, which is also listed
   // (not a second layout); SearchedMethodsFindTheGroupsThatFit has a GPU where it does not.
   const PlanResult rf = search(load_text(with(R"([1, "fit"])")));
@@ -1184,6 +1182,94 @@ TEST(PlannerRecompute, SearchedMethodsFindTheGroupsThatFit) {
             std::string::npos);
 }
 
+// search.recompute_modules: every "selective" layout is evaluated with each module set
+// (Megatron-Core's recompute_modules). Each candidate's figures are estimate()'s for its own
+// set; recomputing more of the layer keeps fewer activations and costs more time; the set is
+// in the layout string (which parses back), the table and the CSV; the core attention alone
+// is not searched beside "none" with FlashAttention (it only drops the log-sum-exp); a set
+// not listed is explained; the loader names the field.
+TEST(PlannerRecompute, ModuleSetsAreSearchedPerSelectiveLayout) {
+  const std::string text = std::string(kTinyMoe) + R"(
+      "workload": {"seq_len": 4096},
+      "search": {"tp": [1], "pp": [1], "cp": [1], "ep": [8], "global_batch": [16], "microbatch": [2], "zero": [1],
+                 "recompute": RECOMPUTE, "top_k": 0,
+                 "recompute_modules": [["core_attn"], ["moe_act"], ["moe_act", "layernorm"]]}})";
+  auto with = [&](const char* recompute) {
+    std::string t = text;
+    t.replace(t.find("RECOMPUTE"), 9, recompute);
+    return t;
+  };
+  const Scenario s = load_text(with(R"(["selective"])"));
+  const PlanResult r = search(s);
+  EXPECT_EQ(r.counts.size, 3);
+  expect_counts_add_up(r);
+  ASSERT_EQ(r.ranked.size(), 3u);
+  constexpr std::uint32_t kAct = module_bit(RecomputeModule::kMoeAct);
+  constexpr std::uint32_t kActNorm = kAct | module_bit(RecomputeModule::kLayernorm);
+  std::map<std::uint32_t, const Candidate*> by_set;
+  for (const Candidate& c : r.ranked) {
+    const Estimate e = estimate(s.model, s.cluster, c.plan, s.workload);
+    EXPECT_EQ(c.closed.step_time_s, e.step_time_s);
+    EXPECT_EQ(c.memory_bytes, e.memory.total);
+    by_set[c.plan.recompute_modules] = &c;
+    const std::string layout = layout_string(c.plan);
+    auto back = parse_layout(layout, s.plan);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->plan.recompute_modules, c.plan.recompute_modules) << layout;
+  }
+  ASSERT_EQ(by_set.size(), 3u);
+  EXPECT_EQ(layout_string(by_set[kActNorm]->plan).substr(layout_string(by_set[kActNorm]->plan).rfind(',')),
+            ",recompute_modules=layernorm+moe_act");
+  EXPECT_EQ(layout_string(by_set[kDefaultRecomputeModules]->plan).find("recompute_modules"), std::string::npos);
+  // More of the layer recomputed: fewer activations kept, more time.
+  EXPECT_LT(by_set[kActNorm]->memory_bytes, by_set[kAct]->memory_bytes);
+  EXPECT_GT(by_set[kActNorm]->closed.step_time_s, by_set[kAct]->closed.step_time_s);
+  ReportOptions all_rows;
+  all_rows.rows = 3;
+  const std::string table = plan_report_text(s, r, all_rows);
+  EXPECT_NE(table.find("recomputed modules"), std::string::npos);
+  EXPECT_NE(table.find("  layernorm+moe_act\n"), std::string::npos) << table;
+  const std::string csv = plan_report_csv(r);
+  EXPECT_NE(csv.find(",block,layernorm+moe_act\n"), std::string::npos) << csv;
+  EXPECT_EQ(plan_report_value(s, r, ReportOptions{})["search"]["recompute_modules"],
+            nlohmann::ordered_json::parse(R"([["core_attn"], ["moe_act"], ["layernorm", "moe_act"]])"));
+  // A set not listed.
+  auto ex = explain_layout(s, r, "tp=1,pp=1,ep=8,mb=2,zero=1,recompute=selective,recompute_modules=layernorm");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  ASSERT_EQ(ex->outside.size(), 1u) << ::testing::PrintToString(ex->outside);
+  EXPECT_EQ(ex->outside[0],
+            "recompute_modules = layernorm is not searched (search.recompute_modules: core_attn; moe_act; "
+            "layernorm+moe_act)");
+  // With "none" searched and FlashAttention, the core attention alone is not searched.
+  const Scenario n = load_text(with(R"(["none", "selective"])"));
+  ASSERT_TRUE(n.plan.flash_attention);
+  const PlanResult rn = search(n);
+  EXPECT_EQ(rn.counts.size, 3);  // none, moe_act, layernorm+moe_act
+  for (const Candidate& c : rn.ranked) {
+    EXPECT_FALSE(c.plan.recompute == Recompute::kSelective && c.plan.recompute_modules == kDefaultRecomputeModules);
+  }
+  // The loader.
+  auto error_of = [&](const char* sets) {
+    std::string t = with(R"(["selective"])");
+    const std::string listed = R"([["core_attn"], ["moe_act"], ["moe_act", "layernorm"]])";
+    t.replace(t.find(listed), listed.size(), sets);
+    return load_text_error(t);
+  };
+  EXPECT_NE(error_of(R"(["moe_act", "layernorm"])")
+                .find("search.recompute_modules: expected a list of module sets, e.g. [[\"core_attn\"], "
+                      "[\"moe_act\", \"layernorm\"]], got"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"([["moe_act"], ["moe_akt"]])").find("search.recompute_modules[1][0]: \"moe_akt\" is not one of"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"([["moe_act"], "layernorm"])")
+                .find("search.recompute_modules[1]: expected a list of module names (a set), got"),
+            std::string::npos);
+  std::string none_only = with(R"(["none"])");
+  EXPECT_NE(load_text_error(none_only).find(
+                "search.recompute_modules: applies to recompute \"selective\", which search.recompute leaves out"),
+            std::string::npos);
+}
+
 // search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers
 // per chunk whose recomputation makes it fit. The oracle is a linear scan of the counts by
 // estimate() itself: the chosen count fits and one fewer does not; a layout that fits with
@@ -1232,7 +1318,7 @@ TEST(PlannerRecompute, FitFindsTheFewestRecomputedLayersThatFitEachLayout) {
   const std::string csv = plan_report_csv(rf);
   const std::size_t row = csv.find(",\"" + layout_string(first_partial->plan) + "\",");
   ASSERT_NE(row, std::string::npos);
-  const std::string tail = "," + n + ",block";  // recompute_num_layers, recompute_method
+  const std::string tail = "," + n + ",block,";  // recompute_num_layers, recompute_method, recompute_modules
   EXPECT_EQ(csv.substr(csv.find('\n', row) - tail.size(), tail.size()), tail);
   ReportOptions all_rows;
   all_rows.rows = static_cast<int>(rf.ranked.size());
@@ -1331,7 +1417,8 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   EXPECT_EQ(
       message("tp=8,pq=4,gpus=8"),
       "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
-      "dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, recompute_method, stack, gpus, "
+      "dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, recompute_method, recompute_modules, "
+      "stack, gpus, "
       "offload_optimizer, offload_activations, "
       "offload_weights)");
   EXPECT_EQ(message("tp=x,gpus=8"), "\"tp=x,gpus=8\": tp: expected an integer, got \"x\"");

@@ -46,6 +46,10 @@ struct SearchSpec {
   // layer recomputes, in groups; 0 and 1: every layer alone, as "block" 0), and "fit" takes
   // the group size that holds the least memory (docs/planner.md "The space").
   std::vector<RecomputeMethod> recompute_method;
+  // Megatron-Core's recompute_modules for the "selective" layouts: module sets (Plan::
+  // recompute_modules bits), ascending; empty: the plan's own only. Each "selective" layout
+  // is evaluated with each set (docs/planner.md "The space").
+  std::vector<std::uint32_t> recompute_modules;
   std::vector<bool> sequence_parallel;  // false before true
   // TP communication overlap (Plan::tp_comm_overlap), false before true; empty: both. Only
   // layouts with sequence parallelism and tp > 1 take true; the others are listed once,

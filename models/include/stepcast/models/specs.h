@@ -221,6 +221,8 @@ enum class RecomputeMethod { kBlock, kUniform };
 // each in Plan::recompute_modules.
 enum class RecomputeModule { kCoreAttn, kLayernorm, kMlp, kMoeAct, kMoe, kSharedExperts, kMlaUpProj };
 constexpr std::uint32_t module_bit(RecomputeModule m) { return 1u << static_cast<unsigned>(m); }
+// Megatron-Core's default recompute_modules: the core attention alone.
+constexpr std::uint32_t kDefaultRecomputeModules = module_bit(RecomputeModule::kCoreAttn);
 enum class Precision { kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdam, kSgd };
 // The software stack that runs the plan (docs/model-reference.md section 4.3): its
@@ -260,7 +262,7 @@ struct Plan {
   Recompute recompute = Recompute::kNone;
   // With recompute "selective": the modules re-run in the backward (module_bit set; Megatron-
   // Core's default, the core attention, when the scenario names none). Ignored otherwise.
-  std::uint32_t recompute_modules = module_bit(RecomputeModule::kCoreAttn);
+  std::uint32_t recompute_modules = kDefaultRecomputeModules;
   // With recompute "full" and recompute_method "block" (the default): Megatron-Core's
   // recompute_num_layers N: the first N layers of each model chunk (each virtual pipeline
   // stage, or the stage's layers without interleaving) recompute in full, the others keep
