@@ -18,4 +18,6 @@ out=docs/data/planner
 "$bin" plan scenarios/plan/llama3-70b-64xh100-megatron-recipe.json --explain "tp=4,pp=4,dp=2,cp=2,sp=true,tpo=true,v=5,mb=1,zero=1" > "$out/plan-megatron-explain.txt"
 "$bin" plan scenarios/plan/qwen3-235b-a22b-256xh100-recipe.json --top 6 > "$out/plan-qwen3-recipe-top6.txt"
 "$bin" plan scenarios/plan/qwen3-235b-a22b-256xh100-recipe.json --explain "tp=2,pp=8,v=4,ep=32,etp=1,sp=true,tpo=true,mb=1,zero=1" > "$out/plan-qwen3-recipe-explain.txt"
+"$bin" plan scenarios/plan/qwen3-30b-a3b-16xh100-recompute-modules.json --top 12 > "$out/plan-qwen3-modules-top12.txt"
+"$bin" plan scenarios/plan/qwen3-30b-a3b-16xh100-recompute-modules.json --explain "tp=1,pp=1,ep=8,mb=2,zero=1,recompute=selective,recompute_modules=moe_act" > "$out/plan-qwen3-modules-explain.txt"
 echo "wrote $out"
