@@ -1285,6 +1285,37 @@ std::optional<std::string> uniform_groups_that_fit(const Scenario& s, const Clus
       seconds_text(best->estimate.step_time_s));
 }
 
+// For a layout that does not fit in HBM and recomputes nothing or selectively: the searched
+// recompute_modules set (search.recompute_modules, else the plan's) with which selective
+// recomputation makes it fit fastest, in words, or nullopt. Sets the model does not take
+// (the layout rules) and the layout's own are skipped.
+std::optional<std::string> modules_that_fit(const Scenario& s, const ClusterSpec& c, const Plan& p,
+                                            const std::vector<std::uint32_t>& sets) {
+  if (p.recompute != Recompute::kNone && p.recompute != Recompute::kSelective) return std::nullopt;
+  std::optional<Estimate> best;
+  Plan best_plan;
+  for (std::uint32_t set : sets) {
+    Plan q = p;
+    q.recompute = Recompute::kSelective;
+    q.recompute_modules = set;
+    if (choice_of(q) == choice_of(p) || !layout_errors(s.model, c, q, s.workload).empty() ||
+        !memory_fits(s.model, c, q, s.workload)) {
+      continue;
+    }
+    Estimate e = estimate(s.model, c, q, s.workload);
+    if (!best || e.step_time_s < best->step_time_s) {
+      best = std::move(e);
+      best_plan = q;
+    }
+  }
+  if (!best) return std::nullopt;
+  return fmt::format(
+      "selective recomputation would make it fit: with recompute=selective,recompute_modules={} (the searched set "
+      "that fits fastest) stage {} needs {:.1f} GiB and the step takes {} instead of {}",
+      recompute_modules_text(best_plan.recompute_modules), best->memory.stage, best->memory.total / kGiB,
+      seconds_text(best->step_time_s), seconds_text(estimate(s.model, c, p, s.workload).step_time_s));
+}
+
 // For a layout that does not fit in HBM: the least offload that makes it fit, in words
 // (optimizer states first, then activations, then weights), or nullopt.
 std::optional<std::string> offload_that_fits(const Scenario& s, const ClusterSpec& c, const Plan& p) {
@@ -1405,6 +1436,7 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
         if (auto fix = offload_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
       }
       if (!p.offloads()) {
+        if (auto fix = modules_that_fit(s, w.cluster, p, x.module_sets)) ex.problems.push_back(*fix);
         if (auto fix = recompute_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
         if (auto fix = uniform_groups_that_fit(s, w.cluster, p)) ex.problems.push_back(*fix);
       }

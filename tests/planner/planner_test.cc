@@ -1270,6 +1270,43 @@ TEST(PlannerRecompute, ModuleSetsAreSearchedPerSelectiveLayout) {
             std::string::npos);
 }
 
+// --explain of a layout rejected for HBM names the searched module set with which selective
+// recomputation fits fastest. The oracle is a scan of the shipped scenario's three sets by
+// estimate(): the named set fits, and no other fitting set is faster.
+TEST(PlannerRecompute, ExplainNamesTheFastestModuleSetThatFits) {
+  const Scenario s = load_file("scenarios/plan/qwen3-30b-a3b-16xh100-recompute-modules.json");
+  const PlanResult r = search(s);
+  auto ex = explain_layout(s, r, "tp=1,pp=1,ep=8,mb=2,zero=1,recompute=none");
+  ASSERT_TRUE(ex.ok()) << ex.error().message;
+  ASSERT_TRUE(ex->rejected.has_value());
+  const Plan none = ex->plan;
+  ClusterSpec c = s.cluster;
+  ASSERT_EQ(c.world(), 16);
+  std::uint32_t fastest = 0;
+  double fastest_s = 0;
+  for (std::uint32_t set : s.search->recompute_modules) {
+    Plan q = none;
+    q.recompute = Recompute::kSelective;
+    q.recompute_modules = set;
+    const Estimate e = estimate(s.model, c, q, s.workload);
+    if (e.memory.fits && (fastest == 0 || e.step_time_s < fastest_s)) fastest = set, fastest_s = e.step_time_s;
+  }
+  ASSERT_NE(fastest, 0u);  // some set fits
+  const std::string want =
+      fmt::format("selective recomputation would make it fit: with recompute=selective,recompute_modules={} ",
+                  recompute_modules_text(fastest));
+  const auto line = std::find_if(ex->problems.begin(), ex->problems.end(),
+                                 [&](const std::string& p) { return p.rfind(want, 0) == 0; });
+  ASSERT_NE(line, ex->problems.end()) << ::testing::PrintToString(ex->problems);
+  EXPECT_NE(line->find("the step takes " + seconds_text(fastest_s) + " instead of"), std::string::npos) << *line;
+  // A full-recomputation layout gets no such line (it recomputes more already).
+  auto full = explain_layout(s, r, "tp=1,pp=1,ep=8,mb=16,zero=1,recompute=full");
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  ASSERT_TRUE(full->rejected.has_value());
+  ASSERT_FALSE(full->problems.empty());  // the HBM line
+  for (const std::string& p : full->problems) EXPECT_EQ(p.rfind("selective recomputation", 0), std::string::npos) << p;
+}
+
 // search.recompute_num_layers "fit": every "full" layout is evaluated with the fewest layers
 // per chunk whose recomputation makes it fit. The oracle is a linear scan of the counts by
 // estimate() itself: the chosen count fits and one fewer does not; a layout that fits with
