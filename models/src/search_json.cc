@@ -200,14 +200,15 @@ std::optional<SearchSpec> read_search(const json& v, Diagnostics& diag) {
   if (auto x = r.number("price_per_gpu_hour", 0, 1e6)) q.price_per_gpu_hour = *x;
   if (auto x = r.integer("threads", 0, 1024)) q.threads = static_cast<int>(*x);
   r.finish();
-  if (!q.recompute_modules.empty() && !q.recompute.empty() &&
-      std::find(q.recompute.begin(), q.recompute.end(), Recompute::kSelective) == q.recompute.end()) {
-    diag.add("search.recompute_modules", "applies to recompute \"selective\", which search.recompute leaves out");
-  }
-  if (!q.recompute_method.empty() && !q.recompute.empty() &&
-      std::find(q.recompute.begin(), q.recompute.end(), Recompute::kFull) == q.recompute.end()) {
-    diag.add("search.recompute_method", "applies to recompute \"full\", which search.recompute leaves out");
-  }
+  // A key of one kind of recomputation, given while search.recompute leaves that kind out.
+  auto applies_to = [&](bool given, const char* key, Recompute kind) {
+    if (given && !q.recompute.empty() && std::find(q.recompute.begin(), q.recompute.end(), kind) == q.recompute.end()) {
+      diag.add(fmt::format("search.{}", key),
+               fmt::format("applies to recompute \"{}\", which search.recompute leaves out", to_string(kind)));
+    }
+  };
+  applies_to(!q.recompute_modules.empty(), "recompute_modules", Recompute::kSelective);
+  applies_to(!q.recompute_method.empty(), "recompute_method", Recompute::kFull);
   if (!q.virtual_stages.empty() && !q.schedule.empty() &&
       std::find(q.schedule.begin(), q.schedule.end(), Schedule::kInterleaved) == q.schedule.end()) {
     diag.add("search.virtual_stages", "applies to schedule \"interleaved\", which search.schedule leaves out");

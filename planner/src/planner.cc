@@ -201,12 +201,6 @@ bool allowed(const std::vector<int>& list, int v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
-// With recompute "full": the fewest layers per model chunk (Plan::recompute_num_layers,
-// Megatron-Core's "block") whose full recomputation makes `p` fit in HBM, counted up to the
-// largest chunk's layer count (every layer); nullopt when even that does not fit or the
-// count is not expressed with the plan (offload, per-module ZeRO-3 fetch). A stage's
-// memory does not grow as N grows (each recomputed layer keeps its input instead of its
-// activations; docs/model-reference.md §3.8), so N is found by bisection.
 // The layers of the plan's largest model chunk (a pipeline stage's, or a virtual stage's).
 int largest_chunk_layers(const ModelSpec& m, const Plan& p) {
   const int chunks = p.pp * p.virtual_stages;
@@ -224,6 +218,12 @@ bool memory_fits(const ModelSpec& m, const ClusterSpec& c, const Plan& q, const 
   return true;
 }
 
+// With recompute "full": the fewest layers per model chunk (Plan::recompute_num_layers,
+// Megatron-Core's "block") whose full recomputation makes `p` fit in HBM, counted up to the
+// largest chunk's layer count (every layer); nullopt when even that does not fit or the
+// count is not expressed with the plan (offload, per-module ZeRO-3 fetch). A stage's
+// memory does not grow as N grows (each recomputed layer keeps its input instead of its
+// activations; docs/model-reference.md §3.8), so N is found by bisection.
 struct FittingLayers {
   int n = 0;     // the fewest that fit, 1..most
   int most = 0;  // the largest chunk's layers
@@ -267,16 +267,11 @@ int fit_recompute_count(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
 }
 
 // The group size of recompute_method "uniform" (docs/model-reference.md §3.8 "Grouped full
-// recomputation") that holds the least memory on `p`'s layout, with its estimate: every
-// size from 2 up to the largest chunk's layers is tried (groups keep fewer inputs but hold
-// more layers live), the smaller on a tie. nullopt when groups are not expressed with the
-// plan (layout_errors: offload, ZeRO-3, the merged all-to-all step) or no chunk has two
-// layers.
-struct LeastGroups {
-  int group = 0;
-  Estimate estimate;
-};
-std::optional<LeastGroups> least_memory_groups(const ModelSpec& m, const ClusterSpec& c, Plan q, const Workload& w) {
+// recomputation") that holds the least memory on `p`'s layout: every size from 2 up to the
+// largest chunk's layers is tried (groups keep fewer inputs but hold more layers live), the
+// smaller on a tie. nullopt when groups are not expressed with the plan (layout_errors:
+// offload, ZeRO-3, the merged all-to-all step) or no chunk has two layers.
+std::optional<int> least_memory_group(const ModelSpec& m, const ClusterSpec& c, Plan q, const Workload& w) {
   q.recompute = Recompute::kFull;
   q.recompute_method = RecomputeMethod::kUniform;
   q.recompute_num_layers = 2;
@@ -296,8 +291,7 @@ std::optional<LeastGroups> least_memory_groups(const ModelSpec& m, const Cluster
     const double bytes = worst_stage();
     if (best == 0 || bytes < least) best = g, least = bytes;
   }
-  q.recompute_num_layers = best;
-  return LeastGroups{best, estimate(m, c, q, w)};
+  return best;
 }
 
 // The group size search.recompute_num_layers "fit" takes for `p` under recompute_method
@@ -310,7 +304,7 @@ int fit_group_size(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   alone.recompute_method = RecomputeMethod::kBlock;
   alone.recompute_num_layers = 0;
   if (layout_errors(m, c, alone, w).empty() && memory_fits(m, c, alone, w)) return 1;
-  if (const auto g = least_memory_groups(m, c, p, w)) return g->group;
+  if (const auto g = least_memory_group(m, c, p, w)) return *g;
   return largest_chunk_layers(m, p) < 2 ? 1 : 2;
 }
 
@@ -1274,30 +1268,34 @@ namespace {
 // the largest chunk's layers); the step does not change.
 std::optional<std::string> uniform_groups_that_fit(const Scenario& s, const ClusterSpec& c, const Plan& p) {
   if (p.recompute != Recompute::kFull || p.partial_full_recompute()) return std::nullopt;
-  const auto best = least_memory_groups(s.model, c, p, s.workload);
-  if (!best || !best->estimate.memory.fits) return std::nullopt;
-  const int best_g = best->group;
+  const auto best_g = least_memory_group(s.model, c, p, s.workload);
+  if (!best_g) return std::nullopt;
+  Plan q = p;
+  q.recompute_method = RecomputeMethod::kUniform;
+  q.recompute_num_layers = *best_g;
+  const Estimate best = estimate(s.model, c, q, s.workload);
+  if (!best.memory.fits) return std::nullopt;
   return fmt::format(
       "recomputation in groups would make it fit: with recompute_method=uniform,recompute_num_layers={} (each "
       "chunk's layers in groups of {} that keep one input each, the size that holds the least) stage {} needs "
       "{:.1f} GiB; every layer still recomputes once, so the step stays {}",
-      best_g, best_g, best->estimate.memory.stage, best->estimate.memory.total / kGiB,
-      seconds_text(best->estimate.step_time_s));
+      *best_g, *best_g, best.memory.stage, best.memory.total / kGiB, seconds_text(best.step_time_s));
 }
 
-// For a layout that does not fit in HBM and recomputes nothing or selectively: the searched
-// recompute_modules set (search.recompute_modules, else the plan's) with which selective
-// recomputation makes it fit fastest, in words, or nullopt. Sets the model does not take
-// (the layout rules) and the layout's own are skipped.
-std::optional<std::string> modules_that_fit(const Scenario& s, const ClusterSpec& c, const Plan& p,
-                                            const std::vector<std::uint32_t>& sets) {
+// For a layout that does not fit in HBM and recomputes nothing or selectively: the
+// recompute_modules set the search ranks (search.recompute_modules, else the plan's; not the
+// core attention alone where "none" dominates it) with which selective recomputation makes it
+// fit fastest, in words, or nullopt. Sets the model does not take (the layout rules) and the
+// layout's own are skipped.
+std::optional<std::string> modules_that_fit(const Context& x, const ClusterSpec& c, const Plan& p) {
+  const Scenario& s = x.s;
   if (p.recompute != Recompute::kNone && p.recompute != Recompute::kSelective) return std::nullopt;
   std::optional<Estimate> best;
   Plan best_plan;
-  for (std::uint32_t set : sets) {
+  for (const RecomputeChoice& rc : x.recomputes) {
+    if (rc.recompute != Recompute::kSelective) continue;
     Plan q = p;
-    q.recompute = Recompute::kSelective;
-    q.recompute_modules = set;
+    set_choice(q, rc);
     if (choice_of(q) == choice_of(p) || !layout_errors(s.model, c, q, s.workload).empty() ||
         !memory_fits(s.model, c, q, s.workload)) {
       continue;
@@ -1436,7 +1434,7 @@ Result<Explanation> explain_layout(const Scenario& s, const PlanResult& r, std::
         if (auto fix = offload_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
       }
       if (!p.offloads()) {
-        if (auto fix = modules_that_fit(s, w.cluster, p, x.module_sets)) ex.problems.push_back(*fix);
+        if (auto fix = modules_that_fit(x, w.cluster, p)) ex.problems.push_back(*fix);
         if (auto fix = recompute_that_fits(s, w.cluster, p)) ex.problems.push_back(*fix);
         if (auto fix = uniform_groups_that_fit(s, w.cluster, p)) ex.problems.push_back(*fix);
       }
