@@ -27,6 +27,28 @@ using validation::Record;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// The sharded microbatch rule's one microbatch a step (validation_record.cc microbatch_rule),
+// lowered to its largest divisor whose layout fits where the whole per-rank batch does not.
+void lower_microbatch(Record& r) {
+  if (!r.microbatch_per_step) return;
+  const std::int64_t all = r.microbatch;
+  for (std::int64_t d = all; d >= 1; --d) {
+    if (all % d != 0) continue;
+    Record trial = r;
+    trial.microbatch = d;
+    const validation::ScenarioBuild build = validation::build_scenario(trial);
+    if (!build.scenario) return;  // predict() says why
+    const auto scenario = parse_scenario(build.scenario->dump());
+    if (!scenario.ok()) return;
+    if (!estimate(*scenario).memory.fits) continue;
+    if (d == all) return;
+    r.microbatch = d;
+    r.assumptions[static_cast<std::size_t>(r.microbatch_assumption)] +=
+        fmt::format("; {} does not fit: the largest divisor that fits, {} ({} microbatches a step)", all, d, all / d);
+    return;
+  }
+}
+
 // Fills the prediction part of `row` from the record's scenario.
 void predict(Record& r, ValidationRow& row) {
   validation::ScenarioBuild build = validation::build_scenario(r);
@@ -88,6 +110,7 @@ void predict(Record& r, ValidationRow& row) {
 }
 
 ValidationRow row_of(Record& r) {
+  lower_microbatch(r);
   ValidationRow row;
   row.id = r.id;
   row.gpus = static_cast<int>(r.gpus);

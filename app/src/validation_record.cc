@@ -378,7 +378,8 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   if (auto mb = positive(f, "microbatch", false, r)) {
     r.microbatch = *mb;
   } else {
-    r.assumptions.push_back("microbatch not stated: 1");
+    r.microbatch_assumption = static_cast<int>(r.assumptions.size());
+    r.assumptions.push_back("microbatch not stated: 1");  // microbatch_rule may derive it
   }
   const std::optional<std::int64_t> v = positive(f, "virtual_stages", false, r);
   const bool chunks = v && *v >= 2;
@@ -883,6 +884,35 @@ std::vector<std::string> recompute_modules_in(const std::string& low) {
   return out;
 }
 
+// A record that does not state its microbatch (read_layout said "1"):
+// - with grad_accum and global_batch: global_batch / (grad_accum x dp);
+// - sharded (ZeRO-3, FSDP) without a pipeline, with global_batch and no grad_accum: one
+//   microbatch a step, global_batch / dp. A sharded step gathers every weight again for each
+//   microbatch (docs/model-reference.md, Known gaps: "ZeRO-3 repeats the all-gathers every
+//   microbatch"), so such runs take their whole per-rank batch at once unless they state an
+//   accumulation: torchtitan's local batch size and DeepSpeed's
+//   train_micro_batch_size_per_gpu are the per-rank batch, with no accumulation by default.
+//   validate lowers it to the largest divisor that fits where it does not (validate.cc);
+// - else 1, Megatron's default micro-batch-size.
+// Each case rewrites the "microbatch not stated" line in place, so the rules keep their order.
+void microbatch_rule(Record& r, std::int64_t dp, const std::optional<std::int64_t>& grad_accum) {
+  if (r.microbatch_assumption < 0 || r.global_batch <= 0 || dp <= 0) return;
+  std::string& said = r.assumptions[static_cast<std::size_t>(r.microbatch_assumption)];
+  if (grad_accum) {
+    if (r.global_batch % (*grad_accum * dp) != 0) return;  // read_record names the mismatch
+    r.microbatch = r.global_batch / (*grad_accum * dp);
+    said = fmt::format("microbatch not stated: global_batch / (grad_accum x dp) = {} / ({} x {}) = {}", r.global_batch,
+                       *grad_accum, dp, r.microbatch);
+  } else if (r.zero >= 3 && r.pp == 1 && r.global_batch % dp == 0) {
+    r.microbatch = r.global_batch / dp;
+    r.microbatch_per_step = r.microbatch > 1;
+    said = fmt::format(
+        "microbatch not stated, ZeRO-3 without a pipeline: one microbatch a step, global_batch / dp = {} / {} = {} "
+        "(a sharded step gathers the weights again for every microbatch)",
+        r.global_batch, dp, r.microbatch);
+  }
+}
+
 Record read_record(const json& rec, const std::string& path, Diagnostics& diag) {
   Record r;
   r.id = path;
@@ -1022,6 +1052,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     diag.add(path + ".model.kv_heads", fmt::format("{} does not divide heads ({})", r.kv_heads, r.heads));
   }
   const std::int64_t dp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
+  microbatch_rule(r, dp, lt.grad_accum);
   if (r.global_batch == 0 && dp > 0) {
     // Not stated: the accumulation the record states, else one microbatch per data-parallel
     // rank when there is no pipeline; a pipeline's fill depends on the microbatch count, so a

@@ -50,6 +50,12 @@ struct Record {
   bool gpus_per_node_stated = false;
   // layout
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1, global_batch = 0, microbatch = 1, virtual_stages = 1;
+  // Where the record does not state its microbatch, the rule that chose it (microbatch_rule):
+  // the index of its line in `assumptions` (-1: stated), and whether the sharded rule took
+  // one microbatch a step (global_batch / dp), which validate lowers to the largest divisor
+  // that fits where that does not.
+  int microbatch_assumption = -1;
+  bool microbatch_per_step = false;
   std::optional<std::int64_t> dp;
   bool sequence_parallel = false, flash_attention = false;
   std::string attention_kernel;  // "" = the stack's (plan.attention_kernel)

@@ -1085,6 +1085,81 @@ TEST_F(ValidateTest, ScenariosAreWrittenOrFailCleanly) {
 // A record on part of one node (a single-GPU run) runs on that many GPUs of one node; several
 // nodes of fewer than 8 GPUs are nodes of that many of the preset's GPUs with its NICs per GPU;
 // more than 8 per node is not predicted.
+// A record without its microbatch: global_batch / (grad_accum x dp) where it states the
+// accumulation; one microbatch a step (global_batch / dp) when sharded (ZeRO-3) without a
+// pipeline, lowered to the largest divisor that fits; else 1. Oracles: the divisions by hand,
+// and for the lowering a scan of the divisors by estimate() on the written scenario.
+TEST_F(ValidateTest, AnUnstatedMicrobatchIsDerivedFromTheAccumulationOrTheShardedStep) {
+  auto rows_of = [&](const std::vector<json>& patches) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < patches.size(); ++i) {
+      json p = patches[i];
+      p["id"] = fmt::format("r{}", i);
+      p["layout"]["microbatch"] = nullptr;
+      p["layout"]["virtual_stages"] = nullptr;
+      p["layout"]["schedule"] = nullptr;
+      text += (i ? "," : "") + record(p);
+    }
+    auto rep = run_validate({file_of(text + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    return rep.ok() ? rep->rows : std::vector<ValidationRow>{};
+  };
+  auto has = [](const ValidationRow& r, const std::string& line) {
+    return std::find(r.assumptions.begin(), r.assumptions.end(), line) != r.assumptions.end();
+  };
+  const auto rows = rows_of({
+      json::parse(R"j({"layout": {"tp": 1, "pp": 1, "zero_fsdp": "ZeRO-3"}})j"),
+      json::parse(R"j({"layout": {"tp": 1, "pp": 1, "zero_fsdp": "ZeRO-1", "grad_accum": 2}})j"),
+      json::parse(R"j({"layout": {"tp": 1, "pp": 1, "zero_fsdp": "ZeRO-1"}})j"),
+      json::parse(R"j({"layout": {"tp": 1, "pp": 2, "zero_fsdp": "ZeRO-3"}})j"),
+      json::parse(R"j({"layout": {"tp": 2, "pp": 1, "zero_fsdp": "ZeRO-3", "grad_accum": 4}})j"),
+  });
+  ASSERT_EQ(rows.size(), 5u);
+  // 16 GPUs, tp 1: dp 16; 64 / 16 = 4.
+  EXPECT_EQ(rows[0].layout, "tp1 pp1 dp16 z3 mb4 gbs64");
+  EXPECT_TRUE(has(rows[0],
+                  "microbatch not stated, ZeRO-3 without a pipeline: one microbatch a step, global_batch / dp = 64 / "
+                  "16 = 4 (a sharded step gathers the weights again for every microbatch)"));
+  EXPECT_TRUE(rows[0].feasible) << rows[0].reason;
+  // 64 / (2 x 16) = 2.
+  EXPECT_EQ(rows[1].layout, "tp1 pp1 dp16 z1 mb2 gbs64");
+  EXPECT_TRUE(has(rows[1], "microbatch not stated: global_batch / (grad_accum x dp) = 64 / (2 x 16) = 2"));
+  // Not sharded, or pipelined: Megatron's default, 1.
+  EXPECT_EQ(rows[2].layout, "tp1 pp1 dp16 z1 mb1 gbs64");
+  EXPECT_TRUE(has(rows[2], "microbatch not stated: 1"));
+  EXPECT_EQ(rows[3].layout, "tp1 pp2 dp8 z3 mb1 gbs64");
+  EXPECT_TRUE(has(rows[3], "microbatch not stated: 1"));
+  // The stated accumulation wins over the sharded rule: dp 8, 64 / (4 x 8) = 2.
+  EXPECT_EQ(rows[4].layout, "tp2 pp1 dp8 z3 mb2 gbs64");
+
+  // 24 layers of h 2048 without FlashAttention or recomputation on 40 GB A100s: 1024 / 16 =
+  // 64 sequences a rank do not fit; validate takes the largest divisor of 64 that does.
+  const auto big = rows_of({json::parse(R"j({"model": {"layers": 24, "hidden": 2048},
+      "hardware": {"gpu": "A100-SXM4-40GB"},
+      "layout": {"tp": 1, "pp": 1, "zero_fsdp": "ZeRO-3", "global_batch": 1024, "recompute": "none"}})j")});
+  ASSERT_EQ(big.size(), 1u);
+  ASSERT_TRUE(big[0].feasible) << big[0].reason;
+  const json sc = json::parse(big[0].scenario_json);
+  const std::int64_t chosen = sc["plan"]["microbatch"];
+  std::int64_t oracle = 0;
+  for (std::int64_t d = 64; d >= 1 && oracle == 0; --d) {
+    if (64 % d != 0) continue;
+    json trial = sc;
+    trial["plan"]["microbatch"] = d;
+    const auto parsed = stepcast::parse_scenario(trial.dump());
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    if (stepcast::estimate(*parsed).memory.fits) oracle = d;
+  }
+  ASSERT_GT(oracle, 0);
+  EXPECT_LT(oracle, 64);
+  EXPECT_EQ(chosen, oracle);
+  EXPECT_TRUE(has(big[0], fmt::format("microbatch not stated, ZeRO-3 without a pipeline: one microbatch a step, "
+                                      "global_batch / dp = 1024 / 16 = 64 (a sharded step gathers the weights again "
+                                      "for every microbatch); 64 does not fit: the largest divisor that fits, {} ({} "
+                                      "microbatches a step)",
+                                      oracle, 64 / oracle)));
+}
+
 TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   const std::string one = record(json::parse(R"j({"id": "one", "hardware": {"gpus_total": 1, "gpus_per_node": 1},
       "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "schedule": "1F1B", "global_batch": 8}})j"));
