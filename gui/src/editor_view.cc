@@ -183,6 +183,11 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
   static_cast<QComboBox*>(fields_.back().input)->addItems(names<Schedule>());
   addField(plan, tr("Virtual stages"), {{"plan", "virtual_stages"}, Kind::kInt, nullptr, nullptr,
                                         [](S s) { return QVariant(s.plan.virtual_stages); }});
+  {
+    Field layout{{"plan", "pipeline_layout"}, Kind::kValues, nullptr, nullptr, [](S) { return QVariant(); }, true};
+    layout.text_alone = true;
+    addField(plan, tr("Layers per chunk (pipeline layout)"), std::move(layout));
+  }
   addField(plan, tr("Microbatch"), {{"plan", "microbatch"}, Kind::kInt, nullptr, nullptr,
                                     [](S s) { return QVariant(s.plan.microbatch); }});
   addField(plan, tr("Global batch"), {{"plan", "global_batch"}, Kind::kInt, nullptr, nullptr,
@@ -345,9 +350,10 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
     case Kind::kValues: {
       auto* edit = new QLineEdit(row);
       edit->setPlaceholderText(tr("default"));
-      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit] {
+      connect(edit, &QLineEdit::editingFinished, this, [this, path, edit, alone = field.text_alone] {
         if (updating_) return;
-        const nlohmann::ordered_json v = values_of(edit->text());
+        nlohmann::ordered_json v = values_of(edit->text());
+        if (alone && v.is_array() && v.size() == 1 && v.front().is_string()) v = nlohmann::ordered_json(v.front());
         if (v.empty()) {
           removeField(path);
           return;

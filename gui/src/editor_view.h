@@ -52,6 +52,9 @@ class EditorView : public View {
     // An optional key (the search section's): an empty text or the choice kDefault removes
     // it, and the field shows that when the file lacks it.
     bool optional = false;
+    // A kValues field whose single text (no comma) is written as a string, not a list of one
+    // (plan.pipeline_layout: Megatron-Core's layout string or a list of layer counts).
+    bool text_alone = false;
   };
 
   void addField(QFormLayout* form, const QString& label, Field field);

@@ -316,6 +316,39 @@ class EditorTest : public QObject {
     QCOMPARE(objective->currentText(), QStringLiteral("(default)"));
   }
 
+  void pipelineLayoutIsAStringOrAList() {
+    // The shipped scenario (llama3-70b, pp 4) has no layout: the field is empty. Megatron's
+    // string is written as a string, comma-separated counts as a list; the document's
+    // estimate is the one of the same scenario edited by hand; a wrong count is refused
+    // beside the field with the loader's message; emptying the field removes the key.
+    auto* layout = qobject_cast<QLineEdit*>(editor_->fieldWidget("plan.pipeline_layout"));
+    QVERIFY(layout);
+    QCOMPARE(layout->text(), QString());
+    auto type = [](QLineEdit* e, const char* text) {
+      e->setText(QString::fromLatin1(text));
+      emit e->editingFinished();
+    };
+    type(layout, "Et*19|t*21|t*21|t*19L");
+    QCOMPARE(doc_->value({"plan", "pipeline_layout"})->dump(), std::string(R"("Et*19|t*21|t*21|t*19L")"));
+    QVERIFY2(doc_->scenario(), qPrintable(doc_->error()));
+    QCOMPARE(layout->text(), QStringLiteral("Et*19|t*21|t*21|t*19L"));
+    const std::string by_hand =
+        replaced(read(kScenario), "\"tp\": 8,", "\"pipeline_layout\": \"Et*19|t*21|t*21|t*19L\", \"tp\": 8,");
+    QVERIFY(estimate_->report());
+    QCOMPARE(estimate_->report()->estimate.step_time_s, direct(by_hand).step_time_s);
+    QVERIFY(direct(by_hand).step_time_s != direct(read(kScenario)).step_time_s);
+    type(layout, "19, 21, 21, 19");
+    QCOMPARE(doc_->value({"plan", "pipeline_layout"})->dump(), std::string("[19,21,21,19]"));
+    QCOMPARE(estimate_->report()->estimate.step_time_s, direct(by_hand).step_time_s);
+    type(layout, "20, 20, 20");
+    QVERIFY(!doc_->scenario());
+    QCOMPARE(editor_->fieldMessage("plan.pipeline_layout"),
+             QStringLiteral("3 model chunks (20x3), but pp x virtual_stages = 4 x 1 = 4"));
+    type(layout, "");
+    QVERIFY(doc_->scenario());
+    QVERIFY(!doc_->value({"plan", "pipeline_layout"}));
+  }
+
   void attentionKernelIsAChoiceField() {
     // Unset, the field shows "stack" (the stack's own family); choosing FlashAttention-3
     // writes plan.attention_kernel and re-estimates as the same edit made by hand, faster

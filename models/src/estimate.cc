@@ -37,10 +37,9 @@ int dense_layers_of(const ModelSpec& m) { return m.moe ? m.moe->num_dense_layers
 // with the interleaved schedule, else one): its first layer and its number of layers.
 template <class F>
 void for_each_chunk(const ModelSpec& m, const Plan& p, int stage, F&& f) {
-  const int chunks = p.pp * p.virtual_stages;
   for (int v = 0; v < p.virtual_stages; ++v) {
     const int chunk = stage + v * p.pp;
-    f(chunk_first_layer(m.num_layers, chunks, chunk), chunk_layers(m.num_layers, chunks, chunk));
+    f(chunk_first_layer(m, p, chunk), chunk_layers(m, p, chunk));
   }
 }
 
@@ -223,8 +222,8 @@ struct ChunkSpan {
 ChunkSpan chunk_of_layer(const ModelSpec& m, const Plan& p, int layer) {
   const int chunks = p.pp * p.virtual_stages;
   for (int chunk = 0; chunk < chunks; ++chunk) {
-    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
-    const int n = chunk_layers(m.num_layers, chunks, chunk);
+    const int first = chunk_first_layer(m, p, chunk);
+    const int n = chunk_layers(m, p, chunk);
     if (layer < first + n) return {first, n};
   }
   return {layer, 0};
@@ -948,7 +947,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     } else if (p.zero < 3 && nd > 1) {
       // The last bucket to become ready holds the stage's first layer (and, on stage 0, the
       // input embedding): it cannot overlap any backward compute.
-      const int first_layer = chunk_first_layer(m.num_layers, p.pp * p.virtual_stages, s);
+      const int first_layer = chunk_first_layer(m, p, s);
       const bool first_moe = m.moe && first_layer >= m.moe->num_dense_layers;
       const LayerRankParams lp0 = layer_rank_params(m, e.params, p, first_moe);
       const ParamCounts& pc = e.params;

@@ -131,8 +131,8 @@ class StageBuilder {
       std::vector<int> mine;
       for (int v = 0; v < p.virtual_stages; ++v) {
         const int chunk = stage + v * p.pp;
-        const int first = chunk_first_layer(m.num_layers, chunks_, chunk);
-        for (int i = 0; i < chunk_layers(m.num_layers, chunks_, chunk); ++i) mine.push_back(first + i);
+        const int first = chunk_first_layer(m, p, chunk);
+        for (int i = 0; i < chunk_layers(m, p, chunk); ++i) mine.push_back(first + i);
       }
       const int n = static_cast<int>(mine.size());
       if (const int k = offloaded_layers(p.offload_activations, n); k > 0) act_off_end_ = mine[static_cast<std::size_t>(k - 1)] + 1;
@@ -735,8 +735,8 @@ class StageBuilder {
     FwdPass f;
     f.mb = mb;
     f.k = chunk_of(j);
-    f.first = chunk_first_layer(m_.num_layers, chunks_, f.k);
-    f.n = chunk_layers(m_.num_layers, chunks_, f.k);
+    f.first = chunk_first_layer(m_, p_, f.k);
+    f.n = chunk_layers(m_, p_, f.k);
     if (f.k == 0) {
       f.x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
       if (zmod_) f.x = zembedding(f.x, mb, false);
@@ -823,8 +823,8 @@ class StageBuilder {
     b.mb = mb;
     b.j = j;
     b.k = chunk_of(j);
-    b.first = chunk_first_layer(m_.num_layers, chunks_, b.k);
-    b.n = chunk_layers(m_.num_layers, chunks_, b.k);
+    b.first = chunk_first_layer(m_, p_, b.k);
+    b.n = chunk_layers(m_, p_, b.k);
     std::uint32_t x = kNone;
     if (b.k == chunks_ - 1) {
       x = last_compute_;

@@ -83,6 +83,27 @@ int chunk_first_layer(int num_layers, int chunks, int chunk) {
   return chunk * base + middle_before + chunk0_extra;
 }
 
+namespace {
+// Whether the plan's layout gives its chunks (the loader refuses one that does not; the
+// planner may ask about other pp or v before it does: they take the even split).
+bool has_layout(const Plan& p) {
+  return !p.pipeline_layout.empty() &&
+         p.pipeline_layout.size() == static_cast<std::size_t>(p.pp) * static_cast<std::size_t>(p.virtual_stages);
+}
+}  // namespace
+
+int chunk_layers(const ModelSpec& m, const Plan& p, int chunk) {
+  if (has_layout(p)) return p.pipeline_layout[static_cast<std::size_t>(chunk)];
+  return chunk_layers(m.num_layers, p.pp * p.virtual_stages, chunk);
+}
+
+int chunk_first_layer(const ModelSpec& m, const Plan& p, int chunk) {
+  if (!has_layout(p)) return chunk_first_layer(m.num_layers, p.pp * p.virtual_stages, chunk);
+  int first = 0;
+  for (int k = 0; k < chunk; ++k) first += p.pipeline_layout[static_cast<std::size_t>(k)];
+  return first;
+}
+
 LayerRankParams layer_rank_params(const ModelSpec& m, const Plan& p, bool moe) {
   return layer_rank_params(m, count_params(m), p, moe);
 }
@@ -127,11 +148,10 @@ RankParams rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p, 
   const double dense_layer = dl.dense;
   const double moe_common = ml.dense;
   const double moe_expert = ml.expert;
-  const int chunks = p.pp * p.virtual_stages;
   for (int v = 0; v < p.virtual_stages; ++v) {
     const int chunk = stage + v * p.pp;
-    const int n = chunk_layers(m.num_layers, chunks, chunk);
-    const int first = chunk_first_layer(m.num_layers, chunks, chunk);
+    const int n = chunk_layers(m, p, chunk);
+    const int first = chunk_first_layer(m, p, chunk);
     const int dense_end = std::clamp(c.dense_layers - first, 0, n);  // dense layers come first
     r.layers += n;
     r.moe_layers += n - dense_end;

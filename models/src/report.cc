@@ -1,5 +1,7 @@
 #include "stepcast/models/report.h"
 
+#include "stepcast/models/pipeline_layout.h"
+
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -9,6 +11,7 @@
 
 #include "stepcast/models/compute.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/pipeline_layout.h"
 #include "stepcast/models/text.h"
 
 namespace stepcast {
@@ -171,6 +174,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.recompute_group() > 1) j["plan"]["recompute_method"] = "uniform";
   if (p.recompute_count() > 0) j["plan"]["recompute_num_layers"] = p.recompute_count();
   if (p.expert_tp() != p.tp) j["plan"]["etp"] = p.expert_tp();  // listed only when folded
+  if (!p.pipeline_layout.empty()) j["plan"]["pipeline_layout"] = p.pipeline_layout;  // listed when stated
   // The stack and the host-bound part are listed for a non-default stack or when the host
   // stalls the GPU (megatron-core reports are unchanged where its host cost hides).
   if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
@@ -218,6 +222,9 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
       p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch, p.global_batch, e.microbatches,
       p.zero, std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),
       recompute_text(p), to_string(p.precision)));
+  if (!p.pipeline_layout.empty()) {
+    line(fmt::format("  layers   {} per model chunk (plan.pipeline_layout)", pipeline_layout_text(p.pipeline_layout)));
+  }
   if (p.stack != Stack::kMegatronCore) line(fmt::format("  stack    {}", to_string(p.stack)));
   if (!p.attention_kernel.empty()) line(fmt::format("  attention kernel {}", p.attention_kernel));
   line("");

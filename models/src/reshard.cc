@@ -17,12 +17,12 @@ namespace {
 
 // Pipeline stage of every layer: chunk k of pp x v holds chunk_layers() layers and runs on
 // stage k mod pp (the interleaved schedule's assignment; v = 1 for the others).
-std::vector<int> stage_of_layer(int layers, const Plan& p) {
+std::vector<int> stage_of_layer(const ModelSpec& m, const Plan& p) {
   const int chunks = p.pp * std::max(1, p.virtual_stages);
-  std::vector<int> stage(static_cast<std::size_t>(layers), 0);
+  std::vector<int> stage(static_cast<std::size_t>(m.num_layers), 0);
   for (int k = 0; k < chunks; ++k) {
-    const int first = chunk_first_layer(layers, chunks, k);
-    for (int l = first; l < first + chunk_layers(layers, chunks, k); ++l) stage[static_cast<std::size_t>(l)] = k % p.pp;
+    const int first = chunk_first_layer(m, p, k);
+    for (int l = first; l < first + chunk_layers(m, p, k); ++l) stage[static_cast<std::size_t>(l)] = k % p.pp;
   }
   return stage;
 }
@@ -90,8 +90,8 @@ ReshardPlan reshard_plan(const ModelSpec& m, const ClusterSpec& cluster, const P
   r.to_world = to.world();
   r.to_nodes = (r.to_world + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   const StateBytesPerParam per_param = state_bytes_per_param(to);  // as checkpoint_cost counts them
-  const std::vector<int> old_stage = stage_of_layer(m.num_layers, from);
-  const std::vector<int> new_stage = stage_of_layer(m.num_layers, to);
+  const std::vector<int> old_stage = stage_of_layer(m, from);
+  const std::vector<int> new_stage = stage_of_layer(m, to);
   const int old_nd = from.dp * from.cp;   // replicas that each wrote 1/old_nd of a slice
   const int new_nd = to.dp * to.cp;
   const int new_nde = std::max(1, to.edp());

@@ -15,6 +15,7 @@
 #include "stepcast/models/attention.h"
 #include "stepcast/models/estimate.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/pipeline_layout.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/report.h"
@@ -49,6 +50,33 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
   set(p.tp_comm_overlap, r.boolean("tp_comm_overlap"));
   if (auto s = r.choice("schedule", names_of<Schedule>())) p.schedule = *parse_schedule(*s);
   set(p.virtual_stages, r.integer("virtual_stages", 1, 1000));
+  if (const json* layout = r.raw("pipeline_layout")) {
+    // Megatron-Core's layout string, or the decoder layers of each chunk as a list.
+    const std::string path = r.path_of("pipeline_layout");
+    if (layout->is_string()) {
+      auto parsed = parse_pipeline_layout(layout->get<std::string>());
+      if (!parsed.ok()) r.diag().add(path, parsed.error().message);
+      else {
+        p.pipeline_layout = parsed->layers;
+        p.pipeline_layout_mtp = parsed->mtp;
+      }
+    } else if (layout->is_array() && !layout->empty()) {
+      for (std::size_t i = 0; i < layout->size(); ++i) {
+        const json& v = (*layout)[i];
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 100000) {
+          r.diag().add(reader::index(path, i),
+                       fmt::format("expected a layer count from 0 to 100000, got {}", describe(v)));
+          p.pipeline_layout.clear();
+          break;
+        }
+        p.pipeline_layout.push_back(v.get<int>());
+      }
+    } else {
+      r.diag().add(path, fmt::format("expected Megatron-Core's layout string (e.g. \"Et|(tt|)*30mL\") or a list of "
+                                     "layer counts per model chunk (e.g. [1, 2, 2, 0]), got {}",
+                                     describe(*layout)));
+    }
+  }
   set(p.microbatch, r.integer("microbatch", 1, kMaxPar));
   const bool gb_given = r.has("global_batch");
   set(p.global_batch, r.integer("global_batch", 1, kMaxGlobalBatch));
@@ -237,6 +265,37 @@ std::string moe_a2a_overlap_problem(const ModelSpec& m, const Plan& p) {
   return "";
 }
 
+// plan.pipeline_layout against the model and the plan's chunks.
+template <class Add>
+void check_pipeline_layout(const ModelSpec& m, const Plan& p, std::int64_t chunks, Add& add) {
+  const auto& layout = p.pipeline_layout;
+  const std::int64_t n = static_cast<std::int64_t>(layout.size());
+  if (n != chunks) {
+    add(fmt::format("plan.pipeline_layout: {} model chunks ({}), but pp x virtual_stages = {} x {} = {}", n,
+                    pipeline_layout_text(layout), p.pp, p.virtual_stages, chunks));
+    return;
+  }
+  std::int64_t sum = 0;
+  for (int x : layout) sum += x;
+  if (sum != m.num_layers) {
+    add(fmt::format("plan.pipeline_layout: {} decoder layers ({}), but {} has {}", sum, pipeline_layout_text(layout),
+                    m.name, m.num_layers));
+  }
+  for (std::int64_t k = 1; k + 1 < n; ++k) {
+    if (layout[static_cast<std::size_t>(k)] == 0) {
+      add(
+          fmt::format("plan.pipeline_layout[{}]: 0 decoder layers; only the first chunk (beside the embedding) and "
+                      "the last (beside the output layer) may hold none",
+                      k));
+      break;
+    }
+  }
+  if (p.pipeline_layout_mtp > 0 && p.pipeline_layout_mtp != m.mtp_layers) {
+    add(fmt::format("plan.pipeline_layout: places {} multi-token-prediction module{} ('m'), but {} has {}",
+                    p.pipeline_layout_mtp, p.pipeline_layout_mtp == 1 ? "" : "s", m.name, m.mtp_layers));
+  }
+}
+
 std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
                                        const Workload& w) {
   std::vector<std::string> out;
@@ -336,7 +395,9 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
     add(fmt::format("plan.virtual_stages: {} needs schedule \"interleaved\"", p.virtual_stages));
   }
   const std::int64_t chunks = std::int64_t{p.pp} * p.virtual_stages;
-  if (chunks > m.num_layers) {
+  if (!p.pipeline_layout.empty()) {
+    check_pipeline_layout(m, p, chunks, add);
+  } else if (chunks > m.num_layers) {
     add(fmt::format("plan.pp: {} stages x {} virtual stages = {} model chunks exceed num_layers ({})",
                     p.pp, p.virtual_stages, chunks, m.num_layers));
   }

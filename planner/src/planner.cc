@@ -205,7 +205,7 @@ bool allowed(const std::vector<int>& list, int v) {
 int largest_chunk_layers(const ModelSpec& m, const Plan& p) {
   const int chunks = p.pp * p.virtual_stages;
   int most = 0;
-  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m.num_layers, chunks, k));
+  for (int k = 0; k < chunks; ++k) most = std::max(most, chunk_layers(m, p, k));
   return most;
 }
 

@@ -37,6 +37,10 @@ ParamCounts count_params(const ModelSpec& model);
 int chunk_layers(int num_layers, int chunks, int chunk);
 // Index of the first layer of `chunk`.
 int chunk_first_layer(int num_layers, int chunks, int chunk);
+// The same for the plan's pp x virtual_stages chunks: plan.pipeline_layout's split where the
+// plan has one (Megatron-Core's pipeline_model_parallel_layout), else the even split above.
+int chunk_layers(const ModelSpec& m, const Plan& p, int chunk);
+int chunk_first_layer(const ModelSpec& m, const Plan& p, int chunk);
 
 // Parameters held by one rank of pipeline stage `stage` (0-based), before ZeRO sharding.
 // Dense (non-expert) weights are split by TP; routed experts by EP and expert TP (etp); the input

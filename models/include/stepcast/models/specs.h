@@ -256,6 +256,15 @@ struct Plan {
   bool tp_comm_overlap = false;
   Schedule schedule = Schedule::kOneFOneB;
   int virtual_stages = 1;
+  // Decoder layers of each model chunk, pp x virtual_stages entries in chunk order (chunk k
+  // runs on stage k % pp): Megatron-Core's pipeline_model_parallel_layout ("Et|(tt|)*30mL")
+  // or its decoder_first/last_pipeline_num_layers written out. Empty: stepcast's even split
+  // (chunk_layers in params.h). The embedding stays on chunk 0, the output layer and the
+  // multi-token-prediction modules on the last chunk; either may hold no decoder layer
+  // (docs/model-reference.md "Uneven pipeline split"). REQUIRES (loader): pp x
+  // virtual_stages entries summing to num_layers, every middle chunk at least one layer.
+  std::vector<int> pipeline_layout;
+  int pipeline_layout_mtp = 0;         // "m" in a layout string: the MTP modules it places (loader check)
   int microbatch = 1;                  // sequences per microbatch per rank
   std::int64_t global_batch = 1;       // sequences per optimizer step
   int zero = 0;                        // 0 DDP, 1, 2, 3 (FSDP full shard)
