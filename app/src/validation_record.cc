@@ -221,6 +221,80 @@ void mapped(Record& rec, const char* field, const std::string& desc, const std::
   if (lower(desc) != value) rec.assumptions.push_back(fmt::format("{} {}: {}", field, quote(desc), value));
 }
 
+// model.mla: multi-head latent attention's ranks by Hugging Face's names (q_lora_rank 0 or
+// null: no query compression); model.mtp_modules (or num_nextn_predict_layers, its Hugging
+// Face name); model.n_group and model.topk_group, DeepSeek's node-limited routing (the
+// scenario's moe.expert_groups and limited_groups).
+void read_mla_and_mtp(ObjectReader& f, Record& r) {
+  if (const json* v = f.raw("mla"); v && !v->is_null()) {
+    if (!v->is_object()) {
+      f.diag().add(f.path_of("mla"),
+                   "expected an object of multi-head latent attention's ranks (q_lora_rank, "
+                   "kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim), got " +
+                       reader::describe(*v));
+    } else {
+      ObjectReader m(*v, f.path_of("mla"), f.diag());
+      static constexpr std::pair<const char*, std::int64_t> kRanks[] = {
+          {"q_lora_rank", 0}, {"kv_lora_rank", 1}, {"qk_nope_head_dim", 1}, {"qk_rope_head_dim", 0}, {"v_head_dim", 1}};
+      for (const auto& [key, min] : kRanks) {
+        if (const json* x = m.raw(key); x && x->is_null() && std::string_view(key) == "q_lora_rank") {
+          r.mla.emplace_back(key, 0);  // DeepSeek-V2-Lite's config: no query compression
+        } else if (auto n = m.integer(key, min, 1'000'000)) {
+          r.mla.emplace_back(key, *n);
+        } else if (!m.has(key) && min > 0) {
+          m.diag().add(m.path_of(key), "missing (required with model.mla)");
+        }
+      }
+      m.finish();
+    }
+  }
+  for (const char* key : {"mtp_modules", "num_nextn_predict_layers"}) {
+    if (auto n = f.integer(key, 0, 16)) {
+      r.mtp_modules = *n;
+      r.mtp_stated = true;
+    }
+  }
+  if (auto g = f.integer("n_group", 1, 1'000'000)) r.expert_groups = *g;
+  if (auto g = f.integer("topk_group", 1, 1'000'000)) r.limited_groups = *g;
+}
+
+// A record named for the DeepSeek-V3 preset (DeepSeek-V3 or R1, its shapes: 61 layers of
+// hidden 7168) takes from models/data/models.json what it does not state: the multi-head
+// latent attention's ranks, the one multi-token-prediction module the technical report
+// trained with, and the router's node-limited groups; printed.
+void preset_rule(const std::string& name_low, Record& r) {
+  const bool named = contains(name_low, "deepseek-v3") || contains(name_low, "deepseek v3") ||
+                     contains(name_low, "deepseek-r1") || contains(name_low, "deepseek r1");
+  const ModelSpec& p = builtin_presets().models.at("deepseek-v3");
+  if (!named || r.layers != p.num_layers || r.hidden != p.hidden_size) return;
+  std::vector<std::string> took;
+  if (r.mla.empty() && p.mla) {
+    r.mla = {{"q_lora_rank", p.mla->q_lora_rank},
+             {"kv_lora_rank", p.mla->kv_lora_rank},
+             {"qk_nope_head_dim", p.mla->qk_nope_head_dim},
+             {"qk_rope_head_dim", p.mla->qk_rope_head_dim},
+             {"v_head_dim", p.mla->v_head_dim}};
+    took.push_back(fmt::format(
+        "multi-head latent attention (q_lora_rank {}, kv_lora_rank {}, qk_nope_head_dim {}, "
+        "qk_rope_head_dim {}, v_head_dim {})",
+        p.mla->q_lora_rank, p.mla->kv_lora_rank, p.mla->qk_nope_head_dim, p.mla->qk_rope_head_dim, p.mla->v_head_dim));
+  }
+  if (!r.mtp_stated && p.mtp_layers > 0) {
+    r.mtp_modules = p.mtp_layers;
+    took.push_back(fmt::format("{} multi-token-prediction module", p.mtp_layers));
+  }
+  if (r.expert_groups == 0 && p.moe && p.moe->expert_groups > 0) {
+    r.expert_groups = p.moe->expert_groups;
+    r.limited_groups = p.moe->limited_groups;
+    took.push_back(fmt::format("node-limited routing ({} expert groups, {} per token)", p.moe->expert_groups,
+                               p.moe->limited_groups));
+  }
+  if (!took.empty()) {
+    r.assumptions.push_back(
+        fmt::format("model named DeepSeek-V3 with its shapes: the deepseek-v3 preset's {}", fmt::join(took, ", ")));
+  }
+}
+
 void read_model(ObjectReader& f, Record& r) {
   f.ignore({"notes"});
   for (auto [key, out] :
@@ -295,6 +369,7 @@ void read_model(ObjectReader& f, Record& r) {
     r.moe = moe->is_string() ? moe->get<std::string>() : moe->dump();
     if (r.moe.empty()) r.moe = "(empty)";
   }
+  read_mla_and_mtp(f, r);
   if (auto kv = positive(f, "kv_heads", false, r)) {
     r.kv_heads = *kv;
   } else {
@@ -343,6 +418,7 @@ void read_model(ObjectReader& f, Record& r) {
           "positional {}: no position parameters (stepcast's parameter-free \"rope\" setting)", quote(*pos)));
     }
   }
+  preset_rule(name_low, r);
   f.finish();
 }
 
@@ -375,6 +451,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   r.etp = positive(f, "etp", false, r).value_or(0);
   r.global_batch = positive(f, "global_batch", false, r).value_or(0);  // 0: not stated (read_record)
   t.grad_accum = positive(f, "grad_accum", false, r);
+  if (const json* pl = f.raw("pipeline_layout"); pl && !pl->is_null()) r.pipeline_layout = *pl;
   if (auto mb = positive(f, "microbatch", false, r)) {
     r.microbatch = *mb;
   } else {
@@ -884,6 +961,21 @@ std::vector<std::string> recompute_modules_in(const std::string& low) {
   return out;
 }
 
+// Megatron-Core's recompute_modules named in prose, in Megatron's order: a norm ("RMSNorm",
+// "LayerNorm", "layer norm") layernorm, "MLA up-projection(s)" mla_up_proj, "core attention"
+// or "attention core" core_attn, the experts' activation ("expert activation", "MoE
+// activation") moe_act.
+std::vector<std::string> modules_in_prose(const std::string& low) {
+  std::vector<std::string> out;
+  if (contains(low, "core attention") || contains(low, "attention core")) out.push_back("core_attn");
+  if (contains(low, "rmsnorm") || contains(low, "layernorm") || contains(low, "layer norm")) {
+    out.push_back("layernorm");
+  }
+  if (contains(low, "expert activation") || contains(low, "moe activation")) out.push_back("moe_act");
+  if (contains(low, "up-proj") || contains(low, "up proj") || contains(low, "up_proj")) out.push_back("mla_up_proj");
+  return out;
+}
+
 // A record that does not state its microbatch (read_layout said "1"):
 // - with grad_accum and global_batch: global_batch / (grad_accum x dp);
 // - sharded (ZeRO-3, FSDP) without a pipeline, with global_batch and no grad_accum: one
@@ -978,11 +1070,17 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
     else if (contains(low, "selective")) r.recompute = torchtitan ? "selective_op" : "selective";
     else if (says_none) r.recompute = "none";
     else if (contains(low, "full")) r.recompute = "full";
+    // Modules named in prose ("RMSNorm and MLA up-projections", DeepSeek-V3's report):
+    // selective recomputation of those.
+    else if (!modules_in_prose(low).empty()) r.recompute = "selective";
     // "activation checkpointing", "gradient checkpointing", "yes": every layer's activations
     // recomputed, what those words meant before selective recomputation (Megatron's
     // --checkpoint-activations, DeepSpeed's and PyTorch's checkpoint of each block).
     else if (contains(low, "checkpoint") || contains(low, "recomput") || yes_no(low) == true) r.recompute = "full";
-    if (r.recompute == "selective") r.recompute_modules = recompute_modules_in(low);
+    if (r.recompute == "selective") {
+      r.recompute_modules = recompute_modules_in(low);
+      if (r.recompute_modules.empty()) r.recompute_modules = modules_in_prose(low);
+    }
     // Megatron's recompute_method: "block" recomputes the first recompute_num_layers layers
     // of each pipeline chunk in full; "uniform" every layer, in groups of that many.
     static const std::regex kBlock(R"(method\W{0,3}block\b|^\W*(full\W+)?block\b|\bblock\W{0,3}\d)");
@@ -1279,6 +1377,13 @@ ScenarioBuild build_scenario(Record& r) {
     model["sliding_window"] = r.sliding_window;
     model["window_attn_skip_freq"] = r.window_attn_skip_freq;
   }
+  if (!r.mla.empty()) {
+    model["attention"] = "mla";
+    ordered_json mla = ordered_json::object();
+    for (const auto& [key, value] : r.mla) mla[key] = value;
+    model["mla"] = std::move(mla);
+  }
+  if (r.mtp_modules > 0) model["mtp_modules"] = r.mtp_modules;
   if (r.moe_experts > 0) {
     model["moe"] = {{"num_experts", r.moe_experts},
                     {"top_k", r.moe_top_k},
@@ -1286,6 +1391,8 @@ ScenarioBuild build_scenario(Record& r) {
                     {"num_shared_experts", r.moe_shared},
                     {"shared_expert_ffn_hidden_size", r.moe_shared_ffn},
                     {"num_dense_layers", r.moe_dense}};
+    if (r.expert_groups > 0) model["moe"]["expert_groups"] = r.expert_groups;
+    if (r.limited_groups > 0) model["moe"]["limited_groups"] = r.limited_groups;
   }
 
   ordered_json sc;
@@ -1330,6 +1437,7 @@ ScenarioBuild build_scenario(Record& r) {
   if (!r.overlap_grad_reduce) plan["overlap_grad_reduce"] = false;
   plan["schedule"] = r.schedule;
   plan["virtual_stages"] = r.virtual_stages;
+  if (!r.pipeline_layout.is_null()) plan["pipeline_layout"] = r.pipeline_layout;
   plan["microbatch"] = r.microbatch;
   plan["global_batch"] = r.global_batch;
   plan["zero"] = r.zero;

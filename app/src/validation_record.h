@@ -43,6 +43,14 @@ struct Record {
   // state all three of the first (then `moe_missing` names what is missing).
   std::int64_t moe_experts = 0, moe_top_k = 0, moe_ffn = 0, moe_shared = 0, moe_shared_ffn = 0, moe_dense = 0;
   std::string moe_missing;
+  // Multi-head latent attention (model.mla, the five ranks by Hugging Face's names; empty:
+  // none), multi-token-prediction modules (model.mtp_modules or num_nextn_predict_layers)
+  // and the router's node-limited groups (DeepSeek's n_group / topk_group). A record named
+  // for the DeepSeek-V3 preset with its shapes takes what it leaves out from the preset
+  // (preset_rule).
+  std::vector<std::pair<std::string, std::int64_t>> mla;
+  std::int64_t mtp_modules = 0, expert_groups = 0, limited_groups = 0;
+  bool mtp_stated = false;
   // hardware
   std::string gpu;                      // the record's description
   std::string interconnect;             // the record's description ("" when absent)
@@ -54,6 +62,9 @@ struct Record {
   // the index of its line in `assumptions` (-1: stated), and whether the sharded rule took
   // one microbatch a step (global_batch / dp), which validate lowers to the largest divisor
   // that fits where that does not.
+  // layout.pipeline_layout as written (null: not stated): plan.pipeline_layout, a list of
+  // layers per model chunk or Megatron-Core's layout string; the scenario loader checks it.
+  nlohmann::json pipeline_layout;
   int microbatch_assumption = -1;
   bool microbatch_per_step = false;
   std::optional<std::int64_t> dp;

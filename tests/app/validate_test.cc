@@ -1160,6 +1160,83 @@ TEST_F(ValidateTest, AnUnstatedMicrobatchIsDerivedFromTheAccumulationOrTheSharde
                                       oracle, 64 / oracle)));
 }
 
+// Multi-head latent attention and multi-token prediction: model.mla (Hugging Face's rank
+// names) and model.num_nextn_predict_layers reach the scenario's model; a record named
+// DeepSeek-V3 with the preset's shapes takes the preset's ranks, its one MTP module and its
+// node-limited routing where it states none (models/data/models.json: 1536, 512, 128, 64, 128;
+// 8 groups, 4 per token); modules named in prose are selective recomputation of those.
+TEST_F(ValidateTest, LatentAttentionAndMtpAreReadOrTakenFromThePreset) {
+  const json dsv3 = json::parse(R"j({"id": "dsv3", "model": {"name": "DeepSeek-V3", "layers": 61, "hidden": 7168,
+      "heads": 128, "kv_heads": 128, "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096,
+      "moe": "256 routed experts + 1 shared expert, top-8, expert FFN 2048, first 3 layers dense"},
+      "layout": {"tp": 1, "pp": 1, "ep": 8, "virtual_stages": null, "schedule": null,
+                 "recompute": "RMSNorm and MLA up-projections"}})j");
+  json own = dsv3;
+  own["id"] = "own";
+  own["model"]["name"] = "a latent-attention model";
+  own["model"]["mla"] = {{"q_lora_rank", nullptr},
+                         {"kv_lora_rank", 256},
+                         {"qk_nope_head_dim", 64},
+                         {"qk_rope_head_dim", 32},
+                         {"v_head_dim", 64}};
+  own["model"]["num_nextn_predict_layers"] = 2;
+  auto rep = run_validate({file_of("[" + record(dsv3) + "," + record(own) + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 2u);
+  const json a = json::parse(rep->rows[0].scenario_json)["model"];
+  EXPECT_EQ(a["attention"], "mla");
+  EXPECT_EQ(a["mla"], json::parse(R"j({"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+      "qk_rope_head_dim": 64, "v_head_dim": 128})j"));
+  EXPECT_EQ(a["mtp_modules"], 1);
+  EXPECT_EQ(a["moe"]["expert_groups"], 8);
+  EXPECT_EQ(a["moe"]["limited_groups"], 4);
+  const auto& said = rep->rows[0].assumptions;
+  EXPECT_NE(std::find(said.begin(), said.end(),
+                      "model named DeepSeek-V3 with its shapes: the deepseek-v3 preset's multi-head latent attention "
+                      "(q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim "
+                      "128), 1 multi-token-prediction module, node-limited routing (8 expert groups, 4 per token)"),
+            said.end());
+  EXPECT_NE(std::find(said.begin(), said.end(),
+                      "recompute \"RMSNorm and MLA up-projections\": selective, recompute_modules layernorm, "
+                      "mla_up_proj"),
+            said.end());
+  const json plan = json::parse(rep->rows[0].scenario_json)["plan"];
+  EXPECT_EQ(plan["recompute"], "selective");
+  EXPECT_EQ(plan["recompute_modules"], json::parse(R"(["layernorm", "mla_up_proj"])"));
+  // Its own ranks (q_lora_rank absent, or null, which the merge patch above removes: no
+  // query compression, the scenario's 0) and two MTP modules; no preset rule for another name.
+  const json b = json::parse(rep->rows[1].scenario_json)["model"];
+  EXPECT_EQ(b["mla"], json::parse(R"j({"kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+      "v_head_dim": 64})j"));
+  EXPECT_EQ(b["mtp_modules"], 2);
+  EXPECT_FALSE(b["moe"].contains("expert_groups"));
+  // The stated ranks reach the estimate: latent attention holds fewer attention weights
+  // than the same record without it (h x 128 heads x 192 for Q alone).
+  EXPECT_TRUE(rep->rows[1].predicted) << rep->rows[1].reason;
+  // layout.pipeline_layout reaches the plan as written; the loader's rule is the reason a
+  // wrong one is not predicted.
+  json layered = dsv3;
+  layered["id"] = "layered";
+  layered["layout"]["pp"] = 2;
+  layered["layout"]["global_batch"] = 64;
+  layered["layout"]["pipeline_layout"] = "Et*31|t*30mL";
+  json wrong = layered;
+  wrong["id"] = "wrong";
+  wrong["layout"]["pipeline_layout"] = json::parse("[30, 30]");
+  auto lay = run_validate({file_of("[" + record(layered) + "," + record(wrong) + "]"), ""});
+  ASSERT_TRUE(lay.ok()) << lay.error().message;
+  EXPECT_EQ(json::parse(lay->rows[0].scenario_json)["plan"]["pipeline_layout"], "Et*31|t*30mL");
+  EXPECT_FALSE(lay->rows[1].predicted);
+  EXPECT_EQ(lay->rows[1].reason, "plan.pipeline_layout: 60 decoder layers (30x2), but wrong has 61");
+  // A rank missing or out of range names its field.
+  json bad = own;
+  bad["id"] = "bad";
+  bad["model"]["mla"] = {{"kv_lora_rank", 0}, {"qk_nope_head_dim", 64}};
+  EXPECT_EQ(error_of(file_of("[" + record(bad) + "]")),
+            (dir_ / "runs.json").string() + ": records[0].model.mla.kv_lora_rank: 0 is out of range (1 to 1000000)\n" +
+                (dir_ / "runs.json").string() + ": records[0].model.mla.v_head_dim: missing (required with model.mla)");
+}
+
 TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   const std::string one = record(json::parse(R"j({"id": "one", "hardware": {"gpus_total": 1, "gpus_per_node": 1},
       "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "schedule": "1F1B", "global_batch": 8}})j"));
