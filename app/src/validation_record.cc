@@ -263,10 +263,14 @@ void read_mla_and_mtp(ObjectReader& f, Record& r) {
 // latent attention's ranks, the one multi-token-prediction module the technical report
 // trained with, and the router's node-limited groups; printed.
 void preset_rule(const std::string& name_low, Record& r) {
-  const bool named = contains(name_low, "deepseek-v3") || contains(name_low, "deepseek v3") ||
-                     contains(name_low, "deepseek-r1") || contains(name_low, "deepseek r1");
+  std::string alnum;  // "DeepSeek-V3", "DeepSeekV3" (NVIDIA's tables), "deepseek_v3": "deepseekv3"
+  for (char ch : name_low) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) alnum += ch;
+  }
+  const bool named = contains(alnum, "deepseekv3") || contains(alnum, "deepseekr1");
   const ModelSpec& p = builtin_presets().models.at("deepseek-v3");
   if (!named || r.layers != p.num_layers || r.hidden != p.hidden_size) return;
+  r.deepseek_v3 = true;
   std::vector<std::string> took;
   if (r.mla.empty() && p.mla) {
     r.mla = {{"q_lora_rank", p.mla->q_lora_rank},
@@ -501,7 +505,10 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
     t.recompute = text(f, "recompute");
   }
   if (auto d = text(f, "moe_dispatcher")) r.moe_dispatcher_text = *d;
-  if (auto o = flag(f, "moe_a2a_overlap", r)) r.moe_a2a_overlap = *o;
+  if (auto o = flag(f, "moe_a2a_overlap", r)) {
+    r.moe_a2a_overlap = *o;
+    r.moe_a2a_overlap_stated = true;
+  }
   std::optional<std::string> zero_text;
   if (const json* zv = f.raw("zero_fsdp");
       zv && zv->is_number_integer() && zv->get<std::int64_t>() >= 0 && zv->get<std::int64_t>() <= 3) {
@@ -938,6 +945,58 @@ void bridge_rule(const json& rec, Record& r) {
   }
 }
 
+// NVIDIA's DeepSeek-V3 recipe for what a Megatron-Bridge DeepSeek-V3 record does not state
+// (Megatron-Bridge scripts/performance/configs/deepseek/deepseek_llm_pretrain.py):
+// - every GPU: expert_tensor_parallel_size 1 (workload_base_configs.py);
+// - H100: recompute_modules ["mla_up_proj", "mlp"], the DeepEP dispatcher (enable_deepep=True),
+//   the all-to-all overlap (set_moe_a2a_overlap_overrides), overlap_grad_reduce False, and with
+//   pp x vp = 32 the layout "Et|(tt|)*30mL";
+// - B200 and GB200: recompute_modules ["mla_up_proj"], NCCL's all-to-all (enable_deepep=False),
+//   the gradient reduction overlapped, stepcast's even split (layout=None).
+// Returns whether it set the recomputation (the recompute rule then says nothing more).
+bool bridge_deepseek_rule(const json& rec, Record& r, bool recompute_stated) {
+  if (!r.deepseek_v3 || !contains(lower(source_title(rec)), "megatron-bridge")) return false;
+  const std::string gpu = lower(r.gpu);
+  const bool h100 = contains(gpu, "h100");
+  const bool blackwell = contains(gpu, "b200");
+  if (!h100 && !blackwell) return false;
+  std::vector<std::string> applied;
+  if (r.etp == 0 && r.tp > 1) {
+    r.etp = 1;  // DEEPSEEK_V3_*_PARALLEL_CONFIG: expert_tensor_parallel_size=1
+    applied.push_back("expert tensor parallelism 1 (expert_tensor_parallel_size=1)");
+  }
+  if (!recompute_stated) {
+    r.recompute = "selective";
+    r.recompute_modules =
+        h100 ? std::vector<std::string>{"mla_up_proj", "mlp"} : std::vector<std::string>{"mla_up_proj"};
+    applied.push_back(fmt::format("selective recomputation of {}", fmt::join(r.recompute_modules, ", ")));
+  }
+  if (h100 && r.moe_dispatcher_text.empty()) {
+    r.moe_dispatcher = "deepep";
+    for (std::string& a : r.assumptions) {
+      if (starts_with(a, "moe_dispatcher not stated")) a = "moe_dispatcher not stated: DeepEP (the recipe's)";
+    }
+    applied.push_back("the DeepEP dispatcher (enable_deepep=True)");
+  }
+  if (h100 && !r.moe_a2a_overlap_stated && (r.pp == 1 || r.virtual_stages >= 2)) {
+    r.moe_a2a_overlap = true;
+    applied.push_back("the all-to-all overlap (set_moe_a2a_overlap_overrides)");
+  }
+  if (h100) {
+    r.overlap_grad_reduce = false;
+    applied.push_back("the gradient reduction after the backward (overlap_grad_reduce=False)");
+    if (r.pipeline_layout.is_null() && r.pp * r.virtual_stages == 32) {
+      r.pipeline_layout = "Et|(tt|)*30mL";
+      applied.push_back("pipeline layout \"Et|(tt|)*30mL\"");
+    }
+  }
+  if (!applied.empty()) {
+    r.assumptions.push_back(fmt::format("Megatron-Bridge DeepSeek-V3 recipe ({}, deepseek_llm_pretrain.py): {}",
+                                        h100 ? "H100" : "B200/GB200", fmt::join(applied, "; ")));
+  }
+  return !recompute_stated;
+}
+
 // Megatron-Core's recompute_modules named in a selective recompute's description, as whole
 // words in the order written ("selective: moe_act, layernorm"); none: Megatron's default
 // selective recomputation (the attention core).
@@ -1061,8 +1120,12 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   bridge_rule(rec, r);
   moe_rule(r);
 
+  const bool recipe_recompute = bridge_deepseek_rule(rec, r, lt.recompute.has_value());
+
   // Recompute last: its default follows the record's FLOP accounting.
-  if (lt.recompute) {
+  if (recipe_recompute) {
+    // The recipe's (bridge_deepseek_rule).
+  } else if (lt.recompute) {
     const std::string low = lower(*lt.recompute);
     const bool torchtitan = starts_with(r.stack, "fsdp2");  // fsdp2-eager, fsdp2-compile, fsdp2-compile-loss
     const bool says_none = starts_with(low, "none") || starts_with(low, "no ") || yes_no(low) == false;

@@ -51,6 +51,8 @@ struct Record {
   std::vector<std::pair<std::string, std::int64_t>> mla;
   std::int64_t mtp_modules = 0, expert_groups = 0, limited_groups = 0;
   bool mtp_stated = false;
+  bool deepseek_v3 = false;  // named DeepSeek-V3 (or R1) with the preset's shapes (preset_rule)
+  bool moe_a2a_overlap_stated = false;
   // hardware
   std::string gpu;                      // the record's description
   std::string interconnect;             // the record's description ("" when absent)

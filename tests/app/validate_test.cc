@@ -1237,6 +1237,65 @@ TEST_F(ValidateTest, LatentAttentionAndMtpAreReadOrTakenFromThePreset) {
                 (dir_ / "runs.json").string() + ": records[0].model.mla.v_head_dim: missing (required with model.mla)");
 }
 
+// A Megatron-Bridge DeepSeek-V3 row as NVIDIA's table states it (layout, batch, precision)
+// runs the recipe it was measured with (deepseek_llm_pretrain.py): on H100 the shipped
+// scenario scenarios/deepseek-v3-ep64-1024xh100.json is that recipe written out by hand, so
+// the two predict the same step (the second method); on B200 the recipe's other settings.
+TEST_F(ValidateTest, AMegatronBridgeDeepSeekV3RecordRunsItsRecipe) {
+  const json h100 = json::parse(R"j({"id": "mb_dsv3_h100",
+      "source": {"title": "NVIDIA Megatron-Bridge performance summary (25.11 NeMo container)"},
+      "model": {"name": "DeepSeekV3", "layers": 61, "hidden": 7168, "heads": 128, "kv_heads": 128,
+                "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096,
+                "moe": "256 routed experts + 1 shared expert, top-8, expert FFN 2048, first 3 layers dense"},
+      "hardware": {"gpu": "H100-SXM5-80GB", "gpus_total": 1024, "gpus_per_node": 8, "interconnect": "DGX H100"},
+      "layout": {"tp": 2, "pp": 8, "cp": 1, "ep": 64, "virtual_stages": 4, "microbatch": 1, "global_batch": 8192,
+                 "zero_fsdp": "no FSDP (FSDP=0 in table: DDP)", "precision": "FP8-CS", "schedule": null,
+                 "recompute": null},
+      "measured": {"tokens_per_s_per_gpu": 1000}})j");
+  json b200 = h100;
+  b200["id"] = "mb_dsv3_b200";
+  b200["hardware"] = {{"gpu", "B200"}, {"gpus_total", 256}, {"gpus_per_node", 8}, {"interconnect", "DGX B200"}};
+  b200["layout"]["tp"] = 1;
+  b200["layout"]["pp"] = 16;
+  b200["layout"]["virtual_stages"] = nullptr;
+  b200["layout"]["ep"] = 8;
+  b200["layout"]["global_batch"] = 2048;
+  // The model is named as NVIDIA's table names it, "DeepSeekV3"; the other as its report does.
+  b200["model"]["name"] = "DeepSeek-V3";
+  const std::string path = file_of("[" + h100.dump() + "," + b200.dump() + "]");
+  auto rep = run_validate({path, ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const ValidationRow& r = rep->rows[0];
+  ASSERT_TRUE(r.feasible) << r.reason;
+  const json plan = json::parse(r.scenario_json)["plan"];
+  EXPECT_EQ(plan["etp"], 1);
+  EXPECT_EQ(plan["recompute"], "selective");
+  EXPECT_EQ(plan["recompute_modules"], json::parse(R"(["mla_up_proj", "mlp"])"));
+  EXPECT_EQ(plan["moe_dispatcher"], "deepep");
+  EXPECT_EQ(plan["moe_a2a_overlap"], true);
+  EXPECT_EQ(plan["overlap_grad_reduce"], false);
+  EXPECT_EQ(plan["pipeline_layout"], "Et|(tt|)*30mL");
+  auto shipped = stepcast::load_scenario_file(STEPCAST_SOURCE_DIR "/scenarios/deepseek-v3-ep64-1024xh100.json");
+  ASSERT_TRUE(shipped.ok()) << shipped.error().message;
+  const stepcast::Estimate e = stepcast::estimate(*shipped);
+  EXPECT_NEAR(r.predicted_iteration_s / e.step_time_s, 1.0, 1e-6);
+  // The memory differs by the router's score bias (the preset's, which the record's
+  // description does not name): 256 x 58 layers over the stage, a few kilobytes.
+  EXPECT_NEAR(r.memory_total_bytes / e.memory.total, 1.0, 1e-6);
+  const ValidationRow& bw = rep->rows[1];
+  ASSERT_TRUE(bw.predicted) << bw.reason;
+  const json bplan = json::parse(bw.scenario_json)["plan"];
+  EXPECT_EQ(bplan["recompute_modules"], json::parse(R"(["mla_up_proj"])"));
+  EXPECT_FALSE(bplan.contains("moe_dispatcher"));  // NCCL's all-to-all: enable_deepep=False
+  EXPECT_FALSE(bplan.contains("moe_a2a_overlap"));
+  EXPECT_FALSE(bplan.contains("overlap_grad_reduce"));
+  EXPECT_FALSE(bplan.contains("pipeline_layout"));
+  EXPECT_NE(std::find(bw.assumptions.begin(), bw.assumptions.end(),
+                      "Megatron-Bridge DeepSeek-V3 recipe (B200/GB200, deepseek_llm_pretrain.py): selective "
+                      "recomputation of mla_up_proj"),
+            bw.assumptions.end());
+}
+
 TEST_F(ValidateTest, ARecordOnPartOfOneNodeRunsOnThatManyGpus) {
   const std::string one = record(json::parse(R"j({"id": "one", "hardware": {"gpus_total": 1, "gpus_per_node": 1},
       "layout": {"tp": 1, "pp": 1, "virtual_stages": null, "schedule": "1F1B", "global_batch": 8}})j"));
