@@ -21,9 +21,10 @@ Command add_collective(CLI::App& app) {
                   "gathered buffer). KiB, MiB, GiB, TiB and K, M, G, T are powers of 1024 (as nccl-tests -b/-e); "
                   "KB, MB, GB, TB powers of 1000; 1e9 and 1048576 are bytes")
       ->required();
-  sub->add_option("--gpus", a->gpus,
-                  "Ranks in the group (at least 2; send_recv: one transfer between two ranks --stride apart, --gpus "
-                  "optional); or --group");
+  auto* gpus = sub->add_option(
+      "--gpus", a->gpus,
+      "Ranks in the group (at least 2; send_recv: one transfer between two ranks --stride apart, --gpus "
+      "optional); or --group");
   sub->add_option("--stride", a->stride,
                   "Members this many GPUs apart in rank order (default 1: contiguous; e.g. 8 for a DP group across "
                   "nodes of 8)");
@@ -41,7 +42,7 @@ Command add_collective(CLI::App& app) {
                   "(default: each algorithm's fastest, as NCCL's tuner picks)");
   sub->add_flag("--sweep", a->sweep, "Also the size curve: 8 B doubling up to SIZE, as nccl-tests -b 8 -e SIZE -f 2");
   sub->add_flag("--json", a->json, "Print the JSON report");
-  return {sub, [a] {
+  return {sub, [a, gpus] {
             app::CollectiveRequest q;
             auto kind = app::parse_coll_kind(a->kind);
             if (!kind.ok()) return input_error("KIND: " + kind.error().message);
@@ -65,6 +66,7 @@ Command add_collective(CLI::App& app) {
             q.kind = *kind;
             q.size_bytes = *size;
             q.gpus = a->gpus;
+            q.gpus_stated = gpus->count() > 0;
             q.stride = a->stride;
             q.cluster = a->cluster;
             if (!a->cluster_file.empty()) q.cluster_file = app::ScenarioInput::file(a->cluster_file);

@@ -215,7 +215,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
   if (q.group) {
     // The plan's group sets the ranks and the stride; the scenario is read once, here.
     if (!q.cluster_file) return Error{"--group: needs --cluster-file (a scenario whose plan has the group)"};
-    if (q.gpus != 0 || q.stride != 1) {
+    if (q.gpus != 0 || q.gpus_stated || q.stride != 1) {
       return Error{"--group: sets the group's GPUs and stride from the plan; leave out --gpus and --stride"};
     }
     auto s = load(*q.cluster_file);
@@ -227,6 +227,7 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
                                to_string(*q.group), s->plan.tp, s->plan.cp, s->plan.ep, s->plan.dp)};
     }
     q.gpus = it->ranks;
+    q.gpus_stated = true;
     q.stride = it->stride;
     q.cluster_file->scenario = std::move(*s);
     group = q.group;
@@ -244,8 +245,9 @@ Result<CollectiveReport> run_collective(const CollectiveRequest& request) {
   }
   const bool p2p = q.kind == CollKind::kSendRecv;
   int gpus = q.gpus;
-  if (p2p && gpus == 0) gpus = 2;
-  if (gpus == 0) return Error{fmt::format("--gpus: required for {} (the ranks in the group)", to_string(q.kind))};
+  if (p2p && gpus == 0 && !q.gpus_stated) gpus = 2;
+  if (gpus == 0 && !q.gpus_stated)
+    return Error{fmt::format("--gpus: required for {} (the ranks in the group)", to_string(q.kind))};
   if (gpus < (p2p ? 1 : 2) || gpus > kMaxGpus) {
     return Error{fmt::format("--gpus: {} needs {} to {} ranks, got {}", to_string(q.kind), p2p ? 1 : 2, kMaxGpus,
                              q.gpus)};

@@ -30,6 +30,9 @@ TEST_F(CollectiveCli, BadInputsExitTwoNamingTheArgument) {
                      "--algo: tree is not available for all_reduce");
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "1"}), "--gpus: all_reduce needs 2 to");
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "-4"}), "--gpus: all_reduce needs 2 to");
+  // 0 given is out of range, not "not given" (the use case's sentinel).
+  expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "0"}), "--gpus: all_reduce needs 2 to");
+  expect_input_error(run({"collective", "send_recv", "1GiB", "--gpus", "0"}), "--gpus: send_recv needs 1 to");
   expect_input_error(run({"collective", "all_reduce", "1GiB"}), "--gpus: required for all_reduce");
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "8", "--stride", "0"}), "--stride: expected");
   expect_input_error(run({"collective", "all_reduce", "1GiB", "--gpus", "8", "--cluster", "dgx-h1000"}),

@@ -53,6 +53,8 @@ struct CollectiveRequest {
   // Ranks in the group; at least 2, except send_recv (one transfer between two ranks
   // `stride` apart; 0 there means 2). At most 1,048,576.
   int gpus = 0;
+  // --gpus was given: then 0 is a count out of range, not "not given".
+  bool gpus_stated = false;
   int stride = 1;                // members `stride` GPUs apart in rank order (1 = contiguous)
   std::string cluster = "dgx-h100";          // a cluster preset, used when cluster_file is unset
   std::optional<ScenarioInput> cluster_file;  // a scenario whose `cluster` is used instead
