@@ -8,6 +8,7 @@
 #include <optional>
 #include <regex>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -142,9 +143,14 @@ double measurement(ObjectReader& r, std::string_view key, Record& rec) {
       t.resize(t.size() - suffix.size());
       return true;
     };
-    for (std::string_view unit : {"tflop/s", "tflops", "tokens/s", "tok/s", "samples/s", "gib"}) {
+    // "per GPU" after the unit ("1100 tokens/s/GPU"): the key says what it is per.
+    if (!strip("/gpu")) strip("pergpu");
+    for (std::string_view unit :
+         {"tflop/s", "tflops", "tokens/sec", "tokens/s", "tok/s", "samples/sec", "samples/s", "gib"}) {
       if (strip(unit)) break;
     }
+    if ((key == "iteration_time_s" || key == "step_time_s") && !strip("sec")) strip("s");
+    if (key == "peak_memory_gib" && strip("gb")) scale = 1e9 / (1024.0 * 1024.0 * 1024.0);  // GB: 10^9 bytes
     if (key == "mfu" && strip("%")) {
       scale = 0.01;
     } else if (!t.empty() && (t.back() == 'k' || t.back() == 'K')) {
@@ -245,7 +251,7 @@ void read_mla_and_mtp(ObjectReader& f, Record& r) {
           m.diag().add(m.path_of(key), "missing (required with model.mla)");
         }
       }
-      m.finish();
+      m.finish(&r.ignored_keys);
     }
   }
   for (const char* key : {"mtp_modules", "num_nextn_predict_layers"}) {
@@ -423,7 +429,7 @@ void read_model(ObjectReader& f, Record& r) {
     }
   }
   preset_rule(name_low, r);
-  f.finish();
+  f.finish(&r.ignored_keys);
 }
 
 void read_hardware(ObjectReader& f, Record& r) {
@@ -434,7 +440,7 @@ void read_hardware(ObjectReader& f, Record& r) {
   const auto gpn = positive(f, "gpus_per_node", false, r);
   r.gpus_per_node = gpn.value_or(8);
   r.gpus_per_node_stated = gpn.has_value();
-  f.finish();
+  f.finish(&r.ignored_keys);
 }
 
 // What a layout reads before the measured section is known (recompute's default depends
@@ -442,6 +448,7 @@ void read_hardware(ObjectReader& f, Record& r) {
 struct LayoutText {
   std::optional<std::string> recompute;
   std::optional<std::int64_t> grad_accum;
+  std::optional<std::int64_t> global_batch_tokens;  // layout.global_batch_tokens: the batch in tokens
 };
 
 LayoutText read_layout(ObjectReader& f, Record& r) {
@@ -454,6 +461,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
   r.ep = positive(f, "ep", false, r).value_or(1);
   r.etp = positive(f, "etp", false, r).value_or(0);
   r.global_batch = positive(f, "global_batch", false, r).value_or(0);  // 0: not stated (read_record)
+  t.global_batch_tokens = positive(f, "global_batch_tokens", false, r);
   t.grad_accum = positive(f, "grad_accum", false, r);
   if (const json* pl = f.raw("pipeline_layout"); pl && !pl->is_null()) r.pipeline_layout = *pl;
   if (auto mb = positive(f, "microbatch", false, r)) {
@@ -462,7 +470,25 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
     r.microbatch_assumption = static_cast<int>(r.assumptions.size());
     r.assumptions.push_back("microbatch not stated: 1");  // microbatch_rule may derive it
   }
-  const std::optional<std::int64_t> v = positive(f, "virtual_stages", false, r);
+  std::optional<std::int64_t> v = positive(f, "virtual_stages", false, r);
+  if (!v) {
+    // The chunk count in the schedule's description: "interleaved, 5 virtual stages", "VP=4",
+    // "vp 4", "4 model chunks".
+    if (const json* st = f.raw("schedule"); st && st->is_string() && st->get<std::string>().size() <= 200) {
+      static const std::regex kCount(
+          R"((\d{1,3})\s*(virtual|model chunks|chunks)|(vp|vpp|virtual_stages|virtual stages|virtual pipeline( stages| size)?)\s*[=:]?\s*(\d{1,3}))");
+      std::smatch mt;
+      const std::string low = lower(st->get<std::string>());
+      if (std::regex_search(low, mt, kCount)) {
+        const std::int64_t n = std::stoll(mt[1].matched ? mt[1].str() : mt[5].str());
+        if (n >= 1 && n <= 1000) {
+          v = n;
+          r.assumptions.push_back(
+              fmt::format("virtual_stages not stated, schedule {}: {}", quote(st->get<std::string>()), n));
+        }
+      }
+    }
+  }
   const bool chunks = v && *v >= 2;
   // Megatron's interleaved 1F1B over the stated chunks, with the assumption that chose it.
   auto interleave = [&](std::string why) {
@@ -594,7 +620,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
             ? "FlashAttention not stated: on (Hopper and later: every training stack runs fused attention)"
             : "FlashAttention not stated: off (fused softmax with the s x s scores in memory)");
   }
-  f.finish();
+  f.finish(&r.ignored_keys);
   return t;
 }
 
@@ -616,6 +642,17 @@ void read_measured(ObjectReader& f, Record& r) {
     r.mfu /= 100;
   }
   r.model_tflops = measurement(f, "model_tflops_per_gpu", r);
+  // Other names of the same quantities: read as the names above, printed.
+  for (const auto& [alias, name, out] :
+       {std::tuple{"step_time_s", "iteration_time_s", &r.iteration_s},
+        std::tuple{"tokens_per_sec_per_gpu", "tokens_per_s_per_gpu", &r.tokens_per_s_per_gpu},
+        std::tuple{"tokens_per_sec", "tokens_per_s", &r.tokens_per_s},
+        std::tuple{"samples_per_sec", "samples_per_s", &r.samples_per_s}}) {
+    if (const double x = measurement(f, alias, r); x > 0 && *out <= 0) {
+      *out = x;
+      r.assumptions.push_back(fmt::format("measured.{}: read as {}", alias, name));
+    }
+  }
   const bool rate = r.tokens_per_s_per_gpu > 0 || r.tokens_per_s > 0 || r.samples_per_s > 0;
   if (r.model_tflops > 0 && r.tflops <= 0 && rate) {
     r.assumptions.push_back(
@@ -642,7 +679,7 @@ void read_measured(ObjectReader& f, Record& r) {
     r.assumptions.push_back(fmt::format("FLOP accounting {}: Narayanan eq. 3 (96 B s l h^2 ...)",
                                         acc ? "not recognised" : "not stated"));
   }
-  f.finish();
+  f.finish(&r.ignored_keys);
 }
 
 // The scale-out NICs of a record's nodes (docs/validation.md "How a record becomes a
@@ -1082,7 +1119,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   const json* h = section(top, "hardware");
   const json* l = section(top, "layout");
   const json* me = section(top, "measured");
-  top.finish();
+  top.finish(&r.ignored_keys);
   if (m) {
     ObjectReader f(*m, top.path_of("model"), diag);
     read_model(f, r);
@@ -1099,6 +1136,13 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
   if (me) {
     ObjectReader f(*me, top.path_of("measured"), diag);
     read_measured(f, r);
+  }
+  if (!r.ignored_keys.empty()) {
+    std::vector<std::string> keys;
+    for (const std::string& k : r.ignored_keys) {
+      keys.push_back(k.rfind(path + ".", 0) == 0 ? k.substr(path.size() + 1) : k);
+    }
+    r.assumptions.push_back(fmt::format("not read (stepcast has no rule for them): {}", fmt::join(keys, ", ")));
   }
   if (h && r.gpus == 0) {
     // Not stated: the layout's product when it states dp, else the record cannot be placed.
@@ -1211,6 +1255,16 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
 
   if (r.heads % r.kv_heads != 0) {
     diag.add(path + ".model.kv_heads", fmt::format("{} does not divide heads ({})", r.kv_heads, r.heads));
+  }
+  if (r.global_batch == 0 && lt.global_batch_tokens && r.seq > 0) {
+    if (*lt.global_batch_tokens % r.seq != 0) {
+      diag.add(path + ".layout.global_batch_tokens",
+               fmt::format("{} is not a whole number of sequences of {} tokens", *lt.global_batch_tokens, r.seq));
+    } else {
+      r.global_batch = *lt.global_batch_tokens / r.seq;
+      r.assumptions.push_back(fmt::format("global_batch_tokens {}: {} sequences of {} tokens", *lt.global_batch_tokens,
+                                          r.global_batch, r.seq));
+    }
   }
   const std::int64_t dp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
   microbatch_rule(r, dp, lt.grad_accum);

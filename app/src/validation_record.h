@@ -102,6 +102,9 @@ struct Record {
   Accounting accounting = Accounting::kNarayananEq3;
   bool accounting_stated = false;
   std::vector<std::string> assumptions;  // the record-specific rules applied, in rule order
+  // Keys stepcast does not read (not within two edits of one it does: those are errors),
+  // as paths; printed as one assumption.
+  std::vector<std::string> ignored_keys;
 };
 
 // Reads every record of a parsed validation file. Problems go to `diag`, one line per

@@ -218,16 +218,24 @@ void ObjectReader::ignore(std::initializer_list<std::string_view> keys) {
   for (auto k : keys) known_.emplace_back(k);
 }
 
-void ObjectReader::finish() {
+void ObjectReader::finish() { finish(nullptr); }
+
+void ObjectReader::finish(std::vector<std::string>* ignored) {
   for (auto it = obj_.begin(); it != obj_.end(); ++it) {  // nlohmann objects iterate in key order
     if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
-    std::string msg = "unknown key";
     const std::string near = closest(it.key(), known_);
+    // Lenient: only a likely misspelling (a known key within two edits of a key of four
+    // letters or more) is an error; anything else is left unread, to the caller to say.
+    const bool typo = !near.empty() && it.key().size() >= 4 && edit_distance(it.key(), near) <= 2;
+    if (ignored && !typo) {
+      ignored->push_back(path_of(it.key()));
+      continue;
+    }
+    std::string msg = "unknown key";
     if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
     diag_.add(path_of(it.key()), msg);
   }
 }
-
 
 std::optional<std::int64_t> ObjectReader::required_integer(std::string_view key, std::int64_t min,
                                                            std::int64_t max) {

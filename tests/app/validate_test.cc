@@ -1026,6 +1026,43 @@ TEST_F(ValidateTest, UnknownKeysGetDidYouMean) {
                                 ": records[0].model.hiden: unknown key; did you mean \"hidden\"?");
 }
 
+// A source's fields stepcast has no rule for are named in the record's assumptions, not
+// refused: one unknown key must not cost a whole file's predictions. A key within two edits
+// of a known one stays an error (UnknownKeysGetDidYouMean). Other spellings of what it reads
+// are read: measured.step_time_s as iteration_time_s, "1,100 tokens/s/GPU", "12.5 s",
+// "75 GB" (10^9 bytes), the chunk count in the schedule's text, the batch in tokens.
+TEST_F(ValidateTest, FieldsStepcastDoesNotReadAreNamedNotRefused) {
+  const json rec = json::parse(record(json::parse(R"j({"id": "extra", "gpu_hours": 1000,
+      "model": {"rope_theta": 500000}, "hardware": {"cpu": "2x EPYC"},
+      "layout": {"schedule": "interleaved, 2 virtual stages", "virtual_stages": null, "global_batch": null,
+                 "global_batch_tokens": 131072, "activation_offload": false},
+      "measured": {"tflops_per_gpu": null, "throughput": "fast", "tokens_per_s_per_gpu": "1,100 tokens/s/GPU",
+                   "step_time_s": "12.5 s", "peak_memory_gib": "75 GB"}})j")));
+  auto rep = run_validate({file_of("[" + rec.dump() + "]"), ""});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  const ValidationRow& r = rep->rows[0];
+  auto has = [&](const std::string& line) {
+    return std::find(r.assumptions.begin(), r.assumptions.end(), line) != r.assumptions.end();
+  };
+  EXPECT_TRUE(
+      has("not read (stepcast has no rule for them): gpu_hours, model.rope_theta, hardware.cpu, "
+          "layout.activation_offload, measured.throughput"));
+  EXPECT_EQ(r.measured_tokens_per_s_per_gpu, 1100);
+  EXPECT_EQ(r.measured_iteration_s, 12.5);
+  EXPECT_TRUE(has("measured.step_time_s: read as iteration_time_s"));
+  EXPECT_NEAR(r.measured_peak_memory_gib, 75e9 / (1024.0 * 1024 * 1024), 1e-9);  // 69.85 GiB
+  EXPECT_TRUE(has("virtual_stages not stated, schedule \"interleaved, 2 virtual stages\": 2"));
+  // 131,072 tokens / 2,048 = 64 sequences.
+  EXPECT_TRUE(has("global_batch_tokens 131072: 64 sequences of 2048 tokens"));
+  EXPECT_EQ(r.layout, "tp2 pp2 dp4 v2 z1 mb2 gbs64");
+  // A misspelling of a key it reads is still refused, naming the key it meant.
+  json typo = rec;
+  typo["measured"]["tokens_per_s_per_gp"] = 1;
+  EXPECT_EQ(error_of(file_of("[" + typo.dump() + "]")),
+            (dir_ / "runs.json").string() +
+                ": records[0].measured.tokens_per_s_per_gp: unknown key; did you mean \"tokens_per_s_per_gpu\"?");
+}
+
 TEST_F(ValidateTest, MalformedDocumentsAreRefusedWholly) {
   std::string path = write("cut.json", "{\"records\": [");
   EXPECT_EQ(error_of(path), path + ": invalid JSON: parse error at line 1, column 14: syntax error while parsing "

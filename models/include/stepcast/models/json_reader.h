@@ -106,6 +106,11 @@ class ObjectReader {
 
   // Reports every key that no accessor asked for, with "did you mean".
   void finish();
+  // The same for a lenient reader (validation records, whose sources carry fields stepcast
+  // does not read): a key within two edits of a known one (four letters or more) is still
+  // an error, as a likely misspelling; the others are appended to `ignored` as paths
+  // ("records[0].measured.throughput"). `ignored` null: finish().
+  void finish(std::vector<std::string>* ignored);
 
   const std::string& path() const { return path_; }
   std::string path_of(std::string_view key) const { return join(path_, key); }
