@@ -93,6 +93,20 @@ double peak_of_stage(const Simulated& r, int stage) {
   return 0;
 }
 
+// The engine's step within `step_tolerance` of the closed form's, the critical rank's compute
+// within 0.2 %, and every stage's peak equal to stage_memory's (to the byte).
+void expect_engine_matches_closed_form(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
+                                       double step_tolerance, const std::string& label) {
+  const Simulated r = run(m, c, p, w);
+  const Estimate e = estimate(m, c, p, w);
+  EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, step_tolerance) << label;
+  const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
+  EXPECT_NEAR(crit.compute, e.breakdown.compute, 2e-3 * e.breakdown.compute) << label;
+  for (int st = 0; st < p.pp; ++st) {
+    EXPECT_NEAR(peak_of_stage(r, st), stage_memory(m, c, p, w, st).total, 1.0) << label << " stage " << st;
+  }
+}
+
 // Sum of the durations of a stage's compute ops, optionally without the optimizer.
 std::int64_t compute_ns(const Program& prog, int stage, bool with_optimizer) {
   std::int64_t sum = 0;
@@ -1074,16 +1088,8 @@ TEST(Engine, PartialFullRecomputationStepAndPeakMatchTheClosedForm) {
       p.recompute = Recompute::kFull;
       p.recompute_num_layers = n;
       p.global_batch = 16;
-      const std::string label =
-          fmt::format("{} recompute_num_layers {}", sched == Schedule::kGpipe ? "gpipe" : "1f1b", n);
-      const Simulated r = run(m, c, p, w);
-      const Estimate e = estimate(m, c, p, w);
-      EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01) << label;
-      const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
-      EXPECT_NEAR(crit.compute, e.breakdown.compute, 2e-3 * e.breakdown.compute) << label;
-      for (int st = 0; st < 4; ++st) {
-        EXPECT_NEAR(peak_of_stage(r, st), stage_memory(m, c, p, w, st).total, 1.0) << label << " stage " << st;
-      }
+      expect_engine_matches_closed_form(
+          m, c, p, w, 0.01, fmt::format("{} recompute_num_layers {}", sched == Schedule::kGpipe ? "gpipe" : "1f1b", n));
     }
   }
   // Interleaved (2 chunks of 4 layers a stage), 1 layer of each chunk recomputed: 2 of the
@@ -1441,15 +1447,7 @@ TEST(Engine, UnevenPipelineLayoutsMatchTheClosedForm) {
     p.pp = 4;
     p.global_batch = 16;
     p.pipeline_layout = layout;
-    const std::string label = pipeline_layout_text(layout);
-    const Simulated r = run(m, c, p, w);
-    const Estimate e = estimate(m, c, p, w);
-    EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.02) << label;
-    const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
-    EXPECT_NEAR(crit.compute, e.breakdown.compute, 2e-3 * e.breakdown.compute) << label;
-    for (int st = 0; st < 4; ++st) {
-      EXPECT_NEAR(peak_of_stage(r, st), stage_memory(m, c, p, w, st).total, 1.0) << label << " stage " << st;
-    }
+    expect_engine_matches_closed_form(m, c, p, w, 0.02, pipeline_layout_text(layout));
   }
   Plan p;
   p.tp = 2;
