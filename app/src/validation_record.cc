@@ -476,7 +476,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
     // "vp 4", "4 model chunks".
     if (const json* st = f.raw("schedule"); st && st->is_string() && st->get<std::string>().size() <= 200) {
       static const std::regex kCount(
-          R"((\d{1,3})\s*(virtual|model chunks|chunks)|(vp|vpp|virtual_stages|virtual stages|virtual pipeline( stages| size)?)\s*[=:]?\s*(\d{1,3}))");
+          R"((\d{1,3})\s*(virtual|model chunks|chunks)|\b(vp|vpp|virtual_stages|virtual stages|virtual pipeline( stages| size)?)\s*[=:]?\s*(\d{1,3})\b)");
       std::smatch mt;
       const std::string low = lower(st->get<std::string>());
       if (std::regex_search(low, mt, kCount)) {

@@ -1055,6 +1055,15 @@ TEST_F(ValidateTest, FieldsStepcastDoesNotReadAreNamedNotRefused) {
   // 131,072 tokens / 2,048 = 64 sequences.
   EXPECT_TRUE(has("global_batch_tokens 131072: 64 sequences of 2048 tokens"));
   EXPECT_EQ(r.layout, "tp2 pp2 dp4 v2 z1 mb2 gbs64");
+  // The count written as Megatron's flag ("VP=2"); a digit run glued to letters is no count.
+  for (const auto& [schedule, layout] : {std::pair{"interleaved (VP=2)", "tp2 pp2 dp4 v2 z1 mb2 gbs64"},
+                                         std::pair{"interleaved 1F1B, mvp2x", "tp2 pp2 dp4 z1 mb2 gbs64"}}) {
+    json other = rec;
+    other["layout"]["schedule"] = schedule;
+    auto o = run_validate({file_of("[" + other.dump() + "]"), ""});
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    EXPECT_EQ(o->rows[0].layout, layout) << schedule;
+  }
   // A misspelling of a key it reads is still refused, naming the key it meant.
   json typo = rec;
   typo["measured"]["tokens_per_s_per_gp"] = 1;

@@ -34,7 +34,7 @@ TEST(PipelineLayout, MegatronsStringsExpandToLayersPerChunk) {
   for (std::size_t k = 1; k <= 30; ++k) EXPECT_EQ(dsv3->layers[k], 2) << k;
   EXPECT_EQ(dsv3->layers.back(), 0);
   EXPECT_EQ(dsv3->mtp, 1);
-  // Megatron's own docstring form with "t*N" and a nested group: 1 + 3 + (2 x 2) ... .
+  // "t*N" and a nested group: "Ettt|" then twice "t|t|tt|", then "L".
   auto nested = parse_pipeline_layout("Et*3|((t|)*2t*2|)*2L");
   ASSERT_TRUE(nested.ok()) << nested.error().message;
   EXPECT_EQ(nested->layers, (std::vector<int>{3, 1, 1, 2, 1, 1, 2, 0}));
