@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "stepcast/models/presets.h"
+#include "stepcast/models/scenario.h"
 
 namespace stepcast::app::validation {
 
@@ -470,6 +471,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
     r.microbatch_assumption = static_cast<int>(r.assumptions.size());
     r.assumptions.push_back("microbatch not stated: 1");  // microbatch_rule may derive it
   }
+  r.microbatch_group = positive(f, "microbatch_group_size_per_vp_stage", false, r).value_or(0);
   std::optional<std::int64_t> v = positive(f, "virtual_stages", false, r);
   if (!v) {
     // The chunk count in the schedule's description: "interleaved, 5 virtual stages", "VP=4",
@@ -1555,6 +1557,23 @@ ScenarioBuild build_scenario(Record& r) {
   plan["schedule"] = r.schedule;
   plan["virtual_stages"] = r.virtual_stages;
   if (!r.pipeline_layout.is_null()) plan["pipeline_layout"] = r.pipeline_layout;
+  const std::int64_t rdp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
+  if (r.schedule == "interleaved" && r.microbatch_group == 0 && rdp > 0 && r.pp >= 2 && r.microbatch > 0 &&
+      r.global_batch > 0 && r.global_batch % (r.microbatch * rdp) == 0) {
+    // The run ran, so Megatron-Core ran its microbatches in groups it accepts: where pp does
+    // not divide them, the smallest such group (scenario.h smallest_microbatch_group).
+    const std::int64_t micro = r.global_batch / (r.microbatch * rdp);
+    if (micro % r.pp != 0) {
+      if (const std::int64_t g = smallest_microbatch_group(static_cast<int>(r.pp), micro); g > 0) {
+        r.microbatch_group = g;
+        r.assumptions.push_back(fmt::format(
+            "microbatch_group_size_per_vp_stage not stated, {} microbatches not a multiple of pp {}: {}, the smallest "
+            "group Megatron-Core's interleaved schedule runs them in",
+            micro, r.pp, g));
+      }
+    }
+  }
+  if (r.microbatch_group > 0) plan["microbatch_group_size_per_vp_stage"] = r.microbatch_group;
   plan["microbatch"] = r.microbatch;
   plan["global_batch"] = r.global_batch;
   plan["zero"] = r.zero;

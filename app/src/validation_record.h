@@ -73,6 +73,9 @@ struct Record {
   bool sequence_parallel = false, flash_attention = false;
   std::string attention_kernel;  // "" = the stack's (plan.attention_kernel)
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
+  // layout.microbatch_group_size_per_vp_stage (Megatron-Core's interleaved microbatch group;
+  // 0: not stated, build_scenario takes the smallest that runs when pp does not divide m).
+  std::int64_t microbatch_group = 0;
   // layout.moe_dispatcher as written ("" = not stated) and the plan.moe_dispatcher it maps to
   // (moe_dispatcher_rule): "alltoall" (also for HybridEP, which is not modelled), "allgather", "deepep".
   std::string moe_dispatcher_text, moe_dispatcher = "alltoall";

@@ -583,6 +583,13 @@ void PlannerView::adoptSelected() {
   recompute_key("recompute_method", full, p.recompute_group() > 1, std::string(name_of(p.recompute_method)));
   recompute_key("recompute_modules", selective, p.recompute_modules != kDefaultRecomputeModules,
                 recompute_module_names(p.recompute_modules));
+  // The interleaved schedule's microbatch group: written when the layout has one other than pp,
+  // removed when the plan names one the layout does not take.
+  if (p.microbatch_group > 0) {
+    edits.push_back({{"plan", "microbatch_group_size_per_vp_stage"}, p.microbatch_group});
+  } else if (document()->value({"plan", "microbatch_group_size_per_vp_stage"})) {
+    edits.push_back({{"plan", "microbatch_group_size_per_vp_stage"}, nullptr});
+  }
   // All-to-all overlap: written when the layout has it or the plan names it.
   if (p.moe_a2a_overlap || document()->value({"plan", "moe_a2a_overlap"})) {
     edits.push_back({{"plan", "moe_a2a_overlap"}, p.moe_a2a_overlap});

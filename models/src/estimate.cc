@@ -46,12 +46,29 @@ void for_each_chunk(const ModelSpec& m, const Plan& p, int stage, F&& f) {
 // Of the layers [first, first + n), how many are MoE layers (the dense ones come first).
 int moe_layers_in(const ModelSpec& m, int first, int n) { return std::clamp(first + n - dense_layers_of(m), 0, n); }
 
+// The microbatches whose output head has run and whose backward has not, at most, on the
+// last stage: all m with GPipe; one with 1F1B and with the interleaved schedule in groups of
+// pp, whose last-chunk forwards are each followed by their backward; with larger groups the
+// last group's last-chunk forwards run ahead of their backwards (lower.h pipeline_schedule:
+// counted on its order, e.g. 3 for pp 4, v 2, 10 microbatches in groups of 6).
+double output_heads_held(const Plan& p) {
+  if (p.schedule == Schedule::kGpipe) return static_cast<double>(p.accumulation());
+  if (p.schedule != Schedule::kInterleaved || p.vp_group() == p.pp) return 1.0;
+  const int last = p.virtual_stages - 1;
+  int held = 0, most = 1;
+  for (const ScheduleStep& st : pipeline_schedule(p, p.pp - 1)) {
+    if (st.chunk != last) continue;
+    held += st.forward ? 1 : -1;
+    most = std::max(most, held);
+  }
+  return most;
+}
+
 // Output layer and cross entropy (Megatron estimator): 4 T h (1 + V/h) / t per microbatch
-// whose backward has not run: all m with GPipe, one with 1F1B schedules.
+// whose backward has not run (output_heads_held).
 double output_head_bytes(const ModelSpec& m, const Plan& p, double seq) {
   const double T = p.microbatch * seq / p.cp;
-  const double held = p.schedule == Schedule::kGpipe ? static_cast<double>(p.accumulation()) : 1.0;
-  return held * output_head_buffer_bytes(m, p, T);
+  return output_heads_held(p) * output_head_buffer_bytes(m, p, T);
 }
 
 double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stage, double inflight) {
@@ -271,7 +288,7 @@ double inflight_microbatches(const Plan& p, int stage) {
     case Schedule::kOneFOneB: return std::min<double>(p.pp - stage, m);
     case Schedule::kInterleaved: {
       const double v = p.virtual_stages;
-      const double chunks = std::min(2.0 * (p.pp - stage - 1) + (v - 1) * p.pp + 1, m * v);
+      const double chunks = std::min(2.0 * (p.pp - stage - 1) + (v - 1) * p.vp_group() + 1, m * v);
       return chunks / v;
     }
   }

@@ -18,7 +18,8 @@ int schedule_warmup(const Plan& plan, int stage) {
   if (plan.schedule == Schedule::kGpipe) return m;
   const int v = plan.schedule == Schedule::kInterleaved ? plan.virtual_stages : 1;
   const int total = m * v;
-  int warmup = v == 1 ? std::min(p - stage - 1, m) : std::min(2 * (p - stage - 1) + (v - 1) * p, total);
+  // Megatron-Core get_pp_rank_microbatches: 2 (pp - rank - 1) + (v - 1) x the microbatch group.
+  int warmup = v == 1 ? std::min(p - stage - 1, m) : std::min(2 * (p - stage - 1) + (v - 1) * plan.vp_group(), total);
   // All-to-all overlap: one more forward, so that each merged step's forward and backward
   // belong to different microbatches (Megatron-Core schedules.py get_pp_rank_microbatches;
   // combined_1f1b.py without pipelining: the first microbatch's forward alone).
@@ -26,8 +27,23 @@ int schedule_warmup(const Plan& plan, int stage) {
   return warmup;
 }
 
+std::vector<ScheduleStep> interleaved_table(const Plan& plan) {
+  // Megatron-Core schedules.py get_schedule_table: microbatches in groups of vp_group(); each
+  // group runs through chunk 0, then chunk 1, ...; the last group takes the remainder.
+  const int m = static_cast<int>(plan.accumulation()), v = plan.virtual_stages, g = plan.vp_group();
+  std::vector<ScheduleStep> table;
+  table.reserve(static_cast<std::size_t>(m) * static_cast<std::size_t>(v));
+  for (int lo = 0; lo < m; lo += g) {
+    const int hi = lo + g >= m ? m : lo + g;
+    for (int chunk = 0; chunk < v; ++chunk) {
+      for (int mb = lo; mb < hi; ++mb) table.push_back({true, mb, chunk});
+    }
+  }
+  return table;
+}
+
 std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage) {
-  const int p = plan.pp, m = static_cast<int>(plan.accumulation());
+  const int m = static_cast<int>(plan.accumulation());
   std::vector<ScheduleStep> out;
   if (plan.schedule == Schedule::kGpipe) {
     for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
@@ -38,13 +54,15 @@ std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage) {
   const int total = m * v;
   const int warmup = schedule_warmup(plan, stage);
   // k-th forward (backward) chunk-microbatch of this stage, Megatron's interleaving.
+  const std::vector<ScheduleStep> table = v == 1 ? std::vector<ScheduleStep>{} : interleaved_table(plan);
   auto fwd = [&](int k) {
     if (v == 1) return ScheduleStep{true, k, 0};
-    return ScheduleStep{true, (k / (p * v)) * p + k % p, (k / p) % v};
+    return table[static_cast<std::size_t>(k)];
   };
   auto bwd = [&](int k) {
     if (v == 1) return ScheduleStep{false, k, 0};
-    return ScheduleStep{false, (k / (p * v)) * p + k % p, v - 1 - (k / p) % v};
+    const ScheduleStep& f = table[static_cast<std::size_t>(k)];
+    return ScheduleStep{false, f.microbatch, v - 1 - f.chunk};
   };
   for (int k = 0; k < warmup; ++k) out.push_back(fwd(k));
   for (int i = 0; i < total - warmup; ++i) {

@@ -175,6 +175,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.recompute_count() > 0) j["plan"]["recompute_num_layers"] = p.recompute_count();
   if (p.expert_tp() != p.tp) j["plan"]["etp"] = p.expert_tp();  // listed only when folded
   if (!p.pipeline_layout.empty()) j["plan"]["pipeline_layout"] = p.pipeline_layout;  // listed when stated
+  if (p.microbatch_group > 0) j["plan"]["microbatch_group_size_per_vp_stage"] = p.microbatch_group;  // when stated
   // The stack and the host-bound part are listed for a non-default stack or when the host
   // stalls the GPU (megatron-core reports are unchanged where its host cost hides).
   if (p.stack != Stack::kMegatronCore) j["plan"]["stack"] = to_string(p.stack);
@@ -219,8 +220,12 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
           (p.moe_allgather_dispatcher() ? " (allgather dispatcher)" : "") +
           (p.moe_deepep_dispatcher() ? " (DeepEP dispatcher)" : ""),
       p.sequence_parallel ? (p.tp_comm_overlap ? "on+overlap" : "on") : "off", to_string(p.schedule),
-      p.virtual_stages > 1 ? fmt::format(" v={}", p.virtual_stages) : "", p.microbatch, p.global_batch, e.microbatches,
-      p.zero, std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),
+      p.virtual_stages > 1
+          ? fmt::format(" v={}", p.virtual_stages) +
+                (p.microbatch_group > 0 ? fmt::format(" (microbatch groups of {})", p.microbatch_group) : "")
+          : "",
+      p.microbatch, p.global_batch, e.microbatches, p.zero,
+      std::string(p.fsdp_no_sync ? " (no_sync)" : "") + (p.reshard_after_forward ? "" : " (no reshard)"),
       recompute_text(p), to_string(p.precision)));
   if (!p.pipeline_layout.empty()) {
     line(fmt::format("  layers   {} per model chunk (plan.pipeline_layout)", pipeline_layout_text(p.pipeline_layout)));

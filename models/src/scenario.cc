@@ -77,6 +77,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
                                      describe(*layout)));
     }
   }
+  set(p.microbatch_group, r.integer("microbatch_group_size_per_vp_stage", 1, kMaxGlobalBatch));
   set(p.microbatch, r.integer("microbatch", 1, kMaxPar));
   const bool gb_given = r.has("global_batch");
   set(p.global_batch, r.integer("global_batch", 1, kMaxGlobalBatch));
@@ -236,6 +237,21 @@ std::string one_per_line(const std::vector<std::string>& lines) {
 
 }  // namespace
 
+bool microbatch_group_runs(int pp, std::int64_t m, std::int64_t group) {
+  if (group < pp || group > m) return false;
+  const std::int64_t last = m % group;
+  return last == 0 || last >= pp;
+}
+
+std::int64_t smallest_microbatch_group(int pp, std::int64_t m) {
+  // m itself always runs once m >= pp; for group > m / 2 the last group is m - group, so the
+  // search ends by then.
+  for (std::int64_t g = pp; g <= m; ++g) {
+    if (microbatch_group_runs(pp, m, g)) return g;
+  }
+  return 0;
+}
+
 std::string moe_a2a_overlap_problem(const ModelSpec& m, const Plan& p) {
   // Megatron-Core's rules (transformer_config.py __post_init__ for
   // overlap_moe_expert_parallel_comm), then what stepcast does not express.
@@ -263,6 +279,44 @@ std::string moe_a2a_overlap_problem(const ModelSpec& m, const Plan& p) {
   if (p.cp > 1) return fmt::format("with context parallelism (cp = {}) is not expressed", p.cp);
   if (p.offloads()) return "with offload is not expressed";
   return "";
+}
+
+// The interleaved schedule's microbatch group against the step's m microbatches, Megatron-
+// Core's two checks (schedules.py forward_backward_pipelining_with_interleaving): the group
+// within [pp, m], and a last group of none or at least pp microbatches ("dependency
+// bubbles" otherwise). Without the field, the group is pp and the second check reads "m a
+// multiple of pp"; the message then names a group that would run.
+template <class Add>
+void check_microbatch_group(const Plan& p, std::int64_t m, Add& add) {
+  const std::int64_t g = p.vp_group();
+  const bool stated = p.microbatch_group > 0;
+  if (microbatch_group_runs(p.pp, m, g)) return;
+  if (g < p.pp || g > m) {
+    if (stated) {
+      add(
+          fmt::format("plan.microbatch_group_size_per_vp_stage: {} is outside [pp, microbatches] = [{}, {}] "
+                      "(Megatron-Core's interleaved schedule)",
+                      g, p.pp, m));
+    } else {
+      add(fmt::format("plan.global_batch: interleaved 1F1B needs at least pp ({}) microbatches per step, got {}", p.pp,
+                      m));
+    }
+    return;
+  }
+  const std::int64_t last = m % g;
+  const std::int64_t fit = smallest_microbatch_group(p.pp, m);
+  if (stated) {
+    add(
+        fmt::format("plan.microbatch_group_size_per_vp_stage: {} leaves a last group of {} microbatches ({} % {}), "
+                    "fewer than pp ({}); Megatron-Core refuses it (dependency bubbles); {} would run",
+                    g, last, m, g, p.pp, fit));
+  } else {
+    add(
+        fmt::format("plan.global_batch: interleaved 1F1B needs the microbatch count ({}) to be a multiple of pp ({}), "
+                    "or plan.microbatch_group_size_per_vp_stage set so that the last group has none or at least pp "
+                    "microbatches (e.g. {})",
+                    m, p.pp, fit));
+  }
 }
 
 // plan.pipeline_layout against the model and the plan's chunks.
@@ -394,6 +448,10 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   } else if (p.virtual_stages > 1) {
     add(fmt::format("plan.virtual_stages: {} needs schedule \"interleaved\"", p.virtual_stages));
   }
+  if (p.microbatch_group > 0 && p.schedule != Schedule::kInterleaved) {
+    add(fmt::format("plan.microbatch_group_size_per_vp_stage: {} applies to schedule \"interleaved\" only",
+                    p.microbatch_group));
+  }
   const std::int64_t chunks = std::int64_t{p.pp} * p.virtual_stages;
   if (!p.pipeline_layout.empty()) {
     check_pipeline_layout(m, p, chunks, add);
@@ -501,11 +559,8 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
   if (p.global_batch % per_step != 0) {
     add(fmt::format("plan.global_batch: {} is not divisible by microbatch x dp = {} x {} = {}",
                     p.global_batch, p.microbatch, p.dp, per_step));
-  } else if (p.schedule == Schedule::kInterleaved && p.pp >= 2 &&
-             (p.global_batch / per_step) % p.pp != 0) {
-    add(fmt::format("plan.global_batch: interleaved 1F1B needs the microbatch count ({}) to be a "
-                    "multiple of pp ({})",
-                    p.global_batch / per_step, p.pp));
+  } else if (p.schedule == Schedule::kInterleaved && p.pp >= 2) {
+    check_microbatch_group(p, p.global_batch / per_step, add);
   }
   if (p.precision == Precision::kFp8 && c.gpu.fp8_dense_tflops <= 0) {
     add(fmt::format("plan.precision: \"fp8\" needs FP8 tensor cores; gpu {} has none", c.gpu.name));

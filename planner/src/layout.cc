@@ -32,6 +32,7 @@ const std::vector<std::string>& keys() {
                                              "schedule",
                                              "v",
                                              "virtual_stages",
+                                             "microbatch_group_size_per_vp_stage",
                                              "mb",
                                              "microbatch",
                                              "gb",
@@ -81,6 +82,7 @@ std::string layout_string(const Plan& p) {
                      schedule_name(p.schedule), p.virtual_stages, p.microbatch, p.global_batch, p.zero,
                      recompute_name(p.recompute),
                      p.stack == Stack::kMegatronCore ? std::string() : ",stack=" + std::string(to_string(p.stack))) +
+         (p.microbatch_group > 0 ? fmt::format(",microbatch_group_size_per_vp_stage={}", p.microbatch_group) : "") +
          (p.recompute_group() > 1 ? ",recompute_method=uniform" : "") +
          (p.recompute_count() > 0 ? fmt::format(",recompute_num_layers={}", p.recompute_count()) : "") +
          (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules
@@ -122,7 +124,8 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       }
       if (best_d <= std::max<int>(1, static_cast<int>(key.size()) / 3)) msg += "; did you mean \"" + best + "\"?";
       return Error{msg +
-                   " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, "
+                   " (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, dispatcher, schedule, v, "
+                   "microbatch_group_size_per_vp_stage, mb, gb, zero, recompute, "
                    "recompute_num_layers, recompute_method, recompute_modules, stack, gpus, "
                    "offload_optimizer, offload_activations, offload_weights)"};
     }
@@ -217,11 +220,12 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
                                  quoted_names<Recompute>())};
       }
     } else {
-      const std::int64_t max = key == "gb"     ? 1'000'000'000
-                               : key == "gpus" ? 10'000'000
-                               : key == "zero" ? 3
-                               : key == "v"    ? 1000
-                                               : kMax;
+      const std::int64_t max = key == "gb"                                   ? 1'000'000'000
+                               : key == "gpus"                               ? 10'000'000
+                               : key == "zero"                               ? 3
+                               : key == "v"                                  ? 1000
+                               : key == "microbatch_group_size_per_vp_stage" ? 1'000'000'000
+                                                                             : kMax;
       auto x = integer(key == "zero" || key == "recompute_num_layers" ? 0 : 1, max);
       if (!x.ok()) return x.error();
       const int v = static_cast<int>(*x);
@@ -232,6 +236,7 @@ Result<ParsedLayout> parse_layout(std::string_view text, const Plan& base) {
       else if (key == "ep") out.plan.ep = v;
       else if (key == "etp") out.plan.etp = v;
       else if (key == "v") out.plan.virtual_stages = v;
+      else if (key == "microbatch_group_size_per_vp_stage") out.plan.microbatch_group = v;
       else if (key == "mb") out.plan.microbatch = v;
       else if (key == "gb") out.plan.global_batch = *x, out.gb_given = true;
       else if (key == "zero") out.plan.zero = v;

@@ -47,7 +47,8 @@ const char* reject_text(Reject r) {
     case Reject::kContext: return "cp does not divide the sequence length";
     case Reject::kExperts: return "ep does not divide the experts or dp x cp";
     case Reject::kPipelineDepth: return "pp x virtual stages exceed the layers";
-    case Reject::kBatch: return "global batch not divisible by microbatch x dp (x pp, interleaved)";
+    case Reject::kBatch:
+      return "global batch not divisible by microbatch x dp (interleaved: fewer than pp microbatches)";
     case Reject::kLayout: return "other layout rules";
     case Reject::kMemory: return "does not fit in memory";
   }
@@ -406,7 +407,8 @@ Reject classify(const std::vector<std::string>& errors) {
     else if (e.rfind("plan.pp:", 0) == 0 || e.rfind("plan.schedule:", 0) == 0 ||
              e.rfind("plan.virtual_stages:", 0) == 0)
       r = Reject::kPipelineDepth;
-    else if (e.rfind("plan.global_batch:", 0) == 0) r = Reject::kBatch;
+    else if (e.rfind("plan.global_batch:", 0) == 0 || e.rfind("plan.microbatch_group_size_per_vp_stage:", 0) == 0)
+      r = Reject::kBatch;
     if (!any || static_cast<int>(r) < static_cast<int>(best)) best = r;
     any = true;
   }
@@ -516,10 +518,23 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
           p.virtual_stages = var.v;
           for (int mb : x.microbatch) {
             const std::int64_t per_step = std::int64_t{mb} * it.dp;
-            if (p.global_batch % per_step != 0 ||
-                (var.schedule == Schedule::kInterleaved && (p.global_batch / per_step) % it.pp != 0)) {
+            if (p.global_batch % per_step != 0) {
               reject(Reject::kBatch, per_mb);
               continue;
+            }
+            if (var.schedule == Schedule::kInterleaved) {
+              // The template's microbatch group where it runs here, else the smallest that does
+              // (pp when m is a multiple of it: Megatron-Core's default, written as 0).
+              const std::int64_t micro = p.global_batch / per_step;
+              std::int64_t group = x.s.plan.microbatch_group;
+              if (!microbatch_group_runs(it.pp, micro, group)) group = smallest_microbatch_group(it.pp, micro);
+              if (group == 0) {
+                reject(Reject::kBatch, per_mb);
+                continue;
+              }
+              p.microbatch_group = group == it.pp ? 0 : static_cast<int>(group);
+            } else {
+              p.microbatch_group = 0;
             }
             p.microbatch = mb;
             for (bool sp : sps) {

@@ -39,7 +39,11 @@ std::string objective_words(Objective o) {
 }
 
 std::string schedule_cell(const Plan& p) {
-  if (p.schedule == Schedule::kInterleaved) return fmt::format("interleaved:{}", p.virtual_stages);
+  if (p.schedule == Schedule::kInterleaved) {
+    // ":vN/gG" when the microbatches run in groups other than pp (microbatch_group_size_per_vp_stage).
+    if (p.microbatch_group > 0) return fmt::format("interleaved:{}/g{}", p.virtual_stages, p.microbatch_group);
+    return fmt::format("interleaved:{}", p.virtual_stages);
+  }
   return schedule_name(p.schedule);
 }
 

@@ -466,6 +466,23 @@ TEST_F(ValidateTest, SchedulesWithVirtualStagesAndMixedPrecisionsAreReadAsMeant)
   const Got fp4 = run({{"precision", "NVFP4"}});
   EXPECT_EQ(fp4.precision, "fp8");
   EXPECT_TRUE(has(fp4, "precision \"NVFP4\": FP4 GEMMs are not modelled, priced as FP8 (errs slow)"));
+  // 40 / (2 x 4) = 5 microbatches on pp 2: the run ran, so Megatron-Core ran them in groups
+  // it accepts; the smallest is 3 (groups of 2 leave 1 < pp; 5 % 3 = 2).
+  auto grouped = run_validate({file_of("[" + record({{"layout", {{"global_batch", 40}}}}) + "]"), ""});
+  ASSERT_TRUE(grouped.ok()) << grouped.error().message;
+  EXPECT_TRUE(grouped->rows[0].reason.empty()) << grouped->rows[0].reason;
+  EXPECT_EQ(json::parse(grouped->rows[0].scenario_json)["plan"]["microbatch_group_size_per_vp_stage"], 3);
+  const auto& said = grouped->rows[0].assumptions;
+  EXPECT_NE(std::find(said.begin(), said.end(),
+                      "microbatch_group_size_per_vp_stage not stated, 5 microbatches not a multiple of pp 2: 3, the "
+                      "smallest group Megatron-Core's interleaved schedule runs them in"),
+            said.end());
+  // Stated, it is read (a group of 5: one group).
+  auto stated = run_validate(
+      {file_of("[" + record({{"layout", {{"global_batch", 40}, {"microbatch_group_size_per_vp_stage", 5}}}}) + "]"),
+       ""});
+  ASSERT_TRUE(stated.ok()) << stated.error().message;
+  EXPECT_EQ(json::parse(stated->rows[0].scenario_json)["plan"]["microbatch_group_size_per_vp_stage"], 5);
 }
 
 // Megatron's recompute_method: "block" with a layer count recomputes that many layers of each

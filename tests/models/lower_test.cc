@@ -83,6 +83,50 @@ TEST(PipelineSchedule, InterleavedFollowsMegatronChunkOrder) {
             "B2c0 B3c0");
 }
 
+TEST(PipelineSchedule, InterleavedMicrobatchGroupsFollowMegatronCoresScheduleTable) {
+  // Megatron-Core's own example (schedules.py get_schedule_table's docstring, "PP2 N3M5 with
+  // VP2"): 5 microbatches in groups of 3, 2 chunks.
+  //   virtual_microbatch_id | 0 1 2 3 4 5 6 7 8 9
+  //   microbatch_id         | 0 1 2 0 1 2 3 4 3 4
+  //   model_chunk_id        | 0 0 0 1 1 1 0 0 1 1
+  Plan p = pipeline(Schedule::kInterleaved, 2, 2, 5);
+  p.microbatch_group = 3;
+  EXPECT_EQ(order(interleaved_table(p), true), "F0c0 F1c0 F2c0 F0c1 F1c1 F2c1 F3c0 F4c0 F3c1 F4c1");
+  // Warm-up (get_pp_rank_microbatches): 2 (pp - rank - 1) + (v - 1) x 3: 5 on stage 0, 3 on
+  // stage 1; the k-th backward takes the k-th entry's microbatch on chunk v - 1 - chunk.
+  EXPECT_EQ(schedule_warmup(p, 0), 5);
+  EXPECT_EQ(schedule_warmup(p, 1), 3);
+  EXPECT_EQ(order(pipeline_schedule(p, 1), true),
+            "F0c0 F1c0 F2c0 "
+            "F0c1 B0c1 F1c1 B1c1 F2c1 B2c1 F3c0 B0c0 F4c0 B1c0 F3c1 B2c0 F4c1 B3c1 "
+            "B4c1 B3c0 B4c0");
+  // With the default group (pp) the table is the closed formula of InterleavedFollowsMegatron-
+  // ChunkOrder: microbatch (k / (p v)) p + k mod p, chunk (k / p) mod v.
+  const Plan q = pipeline(Schedule::kInterleaved, 4, 3, 8);
+  const std::vector<ScheduleStep> table = interleaved_table(q);
+  ASSERT_EQ(table.size(), 24U);
+  for (int k = 0; k < 24; ++k) {
+    EXPECT_EQ(table[static_cast<std::size_t>(k)].microbatch, (k / 12) * 4 + k % 4) << k;
+    EXPECT_EQ(table[static_cast<std::size_t>(k)].chunk, (k / 4) % 3) << k;
+  }
+}
+
+TEST(PipelineSchedule, MicrobatchGroupsThatRunAreMegatronCoresChecks) {
+  // pp <= g <= m, and m % g == 0 or m % g >= pp (schedules.py, the two errors it raises).
+  EXPECT_TRUE(microbatch_group_runs(2, 5, 3));    // 5 % 3 = 2 >= 2
+  EXPECT_FALSE(microbatch_group_runs(2, 5, 2));   // 5 % 2 = 1 < 2
+  EXPECT_TRUE(microbatch_group_runs(2, 5, 5));    // one group
+  EXPECT_FALSE(microbatch_group_runs(2, 5, 6));   // more than m
+  EXPECT_FALSE(microbatch_group_runs(4, 10, 3));  // fewer than pp
+  EXPECT_TRUE(microbatch_group_runs(4, 10, 5));   // 10 % 5 = 0
+  EXPECT_TRUE(microbatch_group_runs(4, 10, 6));   // 10 % 6 = 4
+  EXPECT_EQ(smallest_microbatch_group(4, 8), 4);  // a multiple of pp: Megatron-Core's default
+  EXPECT_EQ(smallest_microbatch_group(4, 10), 5);
+  EXPECT_EQ(smallest_microbatch_group(4, 6), 6);  // 6 % 4 = 2 and 6 % 5 = 1 fall short
+  EXPECT_EQ(smallest_microbatch_group(8, 13), 13);
+  EXPECT_EQ(smallest_microbatch_group(4, 3), 0);  // fewer microbatches than stages
+}
+
 // --- structure of lowered Programs ---------------------------------------------------
 
 struct Layout {
@@ -131,6 +175,13 @@ std::vector<Layout> layouts() {
     p.virtual_stages = 2;
     p.overlap_grad_reduce = true;
     out.push_back({"interleaved pp4 v2 dp2", preset_model("llama3-8b"), nodes(1), p, w});
+  }
+  {
+    Plan p = base_plan(1, 2, 4, 20);  // 5 microbatches in groups of 3
+    p.schedule = Schedule::kInterleaved;
+    p.virtual_stages = 2;
+    p.microbatch_group = 3;
+    out.push_back({"interleaved pp2 v2 dp4 m5 groups of 3", preset_model("llama3-8b"), nodes(1), p, w});
   }
   {
     Plan p = base_plan(1, 2, 4, 8);

@@ -478,12 +478,43 @@ TEST(ScenarioErrors, GlobalBatchMustDivideByMicrobatchTimesDp) {
             "plan.global_batch: 6 is not divisible by microbatch x dp = 2 x 2 = 4");
 }
 
-TEST(ScenarioErrors, InterleavedMicrobatchCountMustBeAMultipleOfPp) {
-  // 10 / (1 x 2) = 5 microbatches; 5 is not a multiple of 4 stages.
+TEST(ScenarioErrors, InterleavedMicrobatchCountMustBeAMultipleOfPpOrRunInGroups) {
+  // 10 / (1 x 2) = 5 microbatches; 5 is not a multiple of 4 stages. Megatron-Core runs them
+  // only in one group of 5 (5 % 4 = 1 and groups of 4 leave 1 < pp): the message names it.
   EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
                                          "virtual_stages": 2, "global_batch": 10})")),
             "plan.global_batch: interleaved 1F1B needs the microbatch count (5) to be a multiple "
-            "of pp (4)");
+            "of pp (4), or plan.microbatch_group_size_per_vp_stage set so that the last group has none or "
+            "at least pp microbatches (e.g. 5)");
+  const Scenario ok = load_ok(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
+      "virtual_stages": 2, "global_batch": 10, "microbatch_group_size_per_vp_stage": 5})"));
+  EXPECT_EQ(ok.plan.microbatch_group, 5);
+  EXPECT_EQ(ok.plan.vp_group(), 5);
+  // 3 microbatches: fewer than the 4 stages, whatever the group.
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
+                                         "virtual_stages": 2, "global_batch": 6})")),
+            "plan.global_batch: interleaved 1F1B needs at least pp (4) microbatches per step, got 3");
+  // 10 microbatches (global batch 20) in groups of 3 (< pp), of 11 (> m), of 4 (leaves 2 < pp).
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
+      "virtual_stages": 2, "global_batch": 20, "microbatch_group_size_per_vp_stage": 3})")),
+            "plan.microbatch_group_size_per_vp_stage: 3 is outside [pp, microbatches] = [4, 10] (Megatron-Core's "
+            "interleaved schedule)");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
+      "virtual_stages": 2, "global_batch": 20, "microbatch_group_size_per_vp_stage": 11})")),
+            "plan.microbatch_group_size_per_vp_stage: 11 is outside [pp, microbatches] = [4, 10] (Megatron-Core's "
+            "interleaved schedule)");
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
+      "virtual_stages": 2, "global_batch": 20, "microbatch_group_size_per_vp_stage": 4})")),
+            "plan.microbatch_group_size_per_vp_stage: 4 leaves a last group of 2 microbatches (10 % 4), fewer than pp "
+            "(4); Megatron-Core refuses it (dependency bubbles); 5 would run");
+  // Without interleaving the field has no meaning; zero and negative counts are range errors.
+  EXPECT_EQ(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "global_batch": 20,
+      "microbatch_group_size_per_vp_stage": 5})")),
+            "plan.microbatch_group_size_per_vp_stage: 5 applies to schedule \"interleaved\" only");
+  EXPECT_NE(load_error(llama70b_plan(R"({"tp": 8, "pp": 4, "dp": 2, "schedule": "interleaved",
+      "virtual_stages": 2, "global_batch": 20, "microbatch_group_size_per_vp_stage": -5})"))
+                .find("plan.microbatch_group_size_per_vp_stage"),
+            std::string::npos);
 }
 
 TEST(ScenarioErrors, ExpertParallelismNeedsAnMoeModel) {

@@ -82,7 +82,8 @@ TEST_F(PlanCli, BadInputExitsTwoWithTheMessage) {
   expect_input_error(run({"plan", kShipped, "--top-k", "5000"}), "--resimulate: 5000 is out of range (0 to 1000)");
   expect_input_error(run({"plan", kShipped, "--explain", "tp=8,pq=4"}),
                      "--explain: \"tp=8,pq=4\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, "
-                     "etp, sp, tpo, a2a, dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, "
+                     "etp, sp, tpo, a2a, dispatcher, schedule, v, microbatch_group_size_per_vp_stage, mb, gb, zero, "
+                     "recompute, recompute_num_layers, "
                      "recompute_method, recompute_modules, stack, gpus, "
                      "offload_optimizer, "
                      "offload_activations, offload_weights)");

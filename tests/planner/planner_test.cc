@@ -1454,7 +1454,8 @@ TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   EXPECT_EQ(
       message("tp=8,pq=4,gpus=8"),
       "\"tp=8,pq=4,gpus=8\": unknown key \"pq\"; did you mean \"pp\"? (keys: tp, pp, dp, cp, ep, etp, sp, tpo, a2a, "
-      "dispatcher, schedule, v, mb, gb, zero, recompute, recompute_num_layers, recompute_method, recompute_modules, "
+      "dispatcher, schedule, v, microbatch_group_size_per_vp_stage, mb, gb, zero, recompute, recompute_num_layers, "
+      "recompute_method, recompute_modules, "
       "stack, gpus, "
       "offload_optimizer, offload_activations, "
       "offload_weights)");
@@ -1724,6 +1725,44 @@ TEST(PlannerCancel, AFlagSetFromTheProgressCallbackStopsTheSearchAndAnUnsetOneCh
   ro.rows = 1000;
   EXPECT_EQ(plan_report_json(s, *with, ro), plan_report_json(s, without, ro));
   EXPECT_EQ(plan_report_csv(*with), plan_report_csv(without));
+}
+
+// Interleaved layouts whose microbatch count pp does not divide: searched with the smallest
+// microbatch group Megatron-Core runs them in (scenario.h smallest_microbatch_group), which
+// the layout string names and parses back; fewer microbatches than stages stay rejected.
+TEST(PlannerSpace, InterleavedLayoutsRunInMicrobatchGroupsWherePpDoesNotDivide) {
+  std::string text = kTiny;
+  text.replace(text.find("\"global_batch\": [16]"), 20, "\"global_batch\": [24]");
+  const PlanResult r = search(load_text(text));
+  ASSERT_FALSE(r.ranked.empty());
+  int grouped = 0, plain = 0;
+  for (const Candidate& c : r.ranked) {
+    const Plan& p = c.plan;
+    if (p.schedule != Schedule::kInterleaved) {
+      EXPECT_EQ(p.microbatch_group, 0);
+      continue;
+    }
+    const std::int64_t m = p.accumulation();
+    ASSERT_GE(m, p.pp) << layout_string(p);
+    if (m % p.pp == 0) {
+      EXPECT_EQ(p.microbatch_group, 0) << layout_string(p);
+      ++plain;
+      continue;
+    }
+    // e.g. pp 4 with 6 microbatches: groups of 4 leave 2, of 5 leave 1, so one group of 6.
+    EXPECT_EQ(p.microbatch_group, smallest_microbatch_group(p.pp, m)) << layout_string(p);
+    if (p.pp == 4 && m == 6) {
+      EXPECT_EQ(p.microbatch_group, 6);
+    }
+    const std::string s = layout_string(p);
+    EXPECT_NE(s.find(fmt::format(",microbatch_group_size_per_vp_stage={}", p.microbatch_group)), std::string::npos);
+    auto back = parse_layout(s, Plan{});
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->plan.microbatch_group, p.microbatch_group);
+    ++grouped;
+  }
+  EXPECT_GT(grouped, 0);
+  EXPECT_GT(plain, 0);
 }
 
 }  // namespace

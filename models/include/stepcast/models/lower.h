@@ -23,6 +23,10 @@ struct ScheduleStep {
   int chunk = 0;  // virtual chunk 0..v-1 of this stage
 };
 std::vector<ScheduleStep> pipeline_schedule(const Plan& plan, int stage);
+// The interleaved schedule's forward order, the same on every stage (Megatron-Core
+// schedules.py get_schedule_table): (microbatch, chunk) for each of the m x v chunk passes;
+// the k-th backward runs the k-th entry's microbatch on chunk v - 1 - chunk.
+std::vector<ScheduleStep> interleaved_table(const Plan& plan);
 // The warm-up forwards of `stage` in pipeline_schedule (plus one with plan.moe_a2a_overlap;
 // all m with GPipe). The steady state's forward/backward pairs follow it.
 int schedule_warmup(const Plan& plan, int stage);

@@ -56,6 +56,12 @@ Result<Scenario> load_scenario_file(const std::string& path, const LoadOptions& 
 // Why plan.moe_a2a_overlap cannot apply to this model and plan ("" when it can): Megatron-
 // Core's rules, then what stepcast does not express (specs.h Plan::moe_a2a_overlap).
 std::string moe_a2a_overlap_problem(const ModelSpec& model, const Plan& plan);
+// Whether the interleaved schedule runs m microbatches per step in groups of `group`
+// (Megatron-Core's checks: pp <= group <= m, and m % group is 0 or at least pp).
+bool microbatch_group_runs(int pp, std::int64_t m, std::int64_t group);
+// The smallest microbatch group the interleaved schedule runs m microbatches with (pp when
+// m is a multiple of pp); 0 when none does (m < pp).
+std::int64_t smallest_microbatch_group(int pp, std::int64_t m);
 // Semantic checks of a layout against model, cluster and workload (divisibility, world
 // size, batch). One message per problem, each naming the plan field (e.g. "plan.tp: ...").
 // Empty when the layout is valid. Used by the loader and by layout search.

@@ -265,6 +265,11 @@ struct Plan {
   // virtual_stages entries summing to num_layers, every middle chunk at least one layer.
   std::vector<int> pipeline_layout;
   int pipeline_layout_mtp = 0;         // "m" in a layout string: the MTP modules it places (loader check)
+  // With the interleaved schedule: Megatron-Core's microbatch_group_size_per_vp_stage, the
+  // microbatches each model chunk runs in a row before the next chunk's (its schedule table,
+  // schedules.py get_schedule_table); 0 = pp, Megatron-Core's default. REQUIRES (loader):
+  // pp <= group <= microbatches, and the last group (microbatches % group) 0 or >= pp.
+  int microbatch_group = 0;
   int microbatch = 1;                  // sequences per microbatch per rank
   std::int64_t global_batch = 1;       // sequences per optimizer step
   int zero = 0;                        // 0 DDP, 1, 2, 3 (FSDP full shard)
@@ -395,6 +400,8 @@ struct Plan {
   int edp() const { return tp * cp * dp / (expert_tp() * ep); }
   // Gradient-accumulation steps m = global_batch / (microbatch * dp).
   std::int64_t accumulation() const { return global_batch / (std::int64_t{microbatch} * dp); }
+  // The interleaved schedule's microbatch group (microbatch_group, pp when unset).
+  int vp_group() const { return microbatch_group > 0 ? microbatch_group : pp; }
   // ZeRO-3 with fsdp_no_sync and more than one microbatch: the reduce-scatters wait for the
   // last microbatch (one microbatch: nothing to defer, the default plan).
   bool defers_reduce_scatter() const { return fsdp_no_sync && zero >= 3 && accumulation() > 1; }
