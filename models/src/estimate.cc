@@ -298,8 +298,8 @@ double inflight_microbatches(const Plan& p, int stage) {
 namespace {
 
 // stage_memory with the stage's parameters already counted (estimate() has them).
-MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
-                                  int stage, const RankParams& rp) {
+MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
+                                  const Workload& w, int stage, const RankParams& rp) {
   MemoryBreakdown mem;
   mem.stage = stage;
   const double nd = static_cast<double>(p.dp) * p.cp;
@@ -339,8 +339,8 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
     // from the first microbatch of a step to the last (Megatron-Core passes
     // is_first_microbatch); the embedding and output layer are not FP8. Stacks that cast
     // the weight in every forward (torchao) keep no such copy (stacks.json fp8_weight_cache).
-    const LayerRankParams dl = layer_rank_params(m, p, false);
-    const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
+    const LayerRankParams dl = layer_rank_params(m, pc, p, false);
+    const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
     mem.params += kFp8WeightCacheBytes * (dense_here * dl.dense + moe_here * (ml.dense + ml.expert));
   }
   const double a_dense = layer_activation_bytes(m, p, w.seq_len, false);
@@ -411,8 +411,8 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
   }
   if (const int n = offloaded_layers(p.offload_weights, rp.layers); n > 0) {
     const int n_moe = moe_layers_among_first(m, p, stage, n);
-    const LayerRankParams dl = layer_rank_params(m, p, false);
-    const LayerRankParams ml = m.moe ? layer_rank_params(m, p, true) : LayerRankParams{};
+    const LayerRankParams dl = layer_rank_params(m, pc, p, false);
+    const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
     const double away = kWeightBytes * ((n - n_moe) * dl.dense + n_moe * (ml.dense + ml.expert));
     mem.params -= away;
     mem.host += away;
@@ -469,7 +469,8 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ClusterSpec& c, cons
 
 MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                              int stage) {
-  return stage_memory_with(m, c, p, w, stage, rank_params(m, p, stage));
+  const ParamCounts pc = count_params(m);
+  return stage_memory_with(m, pc, c, p, w, stage, rank_params(m, pc, p, stage));
 }
 
 namespace {
@@ -1088,7 +1089,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   int host_short = -1;
   MemoryBreakdown host_worst;
   for (int s = 0; s < p.pp; ++s) {
-    MemoryBreakdown mem = stage_memory_with(m, c, p, w, s, stage_params[static_cast<std::size_t>(s)]);
+    MemoryBreakdown mem = stage_memory_with(m, e.params, c, p, w, s, stage_params[static_cast<std::size_t>(s)]);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
     if (host_short < 0 && mem.host > mem.host_usable) {
       host_short = s;
