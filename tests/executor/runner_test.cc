@@ -160,6 +160,25 @@ TEST(Runner, InterleavedLookAheadReceivesVerify) {
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 3 * 4 * 256 * 256);
 }
 
+// Microbatches that pp does not divide, in one of Megatron-Core's microbatch groups
+// (plan.microbatch_group_size_per_vp_stage): 5 microbatches per rank in groups of 3 run the
+// schedule table's order (lower.h interleaved_table) without a deadlock, every transfer
+// verified: 3 boundary transfers per microbatch and stage, as above, for 5 microbatches.
+TEST(Runner, InterleavedMicrobatchGroupsRunAndVerify) {
+  Scenario s = load("cpu-pp2-1f1b.json");
+  s.plan.schedule = Schedule::kInterleaved;
+  s.plan.virtual_stages = 2;
+  s.plan.global_batch = 10;
+  s.plan.microbatch_group = 3;
+  ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
+  RunOptions o;
+  o.warmup = 0;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 3 * 5 * 256 * 256);
+}
+
 TEST(Runner, ContextParallelRingExchangesVerify) {
   // The TP2 x DP2 model as CP2 x DP2: each attention block's ring op runs cp - 1 = 1
   // exchange with the CP neighbour, whose seeded data arrive exactly.
