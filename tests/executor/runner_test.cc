@@ -136,6 +136,19 @@ TEST(Runner, Pp2OneFOneBMatchesSendsWithRecvs) {
   for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 4 * 256 * 256);
 }
 
+// One step of the 2-stage, 2-chunk interleaved `s` (cpu-pp2-1f1b.json's model) after
+// `warmup` steps, every op measured. Chunks 0..3, stage 0 holding 0 and 2, stage 1 holding 1
+// and 3: each stage receives 3 boundary transfers per microbatch (stage 0: activations into
+// chunk 2, gradients into chunks 0 and 2) of T x h = 256 x 256 f32, all verified.
+void expect_interleaved_transfers_verify(const Scenario& s, int warmup, int microbatches) {
+  RunOptions o;
+  o.warmup = warmup;
+  o.steps = 1;
+  const auto res = run_all(s, o);
+  expect_every_op_measured(s, res, 1);
+  for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 3 * microbatches * 256 * 256);
+}
+
 // The interleaved schedule posts each receive a step ahead on its own stream
 // (Plan::overlap_p2p_comm): the runner executes the same Program, every transfer verifies.
 TEST(Runner, InterleavedLookAheadReceivesVerify) {
@@ -149,21 +162,13 @@ TEST(Runner, InterleavedLookAheadReceivesVerify) {
     for (const Op& op : role.ops) ahead += op.kind == OpKind::kRecv && op.stream == Stream::kPpRecv;
   }
   ASSERT_GT(ahead, 0);
-  RunOptions o;
-  o.warmup = 1;
-  o.steps = 1;
-  const auto res = run_all(s, o);
-  expect_every_op_measured(s, res, 1);
-  // Chunks 0..3, stage 0 holding 0 and 2, stage 1 holding 1 and 3: each stage receives 3
-  // boundary transfers per microbatch (stage 0: activations into chunk 2, gradients into
-  // chunks 0 and 2), 3 x 4 microbatches of T x h = 256 x 256 f32, all verified.
-  for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 3 * 4 * 256 * 256);
+  expect_interleaved_transfers_verify(s, 1, 4);
 }
 
 // Microbatches that pp does not divide, in one of Megatron-Core's microbatch groups
 // (plan.microbatch_group_size_per_vp_stage): 5 microbatches per rank in groups of 3 run the
 // schedule table's order (lower.h interleaved_table) without a deadlock, every transfer
-// verified: 3 boundary transfers per microbatch and stage, as above, for 5 microbatches.
+// verified (3 boundary transfers per microbatch and stage, for 5 microbatches).
 TEST(Runner, InterleavedMicrobatchGroupsRunAndVerify) {
   Scenario s = load("cpu-pp2-1f1b.json");
   s.plan.schedule = Schedule::kInterleaved;
@@ -171,12 +176,7 @@ TEST(Runner, InterleavedMicrobatchGroupsRunAndVerify) {
   s.plan.global_batch = 10;
   s.plan.microbatch_group = 3;
   ASSERT_TRUE(layout_errors(s.model, s.cluster, s.plan, s.workload).empty());
-  RunOptions o;
-  o.warmup = 0;
-  o.steps = 1;
-  const auto res = run_all(s, o);
-  expect_every_op_measured(s, res, 1);
-  for (const RankResult& r : res) EXPECT_GE(r.verified_elements, 3 * 5 * 256 * 256);
+  expect_interleaved_transfers_verify(s, 0, 5);
 }
 
 TEST(Runner, ContextParallelRingExchangesVerify) {
