@@ -184,6 +184,12 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
   addField(plan, tr("Virtual stages"), {{"plan", "virtual_stages"}, Kind::kInt, nullptr, nullptr,
                                         [](S s) { return QVariant(s.plan.virtual_stages); }});
   {
+    // Megatron-Core's microbatch group of the interleaved schedule; 0: pp, its default.
+    Field mb_group{{"plan", "microbatch_group_size_per_vp_stage"},        Kind::kInt, nullptr, nullptr,
+                   [](S s) { return QVariant(s.plan.microbatch_group); }, true};
+    addField(plan, tr("Microbatch group (interleaved; 0 = pp)"), std::move(mb_group));
+  }
+  {
     Field layout{{"plan", "pipeline_layout"}, Kind::kValues, nullptr, nullptr, [](S) { return QVariant(); }, true};
     layout.text_alone = true;
     addField(plan, tr("Layers per chunk (pipeline layout)"), std::move(layout));
@@ -289,8 +295,12 @@ void EditorView::addField(QFormLayout* form, const QString& label, Field field) 
       spin->setRange(-1, 1 << 30);
       spin->setKeyboardTracking(false);
       spin->setGroupSeparatorShown(true);
-      connect(spin, &QSpinBox::valueChanged, this, [this, path](int v) {
-        if (!updating_) writeField(path, v);
+      // An optional integer key: 0 removes it (its default, which the field then shows as 0).
+      const bool optional = field.optional;
+      connect(spin, &QSpinBox::valueChanged, this, [this, path, optional](int v) {
+        if (updating_) return;
+        if (optional && v == 0) removeField(path);
+        else writeField(path, v);
       });
       field.input = spin;
       break;

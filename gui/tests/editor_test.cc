@@ -207,6 +207,35 @@ class EditorTest : public QObject {
     QVERIFY(part < direct(replaced(read(kScenario), "\"recompute\": \"none\"", "\"recompute\": \"full\"")).step_time_s);
   }
 
+  void microbatchGroupIsAnOptionalIntegerField() {
+    // Unset, the field shows 0 (pp). Interleaved with 10 microbatches on pp 4, the loader's
+    // message at the global batch names the group that runs (5); typing it there writes
+    // plan.microbatch_group_size_per_vp_stage and the estimate is the same edit made by hand;
+    // 0 removes the key again.
+    auto* group = qobject_cast<QSpinBox*>(editor_->fieldWidget("plan.microbatch_group_size_per_vp_stage"));
+    QVERIFY(group);
+    QCOMPARE(group->value(), 0);
+    auto* schedule = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.schedule"));
+    schedule->setCurrentText(QStringLiteral("interleaved"));
+    emit schedule->activated(schedule->currentIndex());
+    type_into(qobject_cast<QSpinBox*>(editor_->fieldWidget("plan.virtual_stages")), 2);
+    QVERIFY2(doc_->scenario(), qPrintable(doc_->error()));
+    type_into(qobject_cast<QSpinBox*>(editor_->fieldWidget("plan.global_batch")), 20);
+    QVERIFY(!doc_->scenario());
+    QVERIFY(editor_->fieldMessage("plan.global_batch").endsWith(QStringLiteral("(e.g. 5)")));
+    type_into(group, 5);
+    QVERIFY2(doc_->scenario(), qPrintable(doc_->error()));
+    QCOMPARE(doc_->value({"plan", "microbatch_group_size_per_vp_stage"})->dump(), std::string("5"));
+    std::string text = replaced(read(kScenario), "\"schedule\": \"1f1b\"", "\"schedule\": \"interleaved\"");
+    text = replaced(text, "\"virtual_stages\": 1", "\"virtual_stages\": 2, \"microbatch_group_size_per_vp_stage\": 5");
+    text = replaced(text, "\"global_batch\": 64", "\"global_batch\": 20");
+    QVERIFY(estimate_->report());
+    QCOMPARE(estimate_->report()->estimate.step_time_s, direct(text).step_time_s);
+    type_into(group, 0);
+    QVERIFY(!doc_->value({"plan", "microbatch_group_size_per_vp_stage"}));
+    QVERIFY(!doc_->scenario());
+  }
+
   void recomputeMethodIsAChoiceField() {
     // Unset, the field shows "block"; with recompute "full", "uniform" and 2 layers per group
     // write plan.recompute_method and re-estimate as the same edit made by hand: the step
