@@ -1085,6 +1085,11 @@ std::vector<std::string> modules_in_prose(const std::string& low) {
 //   validate lowers it to the largest divisor that fits where it does not (validate.cc);
 // - else 1, Megatron's default micro-batch-size.
 // Each case rewrites the "microbatch not stated" line in place, so the rules keep their order.
+// The record's data-parallel size: stated, else what the loader derives (GPUs / (tp pp cp)).
+std::int64_t record_dp(const Record& r) {
+  return r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
+}
+
 void microbatch_rule(Record& r, std::int64_t dp, const std::optional<std::int64_t>& grad_accum) {
   if (r.microbatch_assumption < 0 || r.global_batch <= 0 || dp <= 0) return;
   std::string& said = r.assumptions[static_cast<std::size_t>(r.microbatch_assumption)];
@@ -1268,7 +1273,7 @@ Record read_record(const json& rec, const std::string& path, Diagnostics& diag) 
                                           r.global_batch, r.seq));
     }
   }
-  const std::int64_t dp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
+  const std::int64_t dp = record_dp(r);
   microbatch_rule(r, dp, lt.grad_accum);
   if (r.global_batch == 0 && dp > 0) {
     // Not stated: the accumulation the record states, else one microbatch per data-parallel
@@ -1557,7 +1562,7 @@ ScenarioBuild build_scenario(Record& r) {
   plan["schedule"] = r.schedule;
   plan["virtual_stages"] = r.virtual_stages;
   if (!r.pipeline_layout.is_null()) plan["pipeline_layout"] = r.pipeline_layout;
-  const std::int64_t rdp = r.dp ? *r.dp : r.gpus / std::max<std::int64_t>(1, r.tp * r.pp * r.cp);
+  const std::int64_t rdp = record_dp(r);
   if (r.schedule == "interleaved" && r.microbatch_group == 0 && rdp > 0 && r.pp >= 2 && r.microbatch > 0 &&
       r.global_batch > 0 && r.global_batch % (r.microbatch * rdp) == 0) {
     // The run ran, so Megatron-Core ran its microbatches in groups it accepts: where pp does
