@@ -297,9 +297,28 @@ double inflight_microbatches(const Plan& p, int stage) {
 
 namespace {
 
-// stage_memory with the stage's parameters already counted (estimate() has them).
+// One layer's activation bytes (layer_activation_bytes), dense and MoE, as the plan keeps
+// them and (`whole`) without recomputation; the same on every stage, so estimate() computes
+// them once for all stages' memory.
+struct LayerActivations {
+  double dense = 0, moe = 0, whole_dense = 0, whole_moe = 0;
+};
+LayerActivations layer_activations(const ModelSpec& m, const Plan& p, std::int64_t seq_len) {
+  LayerActivations a;
+  a.dense = layer_activation_bytes(m, p, seq_len, false);
+  a.moe = m.moe ? layer_activation_bytes(m, p, seq_len, true) : 0.0;
+  if (p.recompute != Recompute::kNone) {
+    const Plan whole = p.without_recompute();
+    a.whole_dense = layer_activation_bytes(m, whole, seq_len, false);
+    a.whole_moe = m.moe ? layer_activation_bytes(m, whole, seq_len, true) : 0.0;
+  }
+  return a;
+}
+
+// stage_memory with the stage's parameters and the layers' activations already computed
+// (estimate() has them).
 MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
-                                  const Workload& w, int stage, const RankParams& rp) {
+                                  const Workload& w, int stage, const RankParams& rp, const LayerActivations& acts) {
   MemoryBreakdown mem;
   mem.stage = stage;
   const double nd = static_cast<double>(p.dp) * p.cp;
@@ -343,19 +362,13 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
     const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
     mem.params += kFp8WeightCacheBytes * (dense_here * dl.dense + moe_here * (ml.dense + ml.expert));
   }
-  const double a_dense = layer_activation_bytes(m, p, w.seq_len, false);
-  const double a_moe = m.moe ? layer_activation_bytes(m, p, w.seq_len, true) : 0.0;
+  const double a_dense = acts.dense, a_moe = acts.moe;
   // Partial full recomputation (recompute_num_layers): the layers that do not recompute keep
   // all their activations.
   // With full recomputation, a layer's whole activations (recomputed, or kept by the layers
   // past recompute_num_layers).
   const bool full_rc = p.recompute == Recompute::kFull;
-  double all_dense = 0, all_moe = 0;
-  if (full_rc) {
-    const Plan whole = p.without_recompute();
-    all_dense = layer_activation_bytes(m, whole, w.seq_len, false);
-    all_moe = m.moe ? layer_activation_bytes(m, whole, w.seq_len, true) : 0.0;
-  }
+  const double all_dense = full_rc ? acts.whole_dense : 0.0, all_moe = full_rc ? acts.whole_moe : 0.0;
   double layers_bytes = dense_here * a_dense + moe_here * a_moe;
   if (p.partial_full_recompute()) {
     const FullRecomputeLayers rc = full_recompute_layers(m, p, stage);
@@ -440,13 +453,9 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
     }
   } else if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {
     // Likewise what one layer recomputes (the larger kind on this stage).
-    const Plan kept = p.without_recompute();
     double most = 0;
-    for (bool moe : {false, true}) {
-      if (moe ? moe_here > 0 : dense_here > 0) {
-        most = std::max(most, layer_activation_bytes(m, kept, w.seq_len, moe) - layer_activation_bytes(m, p, w.seq_len, moe));
-      }
-    }
+    if (dense_here > 0) most = std::max(most, acts.whole_dense - acts.dense);
+    if (moe_here > 0) most = std::max(most, acts.whole_moe - acts.moe);
     mem.activations += most;
   }
   const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
@@ -470,7 +479,7 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
 MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                              int stage) {
   const ParamCounts pc = count_params(m);
-  return stage_memory_with(m, pc, c, p, w, stage, rank_params(m, pc, p, stage));
+  return stage_memory_with(m, pc, c, p, w, stage, rank_params(m, pc, p, stage), layer_activations(m, p, w.seq_len));
 }
 
 namespace {
@@ -739,8 +748,10 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // by segment between the coordinator's device synchronisations.
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const StackProfile& stack = stack_profile(p.stack);
-    const Zero3Trace t = zero3_trace(m, p, L.dense, L.logits_fwd, L.logits_bwd);
-    const Zero3Hooks& hooks = zero3_coordinate_cached(t, zero3_policy(stack));
+    const Zero3Schedule& sched = zero3_schedule_cached(m, p, zero3_policy(stack));
+    const Zero3Trace& t = sched.trace;
+    const Zero3Hooks& hooks = sched.hooks;
+    const Zero3RoleSeconds role_s = zero3_role_seconds(p, L.dense, L.logits_fwd, L.logits_bwd);
     // Every layer's weights have the same few sizes: price each size once.
     std::vector<double> gather(t.numel.size()), reduce(t.numel.size());
     std::vector<std::size_t> priced;  // indices of the first weight of each size
@@ -764,7 +775,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // overlap_grad_reduce false: DeepSpeed's overlap_comm off, the reduce-scatters on the
     // compute stream.
     const Zero3Timing z =
-        zero3_time(t, hooks, gather, reduce, f, launch, list ? &work : nullptr, !p.overlap_grad_reduce);
+        zero3_time(t, hooks, role_s, gather, reduce, f, launch, list ? &work : nullptr, !p.overlap_grad_reduce);
     // The interference of the gathers prefetched in the forward slows the forward.
     st.forward += z.interference_fwd_s;
     st.backward += z.interference_s - z.interference_fwd_s;
@@ -1088,8 +1099,9 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // The worst rank's memory; host memory (offload) is checked on every stage.
   int host_short = -1;
   MemoryBreakdown host_worst;
+  const LayerActivations acts = layer_activations(m, p, w.seq_len);
   for (int s = 0; s < p.pp; ++s) {
-    MemoryBreakdown mem = stage_memory_with(m, e.params, c, p, w, s, stage_params[static_cast<std::size_t>(s)]);
+    MemoryBreakdown mem = stage_memory_with(m, e.params, c, p, w, s, stage_params[static_cast<std::size_t>(s)], acts);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
     if (host_short < 0 && mem.host > mem.host_usable) {
       host_short = s;

@@ -1,6 +1,7 @@
 #include "stepcast/models/zero3_fetch.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <map>
 
@@ -23,6 +24,8 @@ void classify_segments(const Zero3Trace& t, Zero3Hooks& h) {
   const std::size_t n = t.uses.size();
   h.segments.clear();
   h.segment_class.clear();
+  h.class_count.clear();
+  h.class_first.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (i == 0 || h.sync(i)) h.segments.push_back(static_cast<std::uint32_t>(i));
   }
@@ -47,7 +50,13 @@ void classify_segments(const Zero3Trace& t, Zero3Hooks& h) {
     } else {
       key.push_back(-3.0);
     }
-    h.segment_class.push_back(classes.emplace(key, static_cast<std::uint32_t>(classes.size())).first->second);
+    const std::uint32_t c = classes.emplace(key, static_cast<std::uint32_t>(classes.size())).first->second;
+    h.segment_class.push_back(c);
+    if (c >= h.class_count.size()) {
+      h.class_count.resize(c + 1, 0);
+      h.class_first.resize(c + 1, static_cast<std::uint32_t>(k));
+    }
+    ++h.class_count[c];
   }
 }
 
@@ -120,54 +129,6 @@ Zero3Hooks zero3_coordinate(const Zero3Trace& t, const Zero3Policy& policy) {
   return out;
 }
 
-const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& t, const Zero3Policy& policy) {
-  // The planner prices many layouts of one model: the coordinator's decisions depend only on
-  // the weights' sizes, the uses' order and the policy, not on the compute times.
-  struct Entry {
-    std::vector<double> numel;
-    std::vector<int> params, roles;
-    std::size_t forward_uses = 0;
-    Zero3Policy policy;
-    Zero3Hooks hooks;
-  };
-  constexpr std::size_t kEntries = 4;
-  thread_local std::vector<Entry> cache = [] {
-    std::vector<Entry> c;
-    c.reserve(kEntries);  // entries never move: a returned reference stays on its entry
-    return c;
-  }();
-  thread_local std::size_t next = 0;
-  auto same = [&](const Entry& e) {
-    if (e.numel != t.numel || e.params.size() != t.uses.size()) return false;
-    if (e.policy.prefetch_numel != policy.prefetch_numel || e.policy.max_live_numel != policy.max_live_numel ||
-        e.policy.reuse_numel != policy.reuse_numel) {
-      return false;
-    }
-    for (std::size_t i = 0; i < t.uses.size(); ++i) {
-      if (e.params[i] != t.uses[i].param || e.roles[i] != t.uses[i].role) return false;
-    }
-    return e.forward_uses == t.forward_uses;
-  };
-  for (const Entry& e : cache) {
-    if (same(e)) return e.hooks;
-  }
-  Entry e{t.numel, {}, {}, t.forward_uses, policy, zero3_coordinate(t, policy)};
-  e.params.reserve(t.uses.size());
-  e.roles.reserve(t.uses.size());
-  for (const Zero3Use& u : t.uses) {
-    e.params.push_back(u.param);
-    e.roles.push_back(u.role);
-  }
-  if (cache.size() < kEntries) {
-    cache.push_back(std::move(e));
-    return cache.back().hooks;
-  }
-  Entry& slot = cache[next];
-  next = (next + 1) % kEntries;
-  slot = std::move(e);
-  return slot.hooks;
-}
-
 Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ranks, double host_us) {
   Zero3GatherWork w;
   w.issue_launches = ranks + 2;
@@ -178,9 +139,15 @@ Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ran
   return w;
 }
 
-Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
-                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list,
-                       bool reduce_blocks) {
+namespace {
+
+// zero3_time; `by_role`: each use of a role computes role_s[role].
+Zero3Timing time_trace(const Zero3Trace& t, const Zero3Hooks& hooks, const Zero3RoleSeconds& role_s,
+                       const std::vector<double>& gather_s, const std::vector<double>& reduce_s, double f,
+                       double launch_s, const Zero3GatherWork* list, bool reduce_blocks, bool by_role) {
+  auto compute = [&](const Zero3Use& u) {
+    return by_role && u.role >= 0 ? role_s[static_cast<std::size_t>(u.role)] : u.compute_s;
+  };
   // One stretch [i0, i1): from the synchronisation at i0 (the trace's start for the first,
   // whose synchronisation at 0, if any, is its own) to the next's at i1, which it ends with.
   auto stretch = [&](std::size_t i0, std::size_t i1, Zero3Timing& r) {
@@ -237,8 +204,9 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
       }
       const Zero3Use& u = t.uses[i];
       host_gate();
-      cc += u.compute_s;
-      r.compute_s += u.compute_s;
+      const double work = compute(u);
+      cc += work;
+      r.compute_s += work;
       if (u.reduce) {
         const auto q = static_cast<std::size_t>(u.param);
         sc = std::max(sc, cc) + reduce_s[q] + (list != nullptr ? list->reduce_copy_s(t.numel[q]) : 0.0);
@@ -264,16 +232,8 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
     return r;
   }
   // Each class of stretch timed once, counted as often as it occurs.
-  const std::size_t segments = hooks.segment_class.size();
-  std::vector<std::uint32_t> count, first;
-  for (std::size_t k = 0; k < segments; ++k) {
-    const std::uint32_t c = hooks.segment_class[k];
-    if (c >= count.size()) {
-      count.resize(c + 1, 0);
-      first.resize(c + 1, 0);
-    }
-    if (count[c]++ == 0) first[c] = static_cast<std::uint32_t>(k);
-  }
+  const std::vector<std::uint32_t>& count = hooks.class_count;
+  const std::vector<std::uint32_t>& first = hooks.class_first;
   for (std::size_t c = 0; c < count.size(); ++c) {
     Zero3Timing one;
     stretch(hooks.segments[first[c]], hooks.segments[first[c] + 1], one);
@@ -289,6 +249,20 @@ Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::
   return r;
 }
 
+}  // namespace
+
+Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
+                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list,
+                       bool reduce_blocks) {
+  return time_trace(t, hooks, Zero3RoleSeconds{}, gather_s, reduce_s, f, launch_s, list, reduce_blocks, false);
+}
+
+Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const Zero3RoleSeconds& role_s,
+                       const std::vector<double>& gather_s, const std::vector<double>& reduce_s, double f,
+                       double launch_s, const Zero3GatherWork* list, bool reduce_blocks) {
+  return time_trace(t, hooks, role_s, gather_s, reduce_s, f, launch_s, list, reduce_blocks, true);
+}
+
 bool zero3_module_sync_stack(const Plan& p) {
   return stack_profile(p.stack).zero3_fetch == Zero3Fetch::kModuleSync && p.zero >= 3 && p.dp * p.cp > 1;
 }
@@ -298,8 +272,7 @@ bool zero3_module_fetch(const ModelSpec& m, const Plan& p) {
          !p.offloads() && p.reshard_after_forward && !p.defers_reduce_scatter();
 }
 
-Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, double logits_fwd_s,
-                       double logits_bwd_s) {
+Zero3Trace zero3_trace_shape(const ModelSpec& m, const Plan& p) {
   Zero3Trace t;
   const double h = static_cast<double>(m.hidden_size), dh = static_cast<double>(m.head_dim);
   const double a = m.num_attention_heads, g = m.num_kv_heads, F = static_cast<double>(m.ffn_hidden_size);
@@ -319,72 +292,117 @@ Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, d
   const int head = m.tied_embeddings ? 0 : static_cast<int>(t.numel.size());
   if (!m.tied_embeddings) t.numel.push_back(static_cast<double>(m.vocab_size) * h);
   auto w = [&](int l, int k) { return first_layer + 4 * l + k; };
+  const bool full = p.recompute == Recompute::kFull;
+  // Sized once and written in place: the embedding and head twice, learned positions twice,
+  // 4 uses per layer forward, 4 or (with full recomputation) 8 backward.
+  t.uses.resize(static_cast<std::size_t>(4 + (positions ? 2 : 0) + 4 * L + L * (full ? 8 : 4)));
+  std::size_t k = 0;
+  auto use = [&](int param, bool reduce, Zero3Role role) { t.uses.at(k++) = Zero3Use{param, 0.0, reduce, role}; };
+  use(0, false, kZ3EmbF);
+  if (positions) use(pos, false, kZ3PosF);
+  for (int l = 0; l < L; ++l) {
+    use(w(l, 0), false, kZ3QF);
+    use(w(l, 1), false, kZ3PF);
+    use(w(l, 2), false, kZ3F1F);
+    use(w(l, 3), false, kZ3F2F);
+  }
+  use(head, false, kZ3HeadF);
+  t.forward_uses = k;
+  use(head, !m.tied_embeddings, kZ3HeadB);
+  for (int l = L - 1; l >= 0; --l) {
+    if (full) {
+      use(w(l, 0), false, kZ3QR);
+      use(w(l, 1), false, kZ3PR);
+      use(w(l, 2), false, kZ3F1R);
+      use(w(l, 3), false, kZ3F2R);
+    }
+    use(w(l, 3), true, kZ3F2B);
+    use(w(l, 2), true, kZ3F1B);
+    use(w(l, 1), true, kZ3PB);
+    use(w(l, 0), true, kZ3QB);
+  }
+  if (positions) use(pos, true, kZ3PosB);
+  use(0, true, kZ3EmbB);
+  t.uses.resize(k);
+  return t;
+}
+
+Zero3RoleSeconds zero3_role_seconds(const Plan& p, const LayerCost& lc, double logits_fwd_s, double logits_bwd_s) {
+  Zero3RoleSeconds r{};  // the embedding's and the positions' uses compute nothing
   // Forward pieces (their sum is lc.fwd_s()): QKV with the norm, RoPE and the attention core
-  // before the projection's hook; FC1 with the norm and the activation.
-  const double q_f = lc.attn_elem_s + lc.qkv_gemm_s + lc.attn_core_s, p_f = lc.proj_gemm_s;
-  const double f1_f = lc.mlp_elem_s + lc.fc1_gemm_s, f2_f = lc.fc2_gemm_s;
+  // before the projection's hook; FC1 with the norm and the activation. The recomputed
+  // forward repeats them.
+  r[kZ3QF] = r[kZ3QR] = lc.attn_elem_s + lc.qkv_gemm_s + lc.attn_core_s;
+  r[kZ3PF] = r[kZ3PR] = lc.proj_gemm_s;
+  r[kZ3F1F] = r[kZ3F1R] = lc.mlp_elem_s + lc.fc1_gemm_s;
+  r[kZ3F2F] = r[kZ3F2R] = lc.fc2_gemm_s;
   // Backward pieces (their sum is lc.bwd_s()): the attention core's backward after the
   // projection's; a selective recomputation before it.
   const double full = p.recompute == Recompute::kFull ? 1.0 : 0.0;
-  const double q_b = lc.qkv_dgrad_s + lc.qkv_wgrad_s + 2 * lc.attn_elem_s;
-  const double p_b = lc.proj_dgrad_s + lc.proj_wgrad_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
-  const double f1_b = lc.fc1_dgrad_s + lc.fc1_wgrad_s + 2 * lc.mlp_elem_s, f2_b = lc.fc2_dgrad_s + lc.fc2_wgrad_s;
-  // Sized once and written in place (push_back per use cost half of an estimate): the
-  // embedding and head twice, learned positions twice, 4 uses per layer forward, 4 or (with
-  // full recomputation) 8 backward.
-  t.uses.resize(static_cast<std::size_t>(4 + (positions ? 2 : 0) + 4 * L + L * (full > 0 ? 8 : 4)));
-  std::size_t k = 0;
-  // Roles (Zero3Use::role): each piece of the layer's passes, the embedding's, the head's.
-  enum Role {
-    kEmbF,
-    kPosF,
-    kQF,
-    kPF,
-    kF1F,
-    kF2F,
-    kHeadF,
-    kHeadB,
-    kQR,
-    kPR,
-    kF1R,
-    kF2R,
-    kF2B,
-    kF1B,
-    kPB,
-    kQB,
-    kPosB,
-    kEmbB
-  };
-  auto use = [&](int param, double s, bool reduce, Role role) {
-    t.uses.at(k++) = Zero3Use{param, s, reduce, static_cast<int>(role)};
-  };
-  use(0, 0.0, false, kEmbF);
-  if (positions) use(pos, 0.0, false, kPosF);
-  for (int l = 0; l < L; ++l) {
-    use(w(l, 0), q_f, false, kQF);
-    use(w(l, 1), p_f, false, kPF);
-    use(w(l, 2), f1_f, false, kF1F);
-    use(w(l, 3), f2_f, false, kF2F);
-  }
-  use(head, logits_fwd_s, false, kHeadF);
-  t.forward_uses = k;
-  use(head, logits_bwd_s, !m.tied_embeddings, kHeadB);
-  for (int l = L - 1; l >= 0; --l) {
-    if (full > 0) {
-      use(w(l, 0), q_f, false, kQR);
-      use(w(l, 1), p_f, false, kPR);
-      use(w(l, 2), f1_f, false, kF1R);
-      use(w(l, 3), f2_f, false, kF2R);
-    }
-    use(w(l, 3), f2_b, true, kF2B);
-    use(w(l, 2), f1_b, true, kF1B);
-    use(w(l, 1), p_b, true, kPB);
-    use(w(l, 0), q_b, true, kQB);
-  }
-  if (positions) use(pos, 0.0, true, kPosB);
-  use(0, 0.0, true, kEmbB);
-  t.uses.resize(k);
+  r[kZ3QB] = lc.qkv_dgrad_s + lc.qkv_wgrad_s + 2 * lc.attn_elem_s;
+  r[kZ3PB] = lc.proj_dgrad_s + lc.proj_wgrad_s + lc.attn_core_bwd_s + (1 - full) * lc.recompute_s;
+  r[kZ3F1B] = lc.fc1_dgrad_s + lc.fc1_wgrad_s + 2 * lc.mlp_elem_s;
+  r[kZ3F2B] = lc.fc2_dgrad_s + lc.fc2_wgrad_s;
+  r[kZ3HeadF] = logits_fwd_s;
+  r[kZ3HeadB] = logits_bwd_s;
+  return r;
+}
+
+Zero3Trace zero3_trace(const ModelSpec& m, const Plan& p, const LayerCost& lc, double logits_fwd_s,
+                       double logits_bwd_s) {
+  Zero3Trace t = zero3_trace_shape(m, p);
+  const Zero3RoleSeconds r = zero3_role_seconds(p, lc, logits_fwd_s, logits_bwd_s);
+  for (Zero3Use& u : t.uses) u.compute_s = r[static_cast<std::size_t>(u.role)];
   return t;
+}
+
+const Zero3Schedule& zero3_schedule_cached(const ModelSpec& m, const Plan& p, const Zero3Policy& policy) {
+  // What zero3_trace_shape reads: the weights' sizes, the layer count, learned positions,
+  // tied embeddings and full recomputation; and the policy.
+  struct Key {
+    std::array<double, 6> numel{};
+    int layers = 0;
+    bool positions = false, tied = false, full = false;
+    double prefetch = 0, max_live = 0, reuse = 0;
+    bool operator==(const Key&) const = default;
+  };
+  const double h = static_cast<double>(m.hidden_size), dh = static_cast<double>(m.head_dim);
+  const double F = static_cast<double>(m.ffn_hidden_size);
+  const bool positions = m.position_embedding == PositionEmbedding::kLearned;
+  const Key key{{static_cast<double>(m.vocab_size) * h, positions ? static_cast<double>(m.max_seq_len) * h : 0.0,
+                 h * (m.num_attention_heads + 2.0 * m.num_kv_heads) * dh, m.num_attention_heads * dh * h,
+                 (m.ffn_matrices - 1) * h * F, F * h},
+                m.num_layers,
+                positions,
+                m.tied_embeddings,
+                p.recompute == Recompute::kFull,
+                policy.prefetch_numel,
+                policy.max_live_numel,
+                policy.reuse_numel};
+  struct Entry {
+    Key key;
+    Zero3Schedule schedule;
+  };
+  constexpr std::size_t kEntries = 4;
+  thread_local std::vector<Entry> cache = [] {
+    std::vector<Entry> c;
+    c.reserve(kEntries);  // entries never move: a returned reference stays on its entry
+    return c;
+  }();
+  thread_local std::size_t next = 0;
+  for (const Entry& e : cache) {
+    if (e.key == key) return e.schedule;
+  }
+  Entry e{key, {zero3_trace_shape(m, p), {}}};
+  e.schedule.hooks = zero3_coordinate(e.schedule.trace, policy);
+  if (cache.size() < kEntries) {
+    cache.push_back(std::move(e));
+    return cache.back().schedule;
+  }
+  Entry& slot = cache[next];
+  next = (next + 1) % kEntries;
+  slot = std::move(e);
+  return slot.schedule;
 }
 
 }  // namespace stepcast

@@ -331,5 +331,48 @@ TEST(Zero3Fetch, PlansOutsideThePerModuleTraceSayTheyArePricedPerLayer) {
   EXPECT_DOUBLE_EQ(estimate(s).step_time_s, estimate(layer).step_time_s);
 }
 
+// The estimate times the cached shape of the trace with each role's seconds
+// (zero3_schedule_cached, zero3_role_seconds); lower.cc and the tests above time the trace
+// with its uses' own seconds (zero3_trace). The two must agree, and the cache must hand each
+// model shape, recomputation and policy its own schedule (a stale entry would time another
+// model's trace).
+TEST(Zero3Fetch, CachedScheduleTimedByRoleEqualsTheTraceWithItsOwnSeconds) {
+  const ClusterSpec& c = builtin_presets().clusters.at("dgx-a100");
+  const Zero3GatherWork w = zero3_gather_work(c.gpu, 2, 384, 10);
+  const ModelSpec& gpt3 = builtin_presets().models.at("gpt3-175b");
+  ModelSpec half = gpt3;  // another shape: half the layers, a narrower FFN
+  half.num_layers = 48;
+  half.ffn_hidden_size = 2 * half.hidden_size;
+  // The third is a hit on the first's entry.
+  for (const ModelSpec* mp : {&gpt3, static_cast<const ModelSpec*>(&half), &gpt3}) {
+    const ModelSpec& m = *mp;
+    const int name = m.num_layers;
+    for (Recompute rc : {Recompute::kNone, Recompute::kFull, Recompute::kSelective}) {
+      const Plan p = gpt3_zero3(rc);
+      const Zero3Policy policy = zero3_policy(stack_profile(p.stack));
+      const LayerCost lc = layer_cost(m, c, p, 2048, false);
+      const Zero3Trace t = zero3_trace(m, p, lc, 1e-3, 2e-3);
+      const Zero3Hooks h = zero3_coordinate(t, policy);
+      const Zero3Schedule& s = zero3_schedule_cached(m, p, policy);
+      ASSERT_EQ(s.trace.uses.size(), t.uses.size()) << name;
+      ASSERT_EQ(s.trace.numel, t.numel) << name;
+      ASSERT_EQ(s.hooks.params, h.params) << name;
+      std::vector<double> gather, reduce;
+      for (double n : t.numel) {
+        gather.push_back(n * 2 / 180e9);
+        reduce.push_back(n * 2 / 170e9);
+      }
+      const Zero3RoleSeconds r = zero3_role_seconds(p, lc, 1e-3, 2e-3);
+      const Zero3Timing a = zero3_time(t, h, gather, reduce, 0.16, 10e-6, &w);
+      const Zero3Timing b = zero3_time(s.trace, s.hooks, r, gather, reduce, 0.16, 10e-6, &w);
+      EXPECT_NEAR(a.total_s, b.total_s, 1e-9 * a.total_s) << name;
+      EXPECT_NEAR(a.compute_s, b.compute_s, 1e-9 * a.compute_s) << name;
+      EXPECT_NEAR(a.host_s, b.host_s, 1e-9 * a.host_s) << name;
+      EXPECT_EQ(a.syncs, b.syncs) << name;
+      EXPECT_GT(b.compute_s, 0.5 * m.num_layers * (lc.fwd_s() + lc.bwd_s())) << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stepcast

@@ -15,6 +15,7 @@
 // engine (lower.cc), which times the same ops independently.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -29,6 +30,32 @@ struct StackProfile;
 
 // Bytes of a gathered weight element: the 16-bit weights ZeRO-3 gathers.
 inline constexpr double kZero3WeightBytes = 2;
+
+// The roles of zero3_trace's uses (Zero3Use::role): each piece of a layer's forward (F),
+// recomputed forward (R) and backward (B), the embedding's, the learned positions' and the
+// output head's.
+enum Zero3Role : int {
+  kZ3EmbF,
+  kZ3PosF,
+  kZ3QF,
+  kZ3PF,
+  kZ3F1F,
+  kZ3F2F,
+  kZ3HeadF,
+  kZ3HeadB,
+  kZ3QR,
+  kZ3PR,
+  kZ3F1R,
+  kZ3F2R,
+  kZ3F2B,
+  kZ3F1B,
+  kZ3PB,
+  kZ3QB,
+  kZ3PosB,
+  kZ3EmbB,
+  kZ3Roles
+};
+using Zero3RoleSeconds = std::array<double, kZ3Roles>;
 
 // One module hook in trace order: the weight it uses (an index into Zero3Trace::numel),
 // the GPU seconds it runs until the next hook, and whether its weight's gradient is
@@ -63,6 +90,8 @@ struct Zero3Hooks {
   // uses' roles, weights' sizes, gathers and reduce-scatters, which time alike (zero3_time
   // times one of each class).
   std::vector<std::uint32_t> segments, segment_class;
+  // Per class: how many stretches it has and its first stretch (an index into segment_class).
+  std::vector<std::uint32_t> class_count, class_first;
   std::size_t size() const { return hooks.size(); }
   bool sync(std::size_t i) const { return hooks[i].sync; }
   std::span<const int> fetch(std::size_t i) const {
@@ -78,9 +107,6 @@ struct Zero3Policy {
 Zero3Policy zero3_policy(const StackProfile& stack);
 // REQUIRES: every use's param indexes `trace.numel`.
 Zero3Hooks zero3_coordinate(const Zero3Trace& trace, const Zero3Policy& policy);
-// The same, remembered per thread for the last few traces (same sizes, uses and policy).
-// The reference is valid until this thread's next call.
-const Zero3Hooks& zero3_coordinate_cached(const Zero3Trace& trace, const Zero3Policy& policy);
 
 // The extra work of one weight's gather and reduce-scatter where the stack gathers as
 // DeepSpeed 2021's _allgather_param (StackProfile::zero3_gather kSyncedList): a memset of
@@ -129,6 +155,11 @@ struct Zero3Timing {
 Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s,
                        const Zero3GatherWork* list = nullptr, bool reduce_blocks = false);
+// The same with each use of a role computing `role_s[role]` seconds instead of its
+// compute_s (a trace of zero3_trace_shape, whose uses carry none).
+Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const Zero3RoleSeconds& role_s,
+                       const std::vector<double>& gather_s, const std::vector<double>& reduce_s, double f,
+                       double launch_s, const Zero3GatherWork* list = nullptr, bool reduce_blocks = false);
 
 // Whether `plan` runs the per-module fetch: its stack's zero3_fetch is "module_sync", ZeRO-3
 // across more than one rank, and a layout the trace below expresses (one pipeline stage, no
@@ -151,5 +182,19 @@ bool zero3_module_sync_stack(const Plan& plan);
 // REQUIRES: zero3_module_fetch(model, plan).
 Zero3Trace zero3_trace(const ModelSpec& model, const Plan& plan, const LayerCost& lc, double logits_fwd_s,
                        double logits_bwd_s);
+// The trace's weights and uses without their compute (every compute_s 0; the roles say which
+// piece each use is), and each role's compute seconds: zero3_trace is the two together.
+Zero3Trace zero3_trace_shape(const ModelSpec& model, const Plan& plan);
+Zero3RoleSeconds zero3_role_seconds(const Plan& plan, const LayerCost& lc, double logits_fwd_s, double logits_bwd_s);
+
+// The trace's shape and the coordinator's hooks over it for `model` and `plan`, remembered
+// per thread for the last few model shapes and policies (the planner prices many layouts of
+// one model; the decisions depend only on the weights' sizes, the uses' order and the
+// policy). The reference is valid until this thread's next call.
+struct Zero3Schedule {
+  Zero3Trace trace;  // zero3_trace_shape
+  Zero3Hooks hooks;
+};
+const Zero3Schedule& zero3_schedule_cached(const ModelSpec& model, const Plan& plan, const Zero3Policy& policy);
 
 }  // namespace stepcast
