@@ -120,7 +120,10 @@ LayerRankParams layer_rank_params(const ModelSpec& m, const ParamCounts& c, cons
   if (!moe) {
     out.dense = attn + c.norms_per_layer + c.dense_ffn_per_layer / t;
   } else {
-    out.dense = attn + c.norms_per_layer + (c.shared_per_layer + c.router_per_layer) / t;
+    // The router's weight (E x h) is whole on every TP rank: Megatron-Core's Router holds it as
+    // one torch.nn.Parameter of shape (num_moe_experts, hidden_size), not a parallel linear
+    // (megatron/core/transformer/moe/router.py) [V]; the shared experts are split as an MLP.
+    out.dense = attn + c.norms_per_layer + c.shared_per_layer / t + static_cast<double>(c.router_per_layer);
     out.expert = static_cast<double>(c.expert_per_layer) / (static_cast<double>(p.expert_tp()) * p.ep);
   }
   return out;

@@ -223,10 +223,11 @@ TEST(Params, RoutedExpertsAreSplitByEpAndTpSharedPartsByTpOnly) {
   EXPECT_EQ(r.moe_layers, 16);
   // Experts: 16 layers * 8 experts * 176,160,768 / (t*e = 8) = 2,818,572,288.
   EXPECT_DOUBLE_EQ(r.expert, 2'818'572'288.0);
-  // Dense part per layer: attention 41,943,040/2 + norms 8,192 + router 32,768/2
-  //   = 20,971,520 + 8,192 + 16,384 = 20,996,096; 16 layers = 335,937,536;
+  // Dense part per layer: attention 41,943,040/2 + norms 8,192 + the router's 4096 x 8 =
+  // 32,768 whole (Megatron-Core's Router keeps its (E, h) weight on every TP rank, router.py)
+  //   = 20,971,520 + 8,192 + 32,768 = 21,012,480; 16 layers = 336,199,680;
   // last stage: + output projection 32000*4096/2 = 65,536,000 + final norm 4,096.
-  EXPECT_DOUBLE_EQ(r.dense, 335'937'536.0 + 65'536'000.0 + 4'096.0);
+  EXPECT_DOUBLE_EQ(r.dense, 336'199'680.0 + 65'536'000.0 + 4'096.0);
 }
 
 }  // namespace
