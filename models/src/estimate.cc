@@ -775,7 +775,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // overlap_grad_reduce false: DeepSpeed's overlap_comm off, the reduce-scatters on the
     // compute stream.
     const Zero3Timing z =
-        zero3_time(t, hooks, role_s, gather, reduce, f, launch, list ? &work : nullptr, !p.overlap_grad_reduce);
+        zero3_time(t, hooks, gather, reduce, f, launch, list ? &work : nullptr, !p.overlap_grad_reduce, &role_s);
     // The interference of the gathers prefetched in the forward slows the forward.
     st.forward += z.interference_fwd_s;
     st.backward += z.interference_s - z.interference_fwd_s;

@@ -139,14 +139,11 @@ Zero3GatherWork zero3_gather_work(const GpuSpec& gpu, double grad_bytes, int ran
   return w;
 }
 
-namespace {
-
-// zero3_time; `by_role`: each use of a role computes role_s[role].
-Zero3Timing time_trace(const Zero3Trace& t, const Zero3Hooks& hooks, const Zero3RoleSeconds& role_s,
-                       const std::vector<double>& gather_s, const std::vector<double>& reduce_s, double f,
-                       double launch_s, const Zero3GatherWork* list, bool reduce_blocks, bool by_role) {
+Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
+                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list,
+                       bool reduce_blocks, const Zero3RoleSeconds* role_s) {
   auto compute = [&](const Zero3Use& u) {
-    return by_role && u.role >= 0 ? role_s[static_cast<std::size_t>(u.role)] : u.compute_s;
+    return role_s != nullptr && u.role >= 0 ? (*role_s)[static_cast<std::size_t>(u.role)] : u.compute_s;
   };
   // One stretch [i0, i1): from the synchronisation at i0 (the trace's start for the first,
   // whose synchronisation at 0, if any, is its own) to the next's at i1, which it ends with.
@@ -249,20 +246,6 @@ Zero3Timing time_trace(const Zero3Trace& t, const Zero3Hooks& hooks, const Zero3
   return r;
 }
 
-}  // namespace
-
-Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
-                       const std::vector<double>& reduce_s, double f, double launch_s, const Zero3GatherWork* list,
-                       bool reduce_blocks) {
-  return time_trace(t, hooks, Zero3RoleSeconds{}, gather_s, reduce_s, f, launch_s, list, reduce_blocks, false);
-}
-
-Zero3Timing zero3_time(const Zero3Trace& t, const Zero3Hooks& hooks, const Zero3RoleSeconds& role_s,
-                       const std::vector<double>& gather_s, const std::vector<double>& reduce_s, double f,
-                       double launch_s, const Zero3GatherWork* list, bool reduce_blocks) {
-  return time_trace(t, hooks, role_s, gather_s, reduce_s, f, launch_s, list, reduce_blocks, true);
-}
-
 bool zero3_module_sync_stack(const Plan& p) {
   return stack_profile(p.stack).zero3_fetch == Zero3Fetch::kModuleSync && p.zero >= 3 && p.dp * p.cp > 1;
 }
@@ -272,25 +255,38 @@ bool zero3_module_fetch(const ModelSpec& m, const Plan& p) {
          !p.offloads() && p.reshard_after_forward && !p.defers_reduce_scatter();
 }
 
-Zero3Trace zero3_trace_shape(const ModelSpec& m, const Plan& p) {
-  Zero3Trace t;
+namespace {
+
+// The elements of the trace's weights: the word embedding (and an untied head), the learned
+// positions (0 without them), and each layer's QKV, output projection, FC1 (the gate and up
+// matrices) and FC2. zero3_trace_shape lays them out; zero3_schedule_cached keys on them.
+std::array<double, 6> weight_sizes(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size), dh = static_cast<double>(m.head_dim);
   const double a = m.num_attention_heads, g = m.num_kv_heads, F = static_cast<double>(m.ffn_hidden_size);
   const bool positions = m.position_embedding == PositionEmbedding::kLearned;
+  return {static_cast<double>(m.vocab_size) * h,
+          positions ? static_cast<double>(m.max_seq_len) * h : 0.0,
+          h * (a + 2 * g) * dh,
+          a * dh * h,
+          (m.ffn_matrices - 1) * h * F,
+          F * h};
+}
+
+}  // namespace
+
+Zero3Trace zero3_trace_shape(const ModelSpec& m, const Plan& p) {
+  Zero3Trace t;
+  const std::array<double, 6> sizes = weight_sizes(m);
+  const bool positions = m.position_embedding == PositionEmbedding::kLearned;
   const int L = m.num_layers;
   t.numel.reserve(static_cast<std::size_t>(3 + 4 * L));
-  t.numel.push_back(static_cast<double>(m.vocab_size) * h);  // word embedding
+  t.numel.push_back(sizes[0]);  // word embedding
   const int pos = positions ? 1 : -1;
-  if (positions) t.numel.push_back(static_cast<double>(m.max_seq_len) * h);
+  if (positions) t.numel.push_back(sizes[1]);
   const int first_layer = static_cast<int>(t.numel.size());
-  for (int l = 0; l < L; ++l) {
-    t.numel.push_back(h * (a + 2 * g) * dh);          // QKV
-    t.numel.push_back(a * dh * h);                    // output projection
-    t.numel.push_back((m.ffn_matrices - 1) * h * F);  // FC1 (gate and up)
-    t.numel.push_back(F * h);                         // FC2
-  }
+  for (int l = 0; l < L; ++l) t.numel.insert(t.numel.end(), sizes.begin() + 2, sizes.end());
   const int head = m.tied_embeddings ? 0 : static_cast<int>(t.numel.size());
-  if (!m.tied_embeddings) t.numel.push_back(static_cast<double>(m.vocab_size) * h);
+  if (!m.tied_embeddings) t.numel.push_back(sizes[0]);
   auto w = [&](int l, int k) { return first_layer + 4 * l + k; };
   const bool full = p.recompute == Recompute::kFull;
   // Sized once and written in place: the embedding and head twice, learned positions twice,
@@ -366,14 +362,9 @@ const Zero3Schedule& zero3_schedule_cached(const ModelSpec& m, const Plan& p, co
     double prefetch = 0, max_live = 0, reuse = 0;
     bool operator==(const Key&) const = default;
   };
-  const double h = static_cast<double>(m.hidden_size), dh = static_cast<double>(m.head_dim);
-  const double F = static_cast<double>(m.ffn_hidden_size);
-  const bool positions = m.position_embedding == PositionEmbedding::kLearned;
-  const Key key{{static_cast<double>(m.vocab_size) * h, positions ? static_cast<double>(m.max_seq_len) * h : 0.0,
-                 h * (m.num_attention_heads + 2.0 * m.num_kv_heads) * dh, m.num_attention_heads * dh * h,
-                 (m.ffn_matrices - 1) * h * F, F * h},
+  const Key key{weight_sizes(m),
                 m.num_layers,
-                positions,
+                m.position_embedding == PositionEmbedding::kLearned,
                 m.tied_embeddings,
                 p.recompute == Recompute::kFull,
                 policy.prefetch_numel,

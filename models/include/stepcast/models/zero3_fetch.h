@@ -152,14 +152,12 @@ struct Zero3Timing {
 };
 // REQUIRES: weights of one size have the same gather_s and reduce_s, and uses of one role
 // the same compute seconds (one stretch per class is timed for all).
+// With `role_s` each use of a role computes `role_s[role]` seconds instead of its compute_s
+// (a trace of zero3_trace_shape, whose uses carry none).
 Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const std::vector<double>& gather_s,
                        const std::vector<double>& reduce_s, double f, double launch_s,
-                       const Zero3GatherWork* list = nullptr, bool reduce_blocks = false);
-// The same with each use of a role computing `role_s[role]` seconds instead of its
-// compute_s (a trace of zero3_trace_shape, whose uses carry none).
-Zero3Timing zero3_time(const Zero3Trace& trace, const Zero3Hooks& hooks, const Zero3RoleSeconds& role_s,
-                       const std::vector<double>& gather_s, const std::vector<double>& reduce_s, double f,
-                       double launch_s, const Zero3GatherWork* list = nullptr, bool reduce_blocks = false);
+                       const Zero3GatherWork* list = nullptr, bool reduce_blocks = false,
+                       const Zero3RoleSeconds* role_s = nullptr);
 
 // Whether `plan` runs the per-module fetch: its stack's zero3_fetch is "module_sync", ZeRO-3
 // across more than one rank, and a layout the trace below expresses (one pipeline stage, no
