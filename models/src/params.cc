@@ -110,21 +110,35 @@ LayerRankParams layer_rank_params(const ModelSpec& m, const Plan& p, bool moe) {
 
 LayerRankParams layer_rank_params(const ModelSpec& m, const ParamCounts& c, const Plan& p, bool moe) {
   const double t = p.tp;
-  // K and V projections: each rank holds max(g/t, 1) KV heads (replicated when t > g).
-  double attn = static_cast<double>(c.attention_per_layer) / t;
+  // With linear biases each row-parallel layer's output bias (h) is whole on every rank of
+  // its TP group: Megatron-Core's RowParallelLinear allocates `bias` of output_size and adds
+  // it after the reduction (megatron/core/tensor_parallel/layers.py) [V]; the column-parallel
+  // biases are split with their matrices. `row_bias` is that part, split by t in the counts.
+  const bool biases = m.linear_bias && !m.mla;
+  const double row_bias = biases ? static_cast<double>(m.hidden_size) : 0.0;
+  const double replicated = 1.0 - 1.0 / t;  // what the split by t left out of a whole row bias
+  // K and V projections: each rank holds max(g/t, 1) KV heads (replicated when t > g),
+  // their biases (2 d_h per KV head) with them.
+  double attn = static_cast<double>(c.attention_per_layer) / t + row_bias * replicated;
   if (!m.mla && p.tp > m.num_kv_heads) {
-    const double kv_full = 2.0 * m.hidden_size * m.head_dim;  // one KV head, K and V
+    const double kv_full = 2.0 * m.head_dim * (m.hidden_size + (biases ? 1 : 0));  // one KV head, K and V
     attn += kv_full * (1.0 - static_cast<double>(m.num_kv_heads) / t);
   }
   LayerRankParams out;
   if (!moe) {
-    out.dense = attn + c.norms_per_layer + c.dense_ffn_per_layer / t;
+    out.dense = attn + c.norms_per_layer + c.dense_ffn_per_layer / t + row_bias * replicated;
   } else {
     // The router's weight (E x h) is whole on every TP rank: Megatron-Core's Router holds it as
     // one torch.nn.Parameter of shape (num_moe_experts, hidden_size), not a parallel linear
-    // (megatron/core/transformer/moe/router.py) [V]; the shared experts are split as an MLP.
-    out.dense = attn + c.norms_per_layer + c.shared_per_layer / t + static_cast<double>(c.router_per_layer);
-    out.expert = static_cast<double>(c.expert_per_layer) / (static_cast<double>(p.expert_tp()) * p.ep);
+    // (megatron/core/transformer/moe/router.py) [V]; the shared experts are split as an MLP,
+    // each one's output bias whole.
+    const MoeSpec& e = *m.moe;
+    out.dense = attn + c.norms_per_layer + c.shared_per_layer / t + e.num_shared_experts * row_bias * replicated +
+                static_cast<double>(c.router_per_layer);
+    // Each of the rank's E/e experts keeps its output bias whole over the expert TP group.
+    const double te = p.expert_tp();
+    out.expert = static_cast<double>(c.expert_per_layer) / (te * p.ep) +
+                 static_cast<double>(e.num_experts) / p.ep * row_bias * (1.0 - 1.0 / te);
   }
   return out;
 }

@@ -181,12 +181,13 @@ TEST(Params, TiedEmbeddingIsCopiedToTheLastStageAndPositionsAreNotSplitByTp) {
   p.tp = 8;
   p.pp = 8;
   const double h = 12288;
-  // 96/8 = 12 layers per stage. Per layer per TP rank the code divides attention and FFN
-  // (weights and all their biases) by t and keeps the two LayerNorms (4h) whole:
-  //   (4h^2 + 4h)/8 + 4h + (8h^2 + 5h)/8
-  // (Megatron replicates the two row-parallel output biases, 2h per layer; the code
-  // splits them too, 2h*(1 - 1/t) = 21,504 parameters per layer less than Megatron.)
-  const double layer = (4 * h * h + 4 * h) / 8 + 4 * h + (8 * h * h + 5 * h) / 8;
+  // 96/8 = 12 layers per stage. Per layer per TP rank: attention and FFN weights and their
+  // column-parallel biases (Q, K, V: 3h; FC1: 4h) divided by t; the two row-parallel output
+  // biases (the projection's and FC2's, h each) whole, as Megatron's RowParallelLinear holds
+  // them; the two LayerNorms (4h) whole:
+  //   (4h^2 + 3h)/8 + h + 4h + (8h^2 + 4h)/8 + h
+  // (splitting the row biases too would give 2h*(1 - 1/t) = 21,504 parameters less.)
+  const double layer = (4 * h * h + 3 * h) / 8 + h + 4 * h + (8 * h * h + 4 * h) / 8 + h;
   // Stage 0: word embedding / 8 plus the whole learned position table 2048*h.
   EXPECT_DOUBLE_EQ(rank_params(m, p, 0).dense, 12 * layer + 50257 * h / 8 + 2048 * h);
   // Last stage: the tied word embedding is copied there for the logits (V*h/8), and the
@@ -235,6 +236,54 @@ TEST(Params, RoutedExpertsAreSplitByEpAndTpSharedPartsByTpOnly) {
 
 namespace stepcast {
 namespace {
+
+TEST(Params, RowParallelOutputBiasesStayWholeOnEveryTpRank) {
+  // A small biased model, by hand: h 64, 4 query heads and 2 KV heads of d_h 16, gated FFN
+  // (G 3) of 128, 8 routed experts of 32 (4 per EP rank), one shared expert of 32.
+  ModelSpec m;
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.num_attention_heads = 4;
+  m.num_kv_heads = 2;
+  m.head_dim = 16;
+  m.ffn_hidden_size = 128;
+  m.ffn_matrices = 3;
+  m.vocab_size = 256;
+  m.norm = NormKind::kRmsNorm;
+  m.linear_bias = true;
+  Plan p;
+  p.tp = 4;  // t > g: each rank holds one whole KV head (K, V and their biases)
+  // Attention: Q 64x64 + bias 64 and O 64x64 split by 4 -> (4096 + 64 + 4096)/4 = 2,064;
+  // K, V of one head: 2 x (64 x 16 + 16) = 2,080; O's bias whole: 64. 4,208.
+  // Dense FFN: 3 x 64 x 128 / 4 = 6,144, FC1's biases 2 x 128 / 4 = 64, FC2's bias 64 whole.
+  // Norms 2 x 64 = 128. Layer: 4,208 + 6,272 + 128 = 10,608.
+  EXPECT_DOUBLE_EQ(layer_rank_params(m, p, false).dense, 10'608.0);
+  p.tp = 1;  // nothing split: the model's own count per layer
+  const ParamCounts c = count_params(m);
+  EXPECT_DOUBLE_EQ(layer_rank_params(m, p, false).dense,
+                   static_cast<double>(c.attention_per_layer + c.norms_per_layer + c.dense_ffn_per_layer));
+
+  MoeSpec e;
+  e.num_experts = 8;
+  e.top_k = 2;
+  e.num_shared_experts = 1;
+  e.expert_ffn_hidden_size = 32;
+  e.shared_expert_ffn_hidden_size = 32;
+  m.moe = e;
+  p.tp = 2;
+  p.ep = 2;
+  p.dp = 2;
+  // Attention at t = 2 (one KV head per rank, no copy): Q, K, V, O (4,096 + 2 x 2,048 + 4,096)
+  // and the Q, K, V biases (64 + 32 + 32) split: (12,288 + 128)/2 = 6,208; O's bias 64 whole.
+  // Shared expert: 3 x 64 x 32 / 2 = 3,072, its FC1 biases 64 / 2 = 32, its FC2 bias 64 whole.
+  // Router 64 x 8 = 512 whole; norms 128. Dense part: 6,272 + 3,168 + 512 + 128 = 10,080.
+  EXPECT_DOUBLE_EQ(layer_rank_params(m, p, true).dense, 10'080.0);
+  // Experts (etp = tp = 2): 4 local experts, each 6,144 / 2 = 3,072 + FC1 biases 32 + FC2's
+  // 64 whole: 4 x 3,168 = 12,672.
+  EXPECT_DOUBLE_EQ(layer_rank_params(m, p, true).expert, 12'672.0);
+  p.etp = 1;  // folded: experts whole, 4 x (6,144 + 64 + 64) = 25,088
+  EXPECT_DOUBLE_EQ(layer_rank_params(m, p, true).expert, 25'088.0);
+}
 
 TEST(Params, FoldedExpertsAreSplitByEpOnlyAndShardedOverEdp) {
   // Mixtral 8x7B, tp 2, ep 8, etp 1 on one 16-GPU stage (dp 8): experts are not split by
