@@ -917,6 +917,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     double clip = 0;   // the gradient norm, clip and fp16 unscale (OptimizerStep::clip_s)
     double rest = 0;   // the optimizer step after the norm (OptimizerStep::time_s() - clip_s)
     double after = 0;  // dp after the optimizer (DpSync::after)
+    double tp = 0;     // sequence parallelism's gradients all-reduced over TP after dp
   };
   // The collectives overlapped with a stage's last backward slow it (compute.h
   // overlap_interference). The last microbatch's backward runs from the last stage to the
@@ -936,15 +937,20 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       tied_bytes > 0
           ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
           : 0.0;
+  // Sequence parallelism's replicated parameters (layer_cost.h sp_grad_allreduce_bytes): each
+  // stage all-reduces their gradients over its TP group after its data-parallel reduction
+  // (lower.cc finish_step), before the tied exchange and the norm.
+  const GroupShape tp_group = group_shape(p.tp, placement.group_stride(GroupKind::kTp), gpn);
   Tail first_tail, last_tail;  // the end stages' tails, kept for the exchange
-  double before_best = -1, before_dp = 0, tail_clip = 0, tail_pp = 0;  // the first half's longest stage
-  double after_best = -1, after_dp = 0, after_opt = 0;                 // the second half's
-  // `wait` for the other end stage's data-parallel reduction counts as dp (what it waits
-  // for); `tied` is the exchange.
+  double before_best = -1, before_dp = 0, tail_clip = 0, tail_pp = 0, tail_tp = 0;  // the first half's longest stage
+  double after_best = -1, after_dp = 0, after_opt = 0;                              // the second half's
+  // `wait` for the other end stage's reductions counts as dp (what it waits for); `tied` is
+  // the exchange.
   auto consider = [&](const Tail& t, double wait, double tied) {
-    if (const double before = t.dp + wait + tied + t.clip; before > before_best) {
+    if (const double before = t.dp + t.tp + wait + tied + t.clip; before > before_best) {
       before_best = before;
       before_dp = t.dp + wait;
+      tail_tp = t.tp;
       tail_pp = tied;
       tail_clip = t.clip;
     }
@@ -1038,7 +1044,12 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
     const OptimizerStep os = optimizer_step(c, p, opt_params);
     const double exposed = std::max(0.0, dp_time.time - slack);
-    const Tail own{exposed, os.clip_s, os.time_s() - os.clip_s, dp_time.after};
+    // The TP all-reduce follows the reduction: what of the two the slack does not hide, the
+    // reduction's share first.
+    const double sp_bytes = sp_grad_allreduce_bytes(m, e.params, p, rp, s == p.pp - 1);
+    const double t_sp = sp_bytes > 0 ? collective_cost(c, CollKind::kAllReduce, tp_group, sp_bytes).time_s : 0.0;
+    const double exposed_tp = std::max(0.0, dp_time.time + t_sp - slack) - exposed;
+    const Tail own{exposed, os.clip_s, os.time_s() - os.clip_s, dp_time.after, exposed_tp};
     if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
       (s == 0 ? first_tail : last_tail) = own;
     } else {
@@ -1046,15 +1057,15 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     }
   }
   if (t_tied > 0) {
-    const double both = std::max(first_tail.dp, last_tail.dp);
-    for (const Tail& t : {first_tail, last_tail}) consider(t, both - t.dp, t_tied);
+    const double both = std::max(first_tail.dp + first_tail.tp, last_tail.dp + last_tail.tp);
+    for (const Tail& t : {first_tail, last_tail}) consider(t, both - t.dp - t.tp, t_tied);
   }
   const double bubble = (t_sum - t_max) / p.virtual_stages + (chain_interference - slowest_interference);
   e.breakdown.compute = mb * (slowest.forward + slowest.backward) + slowest_interference;
   e.compute = {mb * slowest.parts.gemm,         mb * slowest.parts.attention,
                mb * slowest.parts.memory_bound, mb * slowest.parts.recompute,
                mb * slowest.parts.output,       mb * slowest.parts.interference + slowest_interference};
-  e.exposed.tp = mb * slowest.tp;
+  e.exposed.tp = mb * slowest.tp + tail_tp;
   e.exposed.cp = mb * slowest.cp;
   e.exposed.ep = mb * slowest.ep;
   // Overlapped receives still lie on the fill and drain path: the first forward crosses
@@ -1067,6 +1078,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.breakdown.optimizer = tail_clip + after_opt;
   e.breakdown.optimizer_clip = tail_clip;
   e.breakdown.grad_norm_sync = t_norm;
+  e.breakdown.sp_grad_sync = tail_tp;
   e.breakdown.input = w.input_time_s;
   e.breakdown.host = mb * (slowest.host + slowest.offload);
   e.breakdown.moe = mb * slowest.moe;

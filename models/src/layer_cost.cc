@@ -612,6 +612,26 @@ double tied_embedding_grad_bytes(const ModelSpec& m, const Plan& p) {
   return static_cast<double>(count_params(m).embedding_input) / p.tp * p.grad_bytes;
 }
 
+double sp_grad_allreduce_bytes(const ModelSpec& m, const ParamCounts& c, const Plan& p, const RankParams& rp,
+                               bool last_stage) {
+  if (!p.sequence_parallel || p.tp < 2) return 0;
+  // One row-parallel output bias (h) per biased projection, whole on every TP rank (params.cc).
+  const double beta = m.linear_bias && !m.mla ? static_cast<double>(m.hidden_size) : 0.0;
+  const double norms = static_cast<double>(c.norms_per_layer);
+  const double dense_layer = norms + 2 * beta;  // the attention projection's and FC2's biases
+  double moe_layer = 0;
+  if (m.moe) moe_layer = norms + beta * (1 + m.moe->num_shared_experts) + static_cast<double>(c.router_per_layer);
+  double elements = (rp.layers - rp.moe_layers) * dense_layer + rp.moe_layers * moe_layer;
+  if (last_stage) {
+    elements += static_cast<double>(c.final_norm);
+    // Each multi-token prediction module: its three norms and one layer of the model's last kind.
+    if (m.mtp_layers > 0) {
+      elements += m.mtp_layers * (1.5 * norms + (m.moe ? moe_layer : dense_layer));
+    }
+  }
+  return elements * p.grad_bytes;
+}
+
 double host_optimizer_bytes_per_param(Optimizer optimizer) { return optimizer == Optimizer::kAdam ? 30.0 : 22.0; }
 
 OptimizerStep optimizer_step(const ClusterSpec& c, const Plan& p, double params) {

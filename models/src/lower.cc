@@ -1124,6 +1124,16 @@ class StageBuilder {
       // One reduction of all gradients after the last backward.
       flush_bucket(rp.dense, rp.expert, last_compute_, -1, 0, /*overlapped=*/false);
     }
+    // Sequence parallelism's replicated parameters (layer_cost.h sp_grad_allreduce_bytes):
+    // their gradients all-reduced over the TP group after the data-parallel reduction; the
+    // tied exchange and the norm wait for it as for the reduction.
+    if (const double sp = sp_grad_allreduce_bytes(m_, count_params(m_), p_, rp, stage_ == p_.pp - 1); sp > 0) {
+      const std::uint32_t ar =
+          add(collective(CollKind::kAllReduce, GroupKind::kTp, sp, -1, -1), "tp.ar sequence-parallel grads",
+              {last_compute_});
+      for (std::uint32_t d : dp_ops_) add_dep(ar, d);
+      dp_ops_.push_back(ar);
+    }
     const double nd = static_cast<double>(p_.dp) * p_.cp;
     const double params = p_.zero >= 1 ? rp.dense / nd + rp.expert / p_.edp() : rp.dense + rp.expert;
     const OptimizerStep os = optimizer_step(c_, p_, params);

@@ -55,6 +55,7 @@ std::optional<Error> estimate_report_error(const Estimate& e) {
       {"moe_blocks_s", e.breakdown.moe},
       {"optimizer_s.gradient_clip", e.breakdown.optimizer_clip},
       {"gradient_norm_sync_s", e.breakdown.grad_norm_sync},
+      {"sp_grad_sync_s", e.breakdown.sp_grad_sync},
       {"compute_s.gemm", e.compute.gemm},
       {"compute_s.attention", e.compute.attention},
       {"compute_s.memory_bound", e.compute.memory_bound},
@@ -135,6 +136,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
                     {"interference", e.compute.interference}};
   j["optimizer_s"] = {{"gradient_clip", e.breakdown.optimizer_clip}};
   j["gradient_norm_sync_s"] = e.breakdown.grad_norm_sync;
+  j["sp_grad_sync_s"] = e.breakdown.sp_grad_sync;
   j["exposed_comm_s"] = {{"tp", e.exposed.tp}, {"dp", e.exposed.dp}, {"pp", e.exposed.pp},
                          {"cp", e.exposed.cp}, {"ep", e.exposed.ep}};
   j["memory_bytes"] = {{"params", whole(e.memory.params)},
@@ -282,6 +284,7 @@ std::string estimate_report_text(const Scenario& s, const Estimate& e) {
   if (e.compute.interference > 0) part("  interference", e.compute.interference);
   part("exposed comm", e.breakdown.exposed_comm);
   if (e.exposed.tp > 0) part("  tp", e.exposed.tp);
+  if (e.breakdown.sp_grad_sync > 0) part("    sequence-parallel grads", e.breakdown.sp_grad_sync);
   if (e.exposed.dp > 0) part("  dp", e.exposed.dp);
   if (e.breakdown.grad_norm_sync > 0) part("    gradient norm sync", e.breakdown.grad_norm_sync);
   if (e.exposed.pp > 0) part("  pp", e.exposed.pp);

@@ -387,7 +387,7 @@ TEST(Estimate, PipelineStepIsMMinus1SlowestStagesPlusOneOfEach) {
   // The last stage is the slowest: it adds the output layer to 20 identical layers.
   EXPECT_EQ(e.slowest_stage, p - 1);
   const double m = static_cast<double>(e.microbatches);
-  expect_rel(e.step_time_s - e.breakdown.optimizer - e.breakdown.input - e.exposed.dp,
+  expect_rel(e.step_time_s - e.breakdown.optimizer - e.breakdown.input - e.exposed.dp - e.breakdown.sp_grad_sync,
              (m - 1) * t_max + t_sum, 1e-12);
 }
 
@@ -1175,6 +1175,44 @@ TEST(MoeLayer, LoadImbalanceSetsTheBusiestRanksPaceByHand) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 4096, true) - even_bytes, 4096.0 * 0.25 * (32'768 + 36'864));
   EXPECT_EQ(busy.attn_gemm_s, even.attn_gemm_s);
   EXPECT_EQ(busy.attn_core_s, even.attn_core_s);
+}
+
+// Sequence parallelism keeps the norms (and row-parallel biases, routers) whole on every TP
+// rank while each rank's gradient covers only its s/t tokens: once per step, after the
+// data-parallel reduction, their gradients are all-reduced over the TP group (Megatron-Core
+// finalize_model_grads, _allreduce_layernorm_grads). By hand on Llama 3 8B, tp 8, pp 1 on
+// one DGX H100: 32 layers x 2 RMSNorms x 4096 + the final norm 4096 = 266,240 fp32
+// gradients, 1,064,960 B; with one stage nothing hides it, so the step carries the whole
+// all-reduce, and without SP neither the bytes nor the time.
+TEST(Estimate, SequenceParallelGradientsAreAllReducedOverTpOncePerStep) {
+  Scenario s;
+  s.model = builtin_presets().models.at("llama3-8b");
+  s.cluster = builtin_presets().clusters.at("dgx-h100");
+  s.cluster.nodes = 1;
+  s.plan.tp = 8;
+  s.plan.sequence_parallel = true;
+  s.plan.global_batch = 4;
+  s.workload.seq_len = 4096;
+  const RankParams rp = rank_params(s.model, s.plan, 0);
+  EXPECT_DOUBLE_EQ(sp_grad_allreduce_bytes(s.model, count_params(s.model), s.plan, rp, true), 1'064'960.0);
+  // Without the last stage's final norm: 1,048,576 B.
+  EXPECT_DOUBLE_EQ(sp_grad_allreduce_bytes(s.model, count_params(s.model), s.plan, rp, false), 1'048'576.0);
+  const GroupShape tp8 = group_shape(8, 1, 8);
+  const double t_ar = collective_cost(s.cluster, CollKind::kAllReduce, tp8, 1'064'960.0).time_s;
+  ASSERT_GT(t_ar, 0);
+  const Estimate e = estimate(s);
+  EXPECT_DOUBLE_EQ(e.breakdown.sp_grad_sync, t_ar);
+  Scenario no_sp = s;
+  no_sp.plan.sequence_parallel = false;
+  EXPECT_EQ(sp_grad_allreduce_bytes(no_sp.model, count_params(no_sp.model), no_sp.plan, rp, true), 0.0);
+  EXPECT_EQ(estimate(no_sp).breakdown.sp_grad_sync, 0.0);
+  // A biased GPT layer adds its two row-parallel output biases (h each) to its two
+  // LayerNorms (gain and bias, 2h each): 6h per layer. GPT-3 175B, 96 layers, fp32: 96 x 6
+  // x 12288 x 4 B, and the final LayerNorm 2h x 4 B on the last stage.
+  const ModelSpec& gpt = builtin_presets().models.at("gpt3-175b");
+  const RankParams gp = rank_params(gpt, s.plan, 0);
+  EXPECT_DOUBLE_EQ(sp_grad_allreduce_bytes(gpt, count_params(gpt), s.plan, gp, true),
+                   (96.0 * 6 * 12288 + 2 * 12288) * 4);
 }
 
 }  // namespace

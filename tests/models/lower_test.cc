@@ -276,7 +276,7 @@ std::map<std::tuple<int, int, char>, int> collectives_per_layer(const Program& p
   std::map<std::tuple<int, int, char>, int> n;
   for (const RoleTemplate& r : prog.roles) {
     for (const Op& op : r.ops) {
-      if (op.kind != OpKind::kCollective || op.group != group) continue;
+      if (op.kind != OpKind::kCollective || op.group != group || op.layer < 0) continue;
       const std::string& name = prog.names[op.name];
       const char pass = name[name.find(' ') + 1];
       ++n[{op.layer, op.microbatch, pass}];
@@ -323,14 +323,31 @@ TEST(Lower, TensorParallelHasFourCollectivesPerPassWithSp) {
   for (const auto& [key, count] : n) EXPECT_EQ(count, 4);
   int ag = 0, rs = 0;
   for (const RoleTemplate& r : prog.roles) {
+    int step_ar = 0;
     for (const Op& op : r.ops) {
       if (op.kind != OpKind::kCollective || op.group != GroupKind::kTp) continue;
       ag += op.coll == CollKind::kAllGather;
       rs += op.coll == CollKind::kReduceScatter;
+      if (op.layer < 0) {
+        // Once per step, after the data-parallel reduction: the replicated norms' fp32
+        // gradients all-reduced over TP (finalize_model_grads). Llama 3 8B, 16 layers a
+        // stage: 16 x 2 RMSNorms x 4096 x 4 B = 524,288 B; the last stage adds the final
+        // norm, 4096 x 4 B: 540,672 B.
+        ++step_ar;
+        EXPECT_EQ(op.coll, CollKind::kAllReduce);
+        EXPECT_EQ(prog.names[op.name], "tp.ar sequence-parallel grads");
+        EXPECT_DOUBLE_EQ(op.bytes, r.stage == 1 ? 540'672.0 : 524'288.0);
+      }
     }
+    EXPECT_EQ(step_ar, 1) << "stage " << r.stage;
   }
   EXPECT_EQ(ag, 32 * 4 * 2 * 2);
   EXPECT_EQ(rs, 32 * 4 * 2 * 2);
+  // Without sequence parallelism each rank's norm gradients cover every token: no all-reduce.
+  p.sequence_parallel = false;
+  for (const RoleTemplate& r : lower(preset_model("llama3-8b"), nodes(1), p, Workload{2048, 0, 0}).roles) {
+    for (const Op& op : r.ops) EXPECT_FALSE(op.kind == OpKind::kCollective && op.group == GroupKind::kTp && op.layer < 0);
+  }
 }
 
 TEST(Lower, ExpertParallelHasFourAllToAllsPerMoeLayerAndSixWithFullRecompute) {
@@ -622,9 +639,13 @@ TEST(Lower, FoldedExpertTensorParallelPairRunsOnTheExpertGroup) {
         EXPECT_EQ(op.stream, stepcast::Stream::kTp);
         EXPECT_EQ(op.comm, stepcast::CommClass::kTp);
         EXPECT_EQ(prog.names[op.name].rfind("etp.", 0), 0u) << prog.names[op.name];
-      } else if (op.group == stepcast::GroupKind::kTp) {
+      } else if (op.group == stepcast::GroupKind::kTp && op.layer >= 0) {
         ++tp;
         EXPECT_DOUBLE_EQ(op.bytes, 4096.0 * 4096 * 2) << prog.names[op.name];
+      } else if (op.group == stepcast::GroupKind::kTp) {
+        // Once per step: the norms' and the routers' fp32 gradients over TP, 16 layers x
+        // (2 x 4096 + 8 x 4096) x 4 B = 2,621,440 B; the last stage's final norm 16,384 B more.
+        EXPECT_DOUBLE_EQ(op.bytes, role.stage == 1 ? 2'637'824.0 : 2'621'440.0) << prog.names[op.name];
       }
     }
     EXPECT_EQ(etp, 16 * 8 * 4) << "stage " << role.stage;  // 16 layers x 8 microbatches x 4

@@ -1632,7 +1632,17 @@ TEST(Engine, RecomputedModulesRunAsTheClosedFormPricesThem) {
   const Simulated r = run(s);
   const analysis::RankBreakdown& crit = r.summary.ranks[r.summary.critical];
   EXPECT_NEAR(crit.ep, e.exposed.ep, 1e-5 * e.exposed.ep);
-  EXPECT_NEAR(crit.tp, e.exposed.tp, 1e-5 * e.exposed.tp);
+  // The layers' TP collectives agree; each rank also all-reduces its stage's sequence-parallel
+  // gradients once after its reduction (its own stage's in the engine, the longest tail's in
+  // the closed form, sp_grad_sync_s).
+  const int crit_stage = crit.stage;
+  const double sp_bytes = sp_grad_allreduce_bytes(s.model, count_params(s.model), s.plan,
+                                                  rank_params(s.model, s.plan, crit_stage), crit_stage == 1);
+  ASSERT_GT(sp_bytes, 0);
+  const GroupShape tp_group =
+      group_shape(2, Placement::of(s.plan, s.cluster.gpus_per_node).group_stride(GroupKind::kTp), 8);
+  const double crit_sp = collective_cost(s.cluster, CollKind::kAllReduce, tp_group, sp_bytes).time_s;
+  EXPECT_NEAR(crit.tp - crit_sp, e.exposed.tp - e.breakdown.sp_grad_sync, 1e-5 * e.exposed.tp);
   EXPECT_NEAR(r.summary.step_time_s / e.step_time_s, 1.0, 0.01);
   EXPECT_NEAR(peak_of_stage(r, 0), stage_memory(s.model, s.cluster, s.plan, s.workload, 0).total, 1.0);
   // Against no recomputation: the MoE blocks' all-to-alls once more, a longer step...

@@ -95,6 +95,10 @@ struct StepBreakdown {
   // Of the exposed data-parallel communication: the gradient norm's all-reduce over every
   // rank (layer_cost.h grad_norm_sync_s), a global synchronisation before the update.
   double grad_norm_sync = 0;
+  // Of the exposed TP communication: sequence parallelism's replicated parameters' gradients
+  // all-reduced over TP after the data-parallel reduction (layer_cost.h sp_grad_allreduce_bytes),
+  // as far as the slowest tail exposes it.
+  double sp_grad_sync = 0;
 };
 struct ExposedComm {
   double tp = 0, dp = 0, pp = 0, cp = 0, ep = 0;

@@ -10,6 +10,7 @@
 
 #include "stepcast/models/attention.h"
 #include "stepcast/models/collectives.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/specs.h"
 
 namespace stepcast {
@@ -285,6 +286,18 @@ LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const L
 // V h / t of a rank in the gradient type; between two ranks, one exchange each way. 0 when the
 // embeddings are untied or pp = 1 (docs/model-reference.md 6, "Tied embeddings across the pipeline").
 double tied_embedding_grad_bytes(const ModelSpec& model, const Plan& plan);
+
+// Sequence parallelism's replicated parameters (tp > 1): the norms, the row-parallel output
+// biases and the MoE router are whole on every TP rank but each rank's gradient covers only
+// its own s/t tokens, so after the data-parallel reduction Megatron-Core all-reduces their
+// gradients over the TP group, coalesced into one buffer per step (finalize_model_grads.py
+// _allreduce_layernorm_grads, every parameter marked `sequence_parallel`: Megatron's
+// RowParallelLinear bias, FusedLayerNorm and Transformer Engine's norms, the Router's weight).
+// The bytes of a stage's buffer (`rp` its rank_params, `last_stage` adding the final norm and
+// the MTP modules) in the gradient type; 0 without sequence parallelism
+// (docs/model-reference.md 6, "Sequence-parallel gradients").
+double sp_grad_allreduce_bytes(const ModelSpec& model, const ParamCounts& counts, const Plan& plan,
+                               const RankParams& rp, bool last_stage);
 
 // The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:
