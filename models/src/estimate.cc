@@ -74,7 +74,7 @@ double output_head_bytes(const ModelSpec& m, const Plan& p, double seq) {
 double activation_extras(const ModelSpec& m, const Plan& p, double seq, int stage, double inflight) {
   const double T = p.microbatch * seq / p.cp;
   double bytes = 0;
-  if (stage == 0) bytes += 8.0 * T * inflight;  // token ids (int64)
+  if (stage == 0) bytes += first_stage_input_bytes(m, p, T) * inflight;  // token ids, embedding dropout mask
   if (stage == p.pp - 1) bytes += output_head_bytes(m, p, seq);
   return bytes;
 }

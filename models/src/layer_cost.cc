@@ -612,6 +612,11 @@ double tied_embedding_grad_bytes(const ModelSpec& m, const Plan& p) {
   return static_cast<double>(count_params(m).embedding_input) / p.tp * p.grad_bytes;
 }
 
+double first_stage_input_bytes(const ModelSpec& m, const Plan& p, double T) {
+  const double mask = m.dropout ? T * static_cast<double>(m.hidden_size) / (p.sequence_parallel ? p.tp : 1) : 0.0;
+  return 8.0 * T + mask;
+}
+
 double sp_grad_allreduce_bytes(const ModelSpec& m, const ParamCounts& c, const Plan& p, const RankParams& rp,
                                bool last_stage) {
   if (!p.sequence_parallel || p.tp < 2) return 0;

@@ -756,7 +756,7 @@ class StageBuilder {
     f.first = chunk_first_layer(m_, p_, f.k);
     f.n = chunk_layers(m_, p_, f.k);
     if (f.k == 0) {
-      f.x = memory(true, 8.0 * tokens_, fmt::format("alloc token ids mb{}", mb), input);
+      f.x = memory(true, first_stage_input_bytes(m_, p_, tokens_), fmt::format("alloc token ids mb{}", mb), input);
       if (zmod_) f.x = zembedding(f.x, mb, false);
     } else {
       f.x = recv;
@@ -990,7 +990,7 @@ class StageBuilder {
     std::uint32_t x = b.x;
     if (b.k == 0) {
       if (zmod_) x = zembedding(x, b.mb, true);
-      x = memory(false, 8.0 * tokens_, fmt::format("free token ids mb{}", b.mb), x);
+      x = memory(false, first_stage_input_bytes(m_, p_, tokens_), fmt::format("free token ids mb{}", b.mb), x);
     } else {
       const Op s = p2p(OpKind::kSend, stage_of_chunk(b.k - 1), tag(b.mb, b.k, true), b.mb);
       add(s, fmt::format("pp.send B mb{} chunk{}", b.mb, b.k), {x});

@@ -152,6 +152,34 @@ TEST(Memory, Gpt3LayerActivationsMatchKorthikantiTable2) {
                    2 * kSbh);
 }
 
+TEST(Memory, FirstStageHoldsTokenIdsAndTheEmbeddingDropoutMaskByHand) {
+  // GPT-3 175B with dropout, tp 8 + SP, pp 8 (12 layers a stage), 1F1B, 64 microbatches of
+  // one 2048-token sequence, selective recomputation (34 sbh/t per layer). Stage 0 holds
+  // p - 0 = 8 microbatches, each with its 12 layers, its int64 token ids (8 s) and the
+  // embedding dropout's 1-byte mask, split by t with SP (s b h / t): Megatron's estimator's
+  // "Inputs to embedding" and "Dropout in embedding layer" terms.
+  const ModelSpec m = gpt3_with_dropout();
+  Plan p = korthikanti_plan(8, true, Recompute::kSelective);
+  p.pp = 8;
+  p.global_batch = 64;
+  const Workload w{2048, 0, 0};
+  // Besides, once: the layer whose backward recomputes its attention core holds the scores
+  // again, 5 a s^2 b / t (softmax output 2, dropout mask 1, dropout output 2 B per score)
+  // = 10 sbh at t = 8.
+  const ClusterSpec& c = preset_cluster("dgx-a100");
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).activations,
+                   8 * (12 * 34 * kSbh / 8 + 8 * 2048 + kSbh / 8) + 10 * kSbh);
+  // Without SP the mask is whole on every TP rank (s b h).
+  p.sequence_parallel = false;
+  const double layer = layer_activation_bytes(m, p, 2048, false);
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).activations, 8 * (12 * layer + 8 * 2048 + kSbh) + 10 * kSbh);
+  // Without dropout, no mask: the token ids alone (and 2 a s^2 b / t = 4 sbh recomputed).
+  ModelSpec nodrop = m;
+  nodrop.dropout = false;
+  const double layer_nodrop = layer_activation_bytes(nodrop, p, 2048, false);
+  EXPECT_DOUBLE_EQ(stage_memory(nodrop, c, p, w, 0).activations, 8 * (12 * layer_nodrop + 8 * 2048) + 4 * kSbh);
+}
+
 TEST(Memory, LayerActivationsScaleLinearlyWithMicrobatch) {
   // Every term of Korthikanti's table carries one factor b: b = 4 holds 4x b = 1.
   const ModelSpec m = gpt3_with_dropout();

@@ -287,6 +287,14 @@ LayerOffload layer_offload(const ClusterSpec& cluster, const Plan& plan, const L
 // embeddings are untied or pp = 1 (docs/model-reference.md 6, "Tied embeddings across the pipeline").
 double tied_embedding_grad_bytes(const ModelSpec& model, const Plan& plan);
 
+// What a first-stage rank holds per microbatch from its forward to its backward besides the
+// layers' activations: the token ids (int64, 8 B per token) and, with the model's dropout,
+// the embedding dropout's 1-byte mask over the T x h embedding output (split by t with
+// sequence parallelism, which scatters the embedding before its dropout): Megatron's
+// theoretical_memory_usage.py "Inputs to embedding" (8 s b) and "Dropout in embedding layer"
+// (s b h) [V]. `T` the rank's tokens per microbatch (docs/model-reference.md 3.2).
+double first_stage_input_bytes(const ModelSpec& model, const Plan& plan, double T);
+
 // Sequence parallelism's replicated parameters (tp > 1): the norms, the row-parallel output
 // biases and the MoE router are whole on every TP rank but each rank's gradient covers only
 // its own s/t tokens, so after the data-parallel reduction Megatron-Core all-reduces their
