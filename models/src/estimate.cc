@@ -941,6 +941,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // stage all-reduces their gradients over its TP group after its data-parallel reduction
   // (lower.cc finish_step), before the tied exchange and the norm.
   const GroupShape tp_group = group_shape(p.tp, placement.group_stride(GroupKind::kTp), gpn);
+  double sp_bytes = 0, t_sp = 0;
   Tail first_tail, last_tail;  // the end stages' tails, kept for the exchange
   double before_best = -1, before_dp = 0, tail_clip = 0, tail_pp = 0, tail_tp = 0;  // the first half's longest stage
   double after_best = -1, after_dp = 0, after_opt = 0;                              // the second half's
@@ -1046,8 +1047,11 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double exposed = std::max(0.0, dp_time.time - slack);
     // The TP all-reduce follows the reduction: what of the two the slack does not hide, the
     // reduction's share first.
-    const double sp_bytes = sp_grad_allreduce_bytes(m, e.params, p, rp, s == p.pp - 1);
-    const double t_sp = sp_bytes > 0 ? collective_cost(c, CollKind::kAllReduce, tp_group, sp_bytes).time_s : 0.0;
+    // (Stages with the same layers share the bytes: priced once per distinct size.)
+    if (const double bytes = sp_grad_allreduce_bytes(m, e.params, p, rp, s == p.pp - 1); bytes != sp_bytes) {
+      sp_bytes = bytes;
+      t_sp = bytes > 0 ? collective_cost(c, CollKind::kAllReduce, tp_group, bytes).time_s : 0.0;
+    }
     const double exposed_tp = std::max(0.0, dp_time.time + t_sp - slack) - exposed;
     const Tail own{exposed, os.clip_s, os.time_s() - os.clip_s, dp_time.after, exposed_tp};
     if (t_tied > 0 && (s == 0 || s == p.pp - 1)) {
