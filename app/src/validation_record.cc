@@ -325,7 +325,11 @@ void read_model(ObjectReader& f, Record& r) {
     if (std::any_of(std::begin(kLlamaLike), std::end(kLlamaLike), [&](const char* k) { return contains(n, k); })) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
-      r.assumptions.push_back(fmt::format("model {}: {}", quote(*name), kLlamaBlock));
+      // Qwen3 adds a per-head RMSNorm on q and k (Hugging Face modeling_qwen3.py q_norm,
+      // k_norm; Megatron-Bridge's Qwen3 providers set qk_layernorm).
+      r.qk_norm = contains(n, "qwen3");
+      r.assumptions.push_back(fmt::format("model {}: {}{}", quote(*name), kLlamaBlock,
+                                          r.qk_norm ? "; Qwen3's per-head RMSNorm on q and k (qk_norm)" : ""));
     } else if (contains(n, "gpt-oss") || contains(n, "gpt oss") || contains(n, "gpt_oss")) {
       r.architecture = Architecture::kLlama;
       r.learned_positions = false;
@@ -1492,6 +1496,7 @@ ScenarioBuild build_scenario(Record& r) {
   model["norm"] = llama ? "rmsnorm" : "layernorm";
   model["tied_embeddings"] = !llama;
   model["linear_bias"] = !llama || r.linear_bias_override;
+  if (r.qk_norm) model["qk_norm"] = true;
   model["dropout"] = r.dropout.value_or(!llama);
   model["vocab_size"] = r.vocab_padded;
   model["position_embedding"] = r.learned_positions ? "learned" : "rope";

@@ -33,6 +33,7 @@ struct Record {
   double stated_params = 0, stated_active_params = 0;  // model.params, model.activated_params (0: not given)
   bool learned_positions = true;
   bool linear_bias_override = false;  // GPT-OSS: the Llama architecture with linear biases
+  bool qk_norm = false;               // Qwen3: a per-head RMSNorm on q and k (model.qk_norm)
   std::optional<bool> dropout;        // model.dropout as stated (nullopt: the family's default)
   // Sliding-window attention, as the record states it (model.sliding_window,
   // model.window_attn_skip_freq: Megatron-Core's names); 0 = none.

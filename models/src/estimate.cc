@@ -180,7 +180,10 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   const bool core_rc = p.recomputes(RM::kCoreAttn);
   const double proj_in = p.flash_attention && !core_rc ? kActBytes + (fp8 ? 1.0 : 0.0) : g_in;
   // "mla_up_proj" (output-discarding) frees the up-projected Q, K, V the core attention reads.
-  const double qkv = m.mla && p.recomputes(RM::kMlaUpProj) ? 0.0 : kActBytes * (a_r * d.qk + g_r * (d.qk + d.v));
+  // A QK norm keeps its own input, the q and k heads before it (16-bit), for its backward.
+  const double qk_norm_in = m.qk_norm && !m.mla ? kActBytes * (a_r + g_r) * d.qk : 0.0;
+  const double qkv =
+      m.mla && p.recomputes(RM::kMlaUpProj) ? 0.0 : kActBytes * (a_r * d.qk + g_r * (d.qk + d.v)) + qk_norm_in;
   double split = qkv + proj_in * a_r * d.v;
   const double G = m.ffn_matrices;
   const double ffn_per_width = kActBytes * (G - 1) + g_in;

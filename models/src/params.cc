@@ -22,6 +22,8 @@ ParamCounts count_params(const ModelSpec& m) {
     if (m.linear_bias) c.attention_per_layer += a * dh + 2 * g * dh + h;
   }
   c.norms_per_layer = 2 * norm;
+  // Qwen3's q_norm and k_norm: one RMSNorm weight of d_h each (HF modeling_qwen3.py Qwen3Attention).
+  if (m.qk_norm && !m.mla) c.norms_per_layer += 2 * dh;
   c.dense_ffn_per_layer = G * h * F + (m.linear_bias ? F * (G - 1) + h : 0);
   c.dense_layers = m.num_layers;
   if (m.moe) {

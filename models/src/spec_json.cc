@@ -168,6 +168,7 @@ ModelSpec read_model(ObjectReader& r, ModelSpec m, bool from_preset) {
   auto pos = r.choice("position_embedding", {"rope", "learned"});
   set(m.tied_embeddings, r.boolean("tied_embeddings"));
   set(m.linear_bias, r.boolean("linear_bias"));
+  set(m.qk_norm, r.boolean("qk_norm"));
   set(m.dropout, r.boolean("dropout"));
   auto vocab = r.integer("vocab_size", 1, kMaxVocab);
   auto max_seq = r.integer("max_seq_len", 1, kMaxSeq);

@@ -1003,9 +1003,9 @@ namespace {
 // Qwen3-30B-A3B (h 2048, 32/4 heads of 128, 128 experts top-8 of inner size 768, SwiGLU), one
 // 4096-token sequence per rank, tp 1, ep 8, bf16, FlashAttention, on one DGX H100. Per token
 // of an MoE layer without recomputation: norm inputs 4h + QKV input 2h + router input 2h =
-// 16,384; Q, K, V 2 x (32 x 128 + 4 x 256) = 10,240; attention output 2 x 4096 = 8,192;
-// experts (fc1 output 2 x 2 + fc2 input 2) x 8 x 768 = 36,864; dispatched tokens
-// 2 x 8 x 2048 = 32,768; log-sum-exp 4 x 32 = 128: 104,576 bytes.
+// 16,384; Q, K, V 2 x (32 x 128 + 4 x 256) = 10,240; the QK norms' inputs 2 x (32 + 4) x 128
+// = 9,216; attention output 2 x 4096 = 8,192; experts (fc1 output 2 x 2 + fc2 input 2) x 8 x
+// 768 = 36,864; dispatched tokens 2 x 8 x 2048 = 32,768; log-sum-exp 4 x 32 = 128: 113,792 bytes.
 TEST(RecomputeModules, MoeLayerMemoryAndTimeByHand) {
   const ModelSpec& m = builtin_presets().models.at("qwen3-30b-a3b");
   ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
@@ -1014,7 +1014,7 @@ TEST(RecomputeModules, MoeLayerMemoryAndTimeByHand) {
   p.dp = 8;
   p.ep = 8;
   const double T = 4096;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 4096, true), T * 104'576);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, p, 4096, true), T * 113'792);
   const LayerCost none = layer_cost(m, c, p, 4096, true);
   const LayerComm none_comm = layer_comm(m, c, p, 4096, true, none);
   EXPECT_EQ(none.recompute_s, 0.0);
@@ -1030,17 +1030,17 @@ TEST(RecomputeModules, MoeLayerMemoryAndTimeByHand) {
   // moe_act: the routed experts' activation output (2 x 8 x 768 = 12,288 B per token) is
   // discarded and re-made: read gate and up, write the product, 3 x 2 B x 8 x 768 per token.
   const Plan act = with({RecomputeModule::kMoeAct});
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, act, 4096, true), T * (104'576 - 12'288));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, act, 4096, true), T * (113'792 - 12'288));
   EXPECT_NEAR(layer_cost(m, c, act, 4096, true).recompute_s, pace * 3 * 2 * T * 8 * 768 / bw, 1e-15);
   // layernorm: the pre-MLP norm's output, the router's 2 B x h input, is discarded and re-made
   // (read + write 2 B x h per token); QKV's norm is fused into its GEMM and stays.
   const Plan ln = with({RecomputeModule::kLayernorm});
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, ln, 4096, true), T * (104'576 - 4'096));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, ln, 4096, true), T * (113'792 - 4'096));
   EXPECT_NEAR(layer_cost(m, c, ln, 4096, true).recompute_s, pace * 2 * 2 * T * 2048 / bw, 1e-15);
   // moe: the whole block again (its forward, FLOPs and one more dispatch + combine); it keeps
   // only its input, the router's: experts 36,864 and dispatched tokens 32,768 B per token go.
   const Plan moe = with({RecomputeModule::kMoe});
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, moe, 4096, true), T * (104'576 - 36'864 - 32'768));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, moe, 4096, true), T * (113'792 - 36'864 - 32'768));
   const LayerCost lc = layer_cost(m, c, moe, 4096, true);
   EXPECT_TRUE(lc.recompute_block);
   EXPECT_DOUBLE_EQ(lc.recompute_s, none.mlp_fwd_s());
@@ -1049,7 +1049,7 @@ TEST(RecomputeModules, MoeLayerMemoryAndTimeByHand) {
   EXPECT_NEAR(comm.ep_exposed_s - none_comm.ep_exposed_s, 2 * none_comm.ep_a2a_s, 1e-15);
   // core_attn with FlashAttention: its forward again; it frees only the log-sum-exp.
   const Plan core = with({RecomputeModule::kCoreAttn});
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, core, 4096, true), T * (104'576 - 128));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, core, 4096, true), T * (113'792 - 128));
   EXPECT_DOUBLE_EQ(layer_cost(m, c, core, 4096, true).recompute_s, none.attn_core_s);
   // HFU counts the recomputed forward: moe adds the router and 8 routed experts' FLOPs per
   // token on all 48 layers, 2 x 2048 x (128 + 3 x 8 x 768).
@@ -1213,6 +1213,42 @@ TEST(Estimate, SequenceParallelGradientsAreAllReducedOverTpOncePerStep) {
   const RankParams gp = rank_params(gpt, s.plan, 0);
   EXPECT_DOUBLE_EQ(sp_grad_allreduce_bytes(gpt, count_params(gpt), s.plan, gp, true),
                    (96.0 * 6 * 12288 + 2 * 12288) * 4);
+}
+
+// Qwen3's per-head RMSNorm on q and k (model.qk_norm; Hugging Face modeling_qwen3_moe.py
+// q_norm, k_norm = RMSNorm(head_dim)), by hand on Qwen3-30B-A3B (a 32, g 4, d_h 128, 48
+// layers) at tp 1, 4096 tokens, megatron-core (fused RMSNorm: 4 B per element):
+TEST(QkNorm, Qwen3sQkNormsByHand) {
+  const ModelSpec& q = builtin_presets().models.at("qwen3-30b-a3b");
+  ASSERT_TRUE(q.qk_norm);
+  ModelSpec plain = q;
+  plain.qk_norm = false;
+  // Parameters: 2 x 128 per layer, 12,288 in all (the checkpoint's 30,532,122,624).
+  EXPECT_EQ(count_params(q).total - count_params(plain).total, 12'288);
+  EXPECT_EQ(count_params(q).total, 30'532'122'624);
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 2;
+  Plan p;
+  p.dp = 2;
+  p.ep = 8;
+  p.global_batch = 16;
+  const std::int64_t s = 4096;
+  const double T = 4096, heads = 32 + 4, dh = 128;
+  // Memory-bound: the norm reads and writes each q and k element once: 4 B x T x 36 x 128.
+  const double extra = job_pace(c) * memory_time_s(c.gpu, 4.0 * T * heads * dh);
+  EXPECT_NEAR(layer_cost(q, c, p, s, true).attn_elem_s - layer_cost(plain, c, p, s, true).attn_elem_s, extra,
+              1e-12);
+  // Saved for the backward: the norms' 16-bit inputs, 2 B x T x 36 x 128 = 37,748,736 B a layer.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(q, p, s, true) - layer_activation_bytes(plain, p, s, true),
+                   2.0 * T * heads * dh);
+  // Without sequence parallelism, at tp 2, each rank norms its own heads with the one weight:
+  // the 24 layers of a stage all-reduce 24 x 2 x 128 fp32 gradients = 24,576 B over TP.
+  Plan t2 = p;
+  t2.tp = 2;
+  t2.pp = 2;
+  const RankParams rp = rank_params(q, t2, 0);
+  EXPECT_DOUBLE_EQ(sp_grad_allreduce_bytes(q, count_params(q), t2, rp, false), 24.0 * 2 * 128 * 4);
+  EXPECT_EQ(sp_grad_allreduce_bytes(plain, count_params(plain), t2, rp, false), 0.0);
 }
 
 }  // namespace

@@ -29,11 +29,12 @@ const std::vector<std::pair<std::string, std::int64_t>>& reference_totals() {
       {"mixtral-8x7b", 46'702'792'704},
       {"deepseek-v3", 671'026'419'200},
       // Qwen3 MoE, by hand (docs/model-reference.md §1): per layer attention h (a + 2g) d_h +
-      // a d_h h, router h E, experts E 3 h F_e, norms 2h; untied embeddings 2 V h; final norm h.
-      // 30B-A3B: 48 x 623,120,384 + 622,329,856 + 2,048.
-      {"qwen3-30b-a3b", 30'532'110'336},
-      // 235B-A22B: 94 x 2,487,754,752 + 1,244,659,712 + 4,096.
-      {"qwen3-235b-a22b", 235'093'610'496},
+      // a d_h h, router h E, experts E 3 h F_e, norms 2h and the QK norms 2 d_h (q_norm,
+      // k_norm); untied embeddings 2 V h; final norm h.
+      // 30B-A3B: 48 x 623,120,640 + 622,329,856 + 2,048.
+      {"qwen3-30b-a3b", 30'532'122'624},
+      // 235B-A22B: 94 x 2,487,755,008 + 1,244,659,712 + 4,096.
+      {"qwen3-235b-a22b", 235'093'634'560},
       // GPT-OSS, by hand: per layer attention h (a + 2g) d_h + a d_h h = 26,542,080 and its
       // biases a d_h + 2 g d_h + h = 8,000; router h E + E; experts E (3 h F + 2 F + h) (each
       // expert carries its biases); norms 2h; untied embeddings 2 V h = 1,158,266,880; final

@@ -121,11 +121,11 @@ TEST(Stack, LlmFoundryMptLayerByHand) {
 // 16 local experts. megatron-core (Transformer Engine's GroupedLinear: one cuBLAS GEMM
 // launch per local expert on its multi-stream backend, the SwiGLU once on all rows):
 // GEMMs qkv 1 + proj 1 + router 1 + 16 x (fc1 1 + fc2 1) = 35; elementwise RMSNorm 2 +
-// RoPE 2 + residual 2 + router 4 + SwiGLU 1 = 11; attention 1 -> forward 47; backward
-// 2 x 35 + 3 + 11 = 84. fsdp2-eager (a loop over the experts): GEMMs 3 + 1 + 1 +
-// 16 x (w1 + w3 + w2) = 53; elementwise 16 + 6 + 2 + 4 + 16 x (silu, mul) = 60 -> forward
-// 114; backward 106 + 3 + 60 = 169. With ep 128 (one local expert) the two loops are one
-// launch each: megatron-core 5 GEMMs, forward 17.
+// QK norms 2 + RoPE 2 + residual 2 + router 4 + SwiGLU 1 = 13; attention 1 -> forward 49;
+// backward 2 x 35 + 3 + 13 = 86. fsdp2-eager (a loop over the experts): GEMMs 3 + 1 + 1 +
+// 16 x (w1 + w3 + w2) = 53; elementwise 16 + 16 (the QK norms' composite RMSNorms) + 6 + 2 +
+// 4 + 16 x (silu, mul) = 76 -> forward 130; backward 106 + 3 + 76 = 185. With ep 128 (one
+// local expert) the two loops are one launch each: megatron-core 5 GEMMs, forward 19.
 TEST(Stack, MoeLayerKernelsByHand) {
   const ModelSpec& m = builtin_presets().models.at("qwen3-30b-a3b");
   ASSERT_TRUE(m.moe.has_value());
@@ -134,24 +134,25 @@ TEST(Stack, MoeLayerKernelsByHand) {
   p.ep = 8;
   const LayerKernels mc = layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore));
   // Forward: QKV + projection + router + 16 local experts x (FC1 + FC2) = 35 GEMM launches,
-  // attention 1, RMSNorm 2, RoPE 2, residual 2, the router's 31 kernels (fused, as the
-  // recipes run it), SwiGLU once on all rows: 74. Backward: 2 x 35 + 3 + 38 = 111.
-  EXPECT_EQ(mc.fwd, 74);
-  EXPECT_EQ(mc.bwd, 111);
-  EXPECT_NEAR(mc.host_s, (74 + 111) * 10e-6, 1e-15);
+  // attention 1, RMSNorm 2, the QK norms 2 (one TENorm each), RoPE 2, residual 2, the
+  // router's 31 kernels (fused, as the recipes run it), SwiGLU once on all rows: 76.
+  // Backward: 2 x 35 + 3 + 40 = 113.
+  EXPECT_EQ(mc.fwd, 76);
+  EXPECT_EQ(mc.bwd, 113);
+  EXPECT_NEAR(mc.host_s, (76 + 113) * 10e-6, 1e-15);
   const LayerKernels eager = layer_kernels(m, p, true, stack_profile(Stack::kFsdp2Eager));
-  EXPECT_EQ(eager.fwd, 114);
-  EXPECT_EQ(eager.bwd, 169);
+  EXPECT_EQ(eager.fwd, 130);
+  EXPECT_EQ(eager.bwd, 185);
   p.ep = 128;
   const LayerKernels one = layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore));
-  EXPECT_EQ(one.fwd, 44);
-  EXPECT_EQ(one.bwd, 2 * 5 + 3 + 38);
+  EXPECT_EQ(one.fwd, 46);
+  EXPECT_EQ(one.bwd, 2 * 5 + 3 + 40);
   // Megatron-Core's "moe" recomputation re-runs the router, the expert GEMMs (one launch
   // per local expert) and the SwiGLU before the backward: 1 + 31 + 16 x 2 + 1 = 65 more.
   p.ep = 8;
   p.recompute = Recompute::kSelective;
   p.recompute_modules = module_bit(RecomputeModule::kMoe);
-  EXPECT_EQ(layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore)).bwd, 111 + 65);
+  EXPECT_EQ(layer_kernels(m, p, true, stack_profile(Stack::kMegatronCore)).bwd, 113 + 65);
 }
 
 // Host-device synchronisation in an MoE layer's forward (stack moe_host_sync): Megatron-

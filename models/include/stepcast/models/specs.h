@@ -61,6 +61,9 @@ struct ModelSpec {
   NormKind norm = NormKind::kRmsNorm;
   bool tied_embeddings = false;
   bool linear_bias = false;
+  // A per-head RMSNorm on q and on k before RoPE (Qwen3's q_norm / k_norm, Megatron-Core's
+  // qk_layernorm): 2 d_h weights per layer, its kernels and saved inputs (docs/model-reference.md).
+  bool qk_norm = false;
   bool dropout = false;                // GPT-style dropout (activation memory, section 2.2)
   std::int64_t vocab_size = 0;         // V (use the padded size)
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
