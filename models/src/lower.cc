@@ -1128,9 +1128,8 @@ class StageBuilder {
     // their gradients all-reduced over the TP group after the data-parallel reduction; the
     // tied exchange and the norm wait for it as for the reduction.
     if (const double sp = sp_grad_allreduce_bytes(m_, count_params(m_), p_, rp, stage_ == p_.pp - 1); sp > 0) {
-      const std::uint32_t ar =
-          add(collective(CollKind::kAllReduce, GroupKind::kTp, sp, -1, -1), "tp.ar sequence-parallel grads",
-              {last_compute_});
+      const std::uint32_t ar = add(collective(CollKind::kAllReduce, GroupKind::kTp, sp, -1, -1),
+                                   "tp.ar sequence-parallel grads", {last_compute_});
       for (std::uint32_t d : dp_ops_) add_dep(ar, d);
       dp_ops_.push_back(ar);
     }

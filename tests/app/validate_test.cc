@@ -1672,6 +1672,7 @@ TEST(ValidateShipped, MegatronLmMoeRecipeRowsAreExpressedAndHeldOut) {
     EXPECT_EQ(plan["etp"], 1);
     EXPECT_EQ(sc["model"]["moe"]["num_experts"], 128);
     EXPECT_EQ(sc["model"]["moe"]["top_k"], 8);
+    EXPECT_EQ(sc["model"]["qk_norm"], true);  // a model named Qwen3: its per-head q and k norms
     EXPECT_EQ(plan["precision"], r.id.find("fp8") != std::string::npos ? "fp8" : "bf16");
     EXPECT_TRUE(r.feasible) << r.reason;
     EXPECT_EQ(r.metric, "tokens/s/GPU");

@@ -1236,8 +1236,7 @@ TEST(QkNorm, Qwen3sQkNormsByHand) {
   const double T = 4096, heads = 32 + 4, dh = 128;
   // Memory-bound: the norm reads and writes each q and k element once: 4 B x T x 36 x 128.
   const double extra = job_pace(c) * memory_time_s(c.gpu, 4.0 * T * heads * dh);
-  EXPECT_NEAR(layer_cost(q, c, p, s, true).attn_elem_s - layer_cost(plain, c, p, s, true).attn_elem_s, extra,
-              1e-12);
+  EXPECT_NEAR(layer_cost(q, c, p, s, true).attn_elem_s - layer_cost(plain, c, p, s, true).attn_elem_s, extra, 1e-12);
   // Saved for the backward: the norms' 16-bit inputs, 2 B x T x 36 x 128 = 37,748,736 B a layer.
   EXPECT_DOUBLE_EQ(layer_activation_bytes(q, p, s, true) - layer_activation_bytes(plain, p, s, true),
                    2.0 * T * heads * dh);

@@ -346,7 +346,8 @@ TEST(Lower, TensorParallelHasFourCollectivesPerPassWithSp) {
   // Without sequence parallelism each rank's norm gradients cover every token: no all-reduce.
   p.sequence_parallel = false;
   for (const RoleTemplate& r : lower(preset_model("llama3-8b"), nodes(1), p, Workload{2048, 0, 0}).roles) {
-    for (const Op& op : r.ops) EXPECT_FALSE(op.kind == OpKind::kCollective && op.group == GroupKind::kTp && op.layer < 0);
+    for (const Op& op : r.ops)
+      EXPECT_FALSE(op.kind == OpKind::kCollective && op.group == GroupKind::kTp && op.layer < 0);
   }
 }
 

@@ -167,8 +167,7 @@ TEST(Memory, FirstStageHoldsTokenIdsAndTheEmbeddingDropoutMaskByHand) {
   // again, 5 a s^2 b / t (softmax output 2, dropout mask 1, dropout output 2 B per score)
   // = 10 sbh at t = 8.
   const ClusterSpec& c = preset_cluster("dgx-a100");
-  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).activations,
-                   8 * (12 * 34 * kSbh / 8 + 8 * 2048 + kSbh / 8) + 10 * kSbh);
+  EXPECT_DOUBLE_EQ(stage_memory(m, c, p, w, 0).activations, 8 * (12 * 34 * kSbh / 8 + 8 * 2048 + kSbh / 8) + 10 * kSbh);
   // Without SP the mask is whole on every TP rank (s b h).
   p.sequence_parallel = false;
   const double layer = layer_activation_bytes(m, p, 2048, false);
