@@ -126,6 +126,12 @@ TEST(ScenarioErrors, ControlCharacterInAStringIsQuotedAsCodePoint) {
             "last read: '\"a<U+0009>'");
 }
 
+TEST(ScenarioErrors, QkNormMustBeABooleanNamedByItsField) {
+  EXPECT_EQ(load_error(R"({"model": {"preset": "qwen3-30b-a3b", "qk_norm": "yes"}, "cluster": "dgx-h100",)"
+                       R"( "plan": {"ep": 8}})"),
+            "model.qk_norm: expected true or false, got \"yes\"");
+}
+
 TEST(ScenarioErrors, TopLevelArrayIsNotAScenario) {
   EXPECT_EQ(load_error(R"([1, 2, 3])"), "expected a JSON object at the top level, got [1,2,3]");
 }
