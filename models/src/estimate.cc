@@ -13,6 +13,7 @@
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/lower.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/stack.h"
 #include "stepcast/models/zero3_fetch.h"
@@ -181,7 +182,7 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
   const double proj_in = p.flash_attention && !core_rc ? kActBytes + (fp8 ? 1.0 : 0.0) : g_in;
   // "mla_up_proj" (output-discarding) frees the up-projected Q, K, V the core attention reads.
   // A QK norm keeps its own input, the q and k heads before it (16-bit), for its backward.
-  const double qk_norm_in = m.qk_norm && !m.mla ? kActBytes * (a_r + g_r) * d.qk : 0.0;
+  const double qk_norm_in = has_qk_norm(m) ? kActBytes * (a_r + g_r) * d.qk : 0.0;
   const double qkv =
       m.mla && p.recomputes(RM::kMlaUpProj) ? 0.0 : kActBytes * (a_r * d.qk + g_r * (d.qk + d.v)) + qk_norm_in;
   double split = qkv + proj_in * a_r * d.v;

@@ -284,8 +284,8 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   const double residual_mask = m.dropout ? kDropoutMaskBytes / kActBytes : 0.0;
   double attn_elem = (norm + 3.0 + residual_mask) * h * replicated;
   if (m.position_embedding == PositionEmbedding::kRope) attn_elem += stack.rope_bytes / kActBytes * (a_r + g_r) * d.qk;
-  // QK norm: the stack's norm over each of the rank's q and k heads (d_h wide), before RoPE.
-  if (m.qk_norm && !m.mla) attn_elem += norm * (a_r + g_r) * d.qk;
+  // QK norm: the stack's RMSNorm over each of the rank's q and k heads (d_h wide), before RoPE.
+  if (has_qk_norm(m)) attn_elem += stack.rmsnorm_bytes / kActBytes * (a_r + g_r) * d.qk;
   const double mlp_elem = (norm + 3.0 + residual_mask) * h * replicated + act * ffn_inner;
   lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
   lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem) + lc.moe_route_s;
@@ -622,15 +622,14 @@ double first_stage_input_bytes(const ModelSpec& m, const Plan& p, double T) {
 double sp_grad_allreduce_bytes(const ModelSpec& m, const ParamCounts& c, const Plan& p, const RankParams& rp,
                                bool last_stage) {
   if (p.tp < 2) return 0;
-  const bool qk = m.qk_norm && !m.mla;
   if (!p.sequence_parallel) {
     // Without SP only the QK norms' gradients are partial (each TP rank norms its own heads
     // with the one shared weight): Megatron all-reduces the parameters named q_layernorm and
     // k_layernorm then too.
-    return qk ? rp.layers * 2.0 * static_cast<double>(m.head_dim) * p.grad_bytes : 0.0;
+    return rp.layers * static_cast<double>(c.qk_norms_per_layer) * p.grad_bytes;
   }
   // One row-parallel output bias (h) per biased projection, whole on every TP rank (params.cc).
-  const double beta = m.linear_bias && !m.mla ? static_cast<double>(m.hidden_size) : 0.0;
+  const double beta = row_parallel_bias(m);
   const double norms = static_cast<double>(c.norms_per_layer);
   const double dense_layer = norms + 2 * beta;  // the attention projection's and FC2's biases
   double moe_layer = 0;

@@ -23,7 +23,8 @@ ParamCounts count_params(const ModelSpec& m) {
   }
   c.norms_per_layer = 2 * norm;
   // Qwen3's q_norm and k_norm: one RMSNorm weight of d_h each (HF modeling_qwen3.py Qwen3Attention).
-  if (m.qk_norm && !m.mla) c.norms_per_layer += 2 * dh;
+  if (has_qk_norm(m)) c.qk_norms_per_layer = 2 * dh;
+  c.norms_per_layer += c.qk_norms_per_layer;
   c.dense_ffn_per_layer = G * h * F + (m.linear_bias ? F * (G - 1) + h : 0);
   c.dense_layers = m.num_layers;
   if (m.moe) {
@@ -116,14 +117,13 @@ LayerRankParams layer_rank_params(const ModelSpec& m, const ParamCounts& c, cons
   // its TP group: Megatron-Core's RowParallelLinear allocates `bias` of output_size and adds
   // it after the reduction (megatron/core/tensor_parallel/layers.py) [V]; the column-parallel
   // biases are split with their matrices. `row_bias` is that part, split by t in the counts.
-  const bool biases = m.linear_bias && !m.mla;
-  const double row_bias = biases ? static_cast<double>(m.hidden_size) : 0.0;
+  const double row_bias = row_parallel_bias(m);
   const double replicated = 1.0 - 1.0 / t;  // what the split by t left out of a whole row bias
   // K and V projections: each rank holds max(g/t, 1) KV heads (replicated when t > g),
   // their biases (2 d_h per KV head) with them.
   double attn = static_cast<double>(c.attention_per_layer) / t + row_bias * replicated;
   if (!m.mla && p.tp > m.num_kv_heads) {
-    const double kv_full = 2.0 * m.head_dim * (m.hidden_size + (biases ? 1 : 0));  // one KV head, K and V
+    const double kv_full = 2.0 * m.head_dim * (m.hidden_size + (m.linear_bias ? 1 : 0));  // one KV head, K and V
     attn += kv_full * (1.0 - static_cast<double>(m.num_kv_heads) / t);
   }
   LayerRankParams out;

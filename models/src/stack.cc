@@ -5,6 +5,7 @@
 
 #include "stepcast/models/layer_cost.h"
 #include "stepcast/models/names.h"
+#include "stepcast/models/params.h"
 #include "stepcast/models/presets.h"
 
 namespace stepcast {
@@ -42,7 +43,7 @@ LayerKernels layer_kernels(const ModelSpec& m, const Plan& p, bool moe, const St
   double gemms = s.qkv_gemms + 1;  // QKV projections + output projection
   double elem = m.norm == NormKind::kRmsNorm ? s.rmsnorm_kernels : s.layernorm_kernels;
   if (m.position_embedding == PositionEmbedding::kRope) elem += s.rope_kernels;
-  if (m.qk_norm && !m.mla) elem += s.rmsnorm_kernels;  // q_norm and k_norm: RMSNorms, two as the layer's two
+  if (has_qk_norm(m)) elem += s.rmsnorm_kernels;  // q_norm and k_norm: RMSNorms, two as the layer's two
   elem += s.residual_kernels;
   if (m.dropout) elem += 2.0 * s.dropout_kernels;
   if (m.dropout && !p.flash_attention) elem += 1;  // the attention probabilities' dropout kernel

@@ -1237,6 +1237,15 @@ TEST(QkNorm, Qwen3sQkNormsByHand) {
   // Memory-bound: the norm reads and writes each q and k element once: 4 B x T x 36 x 128.
   const double extra = job_pace(c) * memory_time_s(c.gpu, 4.0 * T * heads * dh);
   EXPECT_NEAR(layer_cost(q, c, p, s, true).attn_elem_s - layer_cost(plain, c, p, s, true).attn_elem_s, extra, 1e-12);
+  // The QK norm is an RMSNorm whatever the model's own norm: in eager PyTorch (fsdp2-eager,
+  // the composite RMSNorm's 36 B per element; its one-kernel LayerNorm moves 4) on a
+  // LayerNorm model, 36 B x T x 36 x 128.
+  ModelSpec ln = q, ln_plain = plain;
+  ln.norm = ln_plain.norm = NormKind::kLayerNorm;
+  Plan eager = p;
+  eager.stack = Stack::kFsdp2Eager;
+  EXPECT_NEAR(layer_cost(ln, c, eager, s, true).attn_elem_s - layer_cost(ln_plain, c, eager, s, true).attn_elem_s,
+              job_pace(c) * memory_time_s(c.gpu, 36.0 * T * heads * dh), 1e-12);
   // Saved for the backward: the norms' 16-bit inputs, 2 B x T x 36 x 128 = 37,748,736 B a layer.
   EXPECT_DOUBLE_EQ(layer_activation_bytes(q, p, s, true) - layer_activation_bytes(plain, p, s, true),
                    2.0 * T * heads * dh);

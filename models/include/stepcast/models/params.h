@@ -11,7 +11,8 @@ struct ParamCounts {
   std::int64_t total = 0;               // every weight (excl. MTP modules)
   std::int64_t active = 0;              // per token: k routed + shared experts (MoE), else total
   std::int64_t attention_per_layer = 0; // projections (+ biases), MLA terms when MLA
-  std::int64_t norms_per_layer = 0;     // two norms
+  std::int64_t norms_per_layer = 0;     // two norms (+ the QK norms, qk_norms_per_layer)
+  std::int64_t qk_norms_per_layer = 0;  // q_norm and k_norm: 2 d_h with has_qk_norm, else 0
   std::int64_t dense_ffn_per_layer = 0; // G*h*F (+ biases)
   std::int64_t expert_per_layer = 0;    // all routed experts of one MoE layer
   std::int64_t shared_per_layer = 0;    // shared experts of one MoE layer
@@ -29,6 +30,15 @@ struct ParamCounts {
 };
 
 ParamCounts count_params(const ModelSpec& model);
+
+// Whether the model's attention norms each query and key head (model.qk_norm; MLA has its
+// own latent norms instead).
+inline bool has_qk_norm(const ModelSpec& m) { return m.qk_norm && !m.mla; }
+// One row-parallel layer's output bias (the attention projection's, FC2's, an expert's FC2's):
+// h with linear biases, else 0. Megatron-Core keeps it whole on every TP rank.
+inline double row_parallel_bias(const ModelSpec& m) {
+  return m.linear_bias && !m.mla ? static_cast<double>(m.hidden_size) : 0.0;
+}
 
 // Layers of model chunk `chunk` (0-based) when `num_layers` are split into `chunks`
 // pipeline chunks: floor(L/chunks) each, the remainder going to the middle chunks first
