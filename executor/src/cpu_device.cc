@@ -12,6 +12,7 @@
 #include <Eigen/Core>
 
 #include <fmt/format.h>
+#include "cpu_kernels.h"
 #include "stepcast/executor/host_optimizer.h"
 
 namespace stepcast::exec {
@@ -51,7 +52,8 @@ class DoneEvent final : public Event {
   double t_;
 };
 
-using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
+using cpu::Mat;
+using cpu::matmul;
 
 class CpuDevice final : public Device {
  public:
@@ -69,7 +71,7 @@ class CpuDevice final : public Device {
 
   void gemm(Stream, const GemmShape& g) override {
     Operands& o = operands(g.m, g.n, g.k);
-    for (std::int64_t b = 0; b < g.batch; ++b) o.c.noalias() = o.a * o.b;
+    for (std::int64_t b = 0; b < g.batch; ++b) matmul(o.a, o.b, o.c);
     sink_ = sink_ + o.c(0, 0);
   }
 
@@ -77,10 +79,10 @@ class CpuDevice final : public Device {
     Operands& qk = operands(a.sq, a.sk, a.d);   // Q (sq x d) . K^T (d x sk)
     Operands& pv = operands(a.sq, a.d, a.sk);   // P (sq x sk) . V (sk x d)
     for (std::int64_t b = 0; b < a.batch; ++b) {
-      qk.c.noalias() = qk.a * qk.b;
+      matmul(qk.a, qk.b, qk.c);
       // Softmax-like row pass over the scores: read, scale, write.
       qk.c.array() = (qk.c.array() - qk.c(0, 0)) * 0.125f;
-      pv.c.noalias() = qk.c * pv.b;
+      matmul(qk.c, pv.b, pv.c);
     }
     sink_ = sink_ + pv.c(0, 0);
   }
