@@ -1141,6 +1141,28 @@ TEST(SelectiveOp, TorchtitanLayerMemoryAndTimeByHand) {
   EXPECT_NEAR(e.hardware_flops_per_step - e.model_flops_per_step, per_token * 8 * 8192, 1e-9 * e.model_flops_per_step);
 }
 
+// A QK norm under torchtitan's op-level policy (docs/model-reference.md 3.7): the norm's
+// input is the q (k) matmul's output, which the policy saves or recomputes with the matmul,
+// so what a layer keeps is unchanged; the norms re-run with the other elementwise ops, and a
+// layer's recomputed activations (the transient around its backward) hold their inputs:
+// 2 B x (32 + 8) heads x 128 per token for Llama-3-8B's shape at tp 1.
+TEST(SelectiveOp, QkNormsAreRecomputedNotSaved) {
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  const ModelSpec base = builtin_presets().models.at("llama3-8b");
+  ModelSpec qk = base;
+  qk.qk_norm = true;
+  Plan none;
+  none.stack = Stack::kFsdp2Eager;
+  Plan op = none;
+  op.recompute = Recompute::kSelectiveOp;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(qk, op, 8192, false), layer_activation_bytes(base, op, 8192, false));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(qk, none, 8192, false) - layer_activation_bytes(base, none, 8192, false),
+                   8192.0 * 2 * (32 + 8) * 128);
+  const LayerCost with = layer_cost(qk, c, op, 8192, false), without = layer_cost(base, c, op, 8192, false);
+  EXPECT_GT(with.attn_elem_s, without.attn_elem_s);
+  EXPECT_NEAR(with.recompute_s - without.recompute_s, with.attn_elem_s - without.attn_elem_s, 1e-15);
+}
+
 }  // namespace
 }  // namespace stepcast
 
