@@ -4,8 +4,15 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 
 namespace stepcast {
+
+namespace {
+// group_shape walks one period of an unaligned layout (lcm of its block and the node size);
+// past this many ranks it keeps the aligned estimate.
+constexpr std::int64_t kGroupShapePeriodLimit = 1 << 16;
+}  // namespace
 
 std::string_view to_string(CollKind kind) {
   switch (kind) {
@@ -45,12 +52,50 @@ GroupShape group_shape(int size, int stride, int gpus_per_node) {
   GroupShape g;
   g.ranks = size;
   if (stride >= gpus_per_node) {
-    g.ranks_per_node = 1;
-  } else {
+    g.ranks_per_node = 1;  // members stride apart: each on a node of its own
+    g.nodes = size;
+    return g;
+  }
+  // The groups of a kind tile the ranks in blocks of stride x size, each block holding
+  // `stride` groups whose members are `stride` apart (Placement's rank order).
+  const std::int64_t gpn = std::max(1, gpus_per_node);
+  const std::int64_t block = static_cast<std::int64_t>(std::max(1, stride)) * std::max(1, size);
+  const bool tiles_nodes = block % gpn == 0 && gpn % stride == 0;  // every node holds gpn / stride of each group
+  const bool inside_node = gpn % block == 0;                       // every group inside one node
+  const std::int64_t period = std::lcm(block, gpn);
+  if (size <= 1 || tiles_nodes || inside_node || period > kGroupShapePeriodLimit) {
     // Members stride apart inside a node: gpus_per_node / stride of them share a node.
     g.ranks_per_node = std::max(1, std::min(size, gpus_per_node / stride));
+    g.nodes = (size + g.ranks_per_node - 1) / g.ranks_per_node;
+    return g;
   }
-  g.nodes = (size + g.ranks_per_node - 1) / g.ranks_per_node;
+  // The groups do not line up with the nodes (tp 3 on 8-GPU nodes: ranks 6-8 straddle two
+  // nodes). A synchronous step waits for the slowest group, so the shape is the worst one
+  // over a period of the layout: the fewest members on one of its nodes (the ring's NIC
+  // bottleneck, ring_tree_bw), then the most nodes.
+  g.ranks_per_node = size;
+  g.nodes = 1;
+  for (std::int64_t first = 0; first < period; first += block) {
+    for (int offset = 0; offset < stride; ++offset) {
+      int nodes = 0, fewest = size, run = 0;
+      std::int64_t node = -1;
+      for (int i = 0; i < size; ++i) {
+        const std::int64_t here = (first + offset + static_cast<std::int64_t>(i) * stride) / gpn;
+        if (here != node) {
+          if (run > 0) fewest = std::min(fewest, run);
+          node = here;
+          run = 0;
+          ++nodes;
+        }
+        ++run;
+      }
+      fewest = std::min(fewest, run);
+      if (fewest < g.ranks_per_node || (fewest == g.ranks_per_node && nodes > g.nodes)) {
+        g.ranks_per_node = fewest;
+        g.nodes = nodes;
+      }
+    }
+  }
   return g;
 }
 

@@ -82,6 +82,34 @@ TEST(Collective, GroupShapeWithStrideOfANodeHasOneRankPerNode) {
   EXPECT_EQ(g.nodes, 16);
 }
 
+// Groups that do not line up with the nodes take the worst group's shape, by hand from the
+// rank order (ranks fill 8-GPU nodes in order; a kind's groups tile blocks of stride x size).
+TEST(Collective, GroupShapeOfGroupsThatStraddleNodesIsTheWorstGroups) {
+  // tp 3: {0,1,2} {3,4,5} {6,7 | 8} ...: the third group has one member on node 1.
+  GroupShape g = group_shape(3, 1, 8);
+  EXPECT_EQ(g.ranks, 3);
+  EXPECT_EQ(g.ranks_per_node, 1);
+  EXPECT_EQ(g.nodes, 2);
+  // tp 12: {0..7 | 8..11} and {12..15 | 16..23}: 4 members on one node of each.
+  g = group_shape(12, 1, 8);
+  EXPECT_EQ(g.ranks_per_node, 4);
+  EXPECT_EQ(g.nodes, 2);
+  // 8 members 3 apart (DP after tp 3): {0,3,6 | 9,12,15 | 18,21}, {1,4,7 | 10,13 | 16,19,22},
+  // {2,5 | 8,11,14 | 17,20,23}: 3 nodes, 2 members on the emptiest.
+  g = group_shape(8, 3, 8);
+  EXPECT_EQ(g.ranks_per_node, 2);
+  EXPECT_EQ(g.nodes, 3);
+  // The same tp 3 on 6-GPU nodes lines up: one node of 3.
+  g = group_shape(3, 1, 6);
+  EXPECT_EQ(g.ranks_per_node, 3);
+  EXPECT_EQ(g.nodes, 1);
+  // The straddling tp-3 all-reduce crosses a NIC: slower than inside a node.
+  const ClusterSpec c = test_cluster(2);
+  const double straddled = collective_cost(c, CollKind::kAllReduce, group_shape(3, 1, 8), 64e6).time_s;
+  const double inside = collective_cost(c, CollKind::kAllReduce, group_shape(3, 1, 6), 64e6).time_s;
+  EXPECT_GT(straddled, 2 * inside);
+}
+
 TEST(Collective, RingAllReduceInsideANodeIsTheAlphaBetaFormula) {
   const ClusterSpec c = test_cluster(1);
   const GroupShape g = group_shape(8, 1, 8);

@@ -22,8 +22,9 @@ std::string_view to_string(CollKind kind);
 std::string_view to_string(CollAlgo algo);
 std::string_view to_string(NcclProto proto);
 
-// Where a group's ranks sit: `ranks` in total, `ranks_per_node` of them on each of
-// `nodes` nodes (ranks = ranks_per_node * nodes).
+// Where a group's ranks sit: `ranks` in total over `nodes` nodes, `ranks_per_node` of them
+// on each (ranks = ranks_per_node * nodes), or, for groups that do not line up with the
+// nodes, on the node that holds the fewest (the worst group: group_shape).
 struct GroupShape {
   int ranks = 1;
   int ranks_per_node = 1;
@@ -31,7 +32,9 @@ struct GroupShape {
 };
 
 // Shape of a group of `size` ranks whose members are `stride` apart in rank order, on
-// nodes of `gpus_per_node` (ranks fill nodes in order).
+// nodes of `gpus_per_node` (ranks fill nodes in order). Where the groups do not line up with
+// the nodes (tp 3 on 8-GPU nodes), the shape of the worst group: the fewest members on one
+// of its nodes, then the most nodes (docs/model-reference.md 5.1).
 GroupShape group_shape(int size, int stride, int gpus_per_node);
 
 struct CollectiveCost {
