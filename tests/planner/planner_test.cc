@@ -1443,6 +1443,23 @@ TEST(PlannerExplain, TensorParallelismAcrossNodesIsNamed) {
   EXPECT_EQ(outside->outside[0], "microbatch = 16 is not searched (search.microbatch, default: 1, 2, 4, 8)");
 }
 
+// tp 3 on 8-GPU nodes: the groups {0,1,2} {3,4,5} {6,7 | 8} ... do not line up with the
+// nodes, and the third leaves node 0 (group_shape's worst group, docs/model-reference.md 5.1).
+TEST(PlannerExplain, TensorParallelGroupThatStraddlesANodeBoundaryLeavesItsNode) {
+  const Scenario s = load_text(R"({"model": {"num_layers": 4, "hidden_size": 1536, "num_attention_heads": 24,
+      "ffn_hidden_size": 6144, "vocab_size": 32000, "max_seq_len": 4096},
+      "cluster": {"preset": "dgx-h100", "nodes": 3},
+      "workload": {"seq_len": 4096}, "search": {"global_batch": [48], "top_k": 0}})");
+  const PlanResult r = search(s, 2);
+  auto e = explain_layout(s, r, "tp=3");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->rejected, Reject::kTpAcrossNodes);
+  ASSERT_FALSE(e->problems.empty());
+  EXPECT_EQ(e->problems[0],
+            "plan.tp: the TP group of 3 spans 2 nodes of 8 GPUs; TP stays inside the scale-up domain unless "
+            "search.allow_tp_across_nodes is true");
+}
+
 TEST(PlannerExplain, BadLayoutStringsAreInputErrors) {
   const Scenario s = load_text(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 1},
       "workload": {"seq_len": 8192}, "search": {"gpus": [8, 16], "global_batch": [64], "top_k": 0}})");
