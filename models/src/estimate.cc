@@ -813,9 +813,16 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const double f = overlap_interference(c.gpu);
     const bool no_sync = p.defers_reduce_scatter();
     double waited = 1.0;  // of the chunk-boundary wait below, the share not spent slowed
+    const LayerRankParams ld = layer_rank_params(m, pc, p, false);
+    const LayerRankParams lm = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
+    // The stack's copy of each gathered layer on the compute stream (FSDP2's copy-out), after
+    // the forward's gather and the backward's (lower.cc fsdp_copy_out).
+    const double copy = dense_n * zero3_copy_out_s(c, p, ld) + moe_n * (m.moe ? zero3_copy_out_s(c, p, lm) : 0.0);
+    const double copy_bwd = p.reshard_after_forward ? copy : 0.0;
+    st.forward += copy;
+    st.backward += copy_bwd;
+    st.parts.memory_bound += copy + copy_bwd;
     if (f > 0) {
-      const LayerRankParams ld = layer_rank_params(m, pc, p, false);
-      const LayerRankParams lm = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
       auto layer_coll = [&](CollKind k, const LayerRankParams& lp, double bytes_per_param) {
         const double bytes = (lp.dense + lp.expert) * bytes_per_param;
         return bytes > 0 ? collective_cost(c, k, g, bytes).time_s : 0.0;

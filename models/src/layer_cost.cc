@@ -619,6 +619,11 @@ double first_stage_input_bytes(const ModelSpec& m, const Plan& p, double T) {
   return 8.0 * T + mask;
 }
 
+double zero3_copy_out_s(const ClusterSpec& c, const Plan& p, const LayerRankParams& layer) {
+  const double bytes = stack_profile(p.stack).zero3_copy_out_bytes * (layer.dense + layer.expert);
+  return bytes > 0 ? job_pace(c) * memory_time_s(c.gpu, bytes) : 0.0;
+}
+
 double sp_grad_allreduce_bytes(const ModelSpec& m, const ParamCounts& c, const Plan& p, const RankParams& rp,
                                bool last_stage) {
   if (p.tp < 2) return 0;

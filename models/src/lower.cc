@@ -700,6 +700,16 @@ class StageBuilder {
     return contend(add(collective(CollKind::kAllGather, GroupKind::kDp, (lp.dense + lp.expert) * 2.0, layer, mb),
                        fmt::format("fsdp.ag {} mb{} L{}", pass, mb, layer), {window_dep}));
   }
+  // The stack's copy of the gathered layer on the compute stream once its gather is done
+  // (FSDP2's foreach_all_gather_copy_out; layer_cost.h zero3_copy_out_s). Returns the op the
+  // layer's compute waits for: the copy, or the gather where the stack copies nothing.
+  std::uint32_t fsdp_copy_out(std::uint32_t gather, int layer, int mb, char pass) {
+    const double s = zero3_copy_out_s(c_, p_, is_moe(layer) ? layer_moe_ : layer_dense_);
+    if (!(s > 0)) return gather;
+    return annotate(add(compute(ComputeClass::kElementwise, SimTime::from_s(s), 0, layer, mb),
+                        fmt::format("fsdp.ag copy-out {} mb{} L{}", pass, mb, layer), {gather}),
+                    s, 0);
+  }
 
   // Compute-communication interference (program.h kInterference): a collective that
   // overlaps compute (data-parallel buckets and gathers, the TP collectives of
@@ -772,7 +782,8 @@ class StageBuilder {
     std::uint32_t gather = kNone;
     if (p_.zero >= 3 && p_.dp * p_.cp > 1 && !zmod_) {
       // Prefetch: at most two gathered layers, so gather i waits for layer i-2.
-      gather = fsdp_gather(layer, f.mb, 'F', i >= 2 ? f.done[static_cast<std::size_t>(i - 2)] : kNone);
+      gather = fsdp_copy_out(fsdp_gather(layer, f.mb, 'F', i >= 2 ? f.done[static_cast<std::size_t>(i - 2)] : kNone),
+                             layer, f.mb, 'F');
     }
     // An activation-offloaded layer keeps its activations in host memory (its staging
     // buffer is in the stage's static bytes).
@@ -903,7 +914,9 @@ class StageBuilder {
     if (p_.zero >= 3 && p_.dp * p_.cp > 1 && !zmod_) {
       // Without reshard_after_forward the forward's gathered parameters are still there.
       if (p_.reshard_after_forward) {
-        gather = fsdp_gather(layer, b.mb, 'B', idx >= 2 ? b.done[static_cast<std::size_t>(idx - 2)] : kNone);
+        gather =
+            fsdp_copy_out(fsdp_gather(layer, b.mb, 'B', idx >= 2 ? b.done[static_cast<std::size_t>(idx - 2)] : kNone),
+                          layer, b.mb, 'B');
       }
       flush_fsdp_rs(b);
     }

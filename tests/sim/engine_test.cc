@@ -633,6 +633,47 @@ TEST(Engine, FsdpWithoutReshardAfterForwardKeepsTheGatheredParameters) {
   EXPECT_NEAR(peak_of_stage(b, 0) - peak_of_stage(a, 0), eb.memory.total - ea.memory.total, 1e6);
 }
 
+// FSDP2's copy-out (stack fsdp2-eager, zero3_copy_out_bytes 4: PyTorch's
+// foreach_all_gather_copy_out reads and writes each gathered 16-bit element on the compute
+// stream) on the plan above: one copy after each of the 4 x 64 gathers, each a Llama-3-8B
+// layer's 218,112,000 elements x 4 B at the H100's memory-bound rate by hand; without
+// reshard_after_forward the backward's 4 x 32 copies go with its gathers. The engine runs
+// the copies as the closed form prices them.
+TEST(Engine, Fsdp2CopiesEachGatheredLayerOnTheComputeStream) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p = fsdp_8b_one_node();
+  p.stack = Stack::kFsdp2Eager;
+  const Workload w{8192, 0, 0};
+  Plan q = p;
+  q.reshard_after_forward = false;
+  // 872,448,000 B at 3,350 GB/s x 0.8, at the job's pace (its slowest of 8 GPUs, compute.h).
+  const double copy = job_pace(c) * 218'112'000.0 * 4 / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+  EXPECT_NEAR(copy / job_pace(c), 325.5e-6, 0.1e-6);
+  auto copies = [](const Program& prog, double& each) {
+    int n = 0;
+    for (const Op& op : prog.roles[0].ops) {
+      if (op.kind != OpKind::kCompute || prog.names[op.name].rfind("fsdp.ag copy-out", 0) != 0) continue;
+      ++n;
+      each = op.duration.seconds();
+    }
+    return n;
+  };
+  const Simulated a = run(m, c, p, w), b = run(m, c, q, w);
+  double each = 0;
+  EXPECT_EQ(copies(a.program, each), 4 * 64);
+  EXPECT_NEAR(each, copy, 1e-9);
+  EXPECT_EQ(copies(b.program, each), 4 * 32);
+  const Estimate ea = estimate(m, c, p, w), eb = estimate(m, c, q, w);
+  EXPECT_NEAR(ea.compute.memory_bound - eb.compute.memory_bound, 4 * 32 * copy, 1e-9);
+  EXPECT_NEAR(a.summary.step_time_s / ea.step_time_s, 1.0, 0.01);
+  EXPECT_NEAR(b.summary.step_time_s / eb.step_time_s, 1.0, 0.01);
+  // Megatron-Core's stack copies nothing: no copy-out ops.
+  Plan mc = p;
+  mc.stack = Stack::kMegatronCore;
+  EXPECT_EQ(copies(run(m, c, mc, w).program, each), 0);
+}
+
 // DeepSpeed's 2021 ZeRO-3 (stack deepspeed-zero-2021, zero3_fetch.h): each module fetches
 // its weights with a device synchronisation and prefetches from the trace. The engine runs
 // the coordinator's ops (zero3.sync, zero3.ag, zero3.rs) as the closed form times them.

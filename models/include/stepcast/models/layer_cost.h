@@ -307,6 +307,11 @@ double first_stage_input_bytes(const ModelSpec& model, const Plan& plan, double 
 double sp_grad_allreduce_bytes(const ModelSpec& model, const ParamCounts& counts, const Plan& plan,
                                const RankParams& rp, bool last_stage);
 
+// The compute stream's copy after one ZeRO-3 / FSDP all-gather of a layer's `layer`
+// parameters on this rank: the stack's zero3_copy_out_bytes per gathered element at the
+// GPU's memory-bound rate (FSDP2's foreach_all_gather_copy_out; docs/model-reference.md 5.3).
+double zero3_copy_out_s(const ClusterSpec& cluster, const Plan& plan, const LayerRankParams& layer);
+
 // The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:
 // 26 + grad bytes per parameter; SGD with momentum 18 + grad bytes). With optimizer offload

@@ -109,6 +109,10 @@ struct StackProfile {
   Zero3Fetch zero3_fetch = Zero3Fetch::kLayer;
   Zero3Gather zero3_gather = Zero3Gather::kFlat;
   double zero3_prefetch_numel = 0, zero3_max_live_numel = 0, zero3_reuse_distance_numel = 0;
+  // HBM bytes per gathered element that the compute stream moves after each ZeRO-3 / FSDP
+  // all-gather (FSDP2's copy-out into the parameters: read 2 + write 2), 0 where the
+  // parameters view the gathered buffer.
+  double zero3_copy_out_bytes = 0;
   // Data parallelism (ZeRO 0 to 2): the gradient reduction's collective, whether the stack
   // can overlap it with the backward in buckets (plan.overlap_grad_reduce asks for it; without
   // it the gradients are reduced after the last microbatch), and whether the fp32 master
