@@ -62,8 +62,8 @@ GroupShape group_shape(int size, int stride, int gpus_per_node) {
   const std::int64_t block = static_cast<std::int64_t>(std::max(1, stride)) * std::max(1, size);
   const bool tiles_nodes = block % gpn == 0 && gpn % stride == 0;  // every node holds gpn / stride of each group
   const bool inside_node = gpn % block == 0;                       // every group inside one node
-  const std::int64_t period = std::lcm(block, gpn);
-  if (size <= 1 || tiles_nodes || inside_node || period > kGroupShapePeriodLimit) {
+  const std::int64_t period = tiles_nodes || inside_node ? 0 : std::lcm(block, gpn);
+  if (size <= 1 || period == 0 || period > kGroupShapePeriodLimit) {
     // Members stride apart inside a node: gpus_per_node / stride of them share a node.
     g.ranks_per_node = std::max(1, std::min(size, gpus_per_node / stride));
     g.nodes = (size + g.ranks_per_node - 1) / g.ranks_per_node;

@@ -817,7 +817,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const LayerRankParams lm = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
     // The stack's copy of each gathered layer on the compute stream (FSDP2's copy-out), after
     // the forward's gather and the backward's (lower.cc fsdp_copy_out).
-    const double copy = dense_n * zero3_copy_out_s(c, p, ld) + moe_n * (m.moe ? zero3_copy_out_s(c, p, lm) : 0.0);
+    const double copy = dense_n * zero3_copy_out_s(c, p, ld) + moe_n * zero3_copy_out_s(c, p, lm);
     const double copy_bwd = p.reshard_after_forward ? copy : 0.0;
     st.forward += copy;
     st.backward += copy_bwd;

@@ -140,6 +140,8 @@ class StageBuilder {
     dense_layers_ = m.moe ? m.moe->num_dense_layers : m.num_layers;
     layer_dense_ = layer_rank_params(m, p, false);
     if (m.moe) layer_moe_ = layer_rank_params(m, p, true);
+    copy_out_dense_s_ = zero3_copy_out_s(c, p, layer_dense_);
+    copy_out_moe_s_ = zero3_copy_out_s(c, p, layer_moe_);
     if (p.offload_activations > 0 || p.offload_weights > 0) {
       // Offload (layer_cost.h): whole layers, the stage's first ones in model order.
       off_dense_ = layer_offload(c, p, dense_, dense_comm_, act_dense_, 2.0 * layer_dense_.dense);
@@ -704,7 +706,7 @@ class StageBuilder {
   // (FSDP2's foreach_all_gather_copy_out; layer_cost.h zero3_copy_out_s). Returns the op the
   // layer's compute waits for: the copy, or the gather where the stack copies nothing.
   std::uint32_t fsdp_copy_out(std::uint32_t gather, int layer, int mb, char pass) {
-    const double s = zero3_copy_out_s(c_, p_, is_moe(layer) ? layer_moe_ : layer_dense_);
+    const double s = is_moe(layer) ? copy_out_moe_s_ : copy_out_dense_s_;
     if (!(s > 0)) return gather;
     return annotate(add(compute(ComputeClass::kElementwise, SimTime::from_s(s), 0, layer, mb),
                         fmt::format("fsdp.ag copy-out {} mb{} L{}", pass, mb, layer), {gather}),
@@ -1294,6 +1296,7 @@ class StageBuilder {
   MtpProjection mtp_;
   double mtp_act_ = 0;  // one MTP module's activations per microbatch (estimate.h)
   LayerRankParams layer_dense_, layer_moe_;
+  double copy_out_dense_s_ = 0, copy_out_moe_s_ = 0;  // zero3_copy_out_s per gathered layer
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
   std::uint8_t p2p_transfers_ = 1;  // per pipeline send/recv (stack.h pipeline_exchange_transfers)
   // full_*: the bytes a layer's recomputation holds during its backward (full: the whole
