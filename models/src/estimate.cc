@@ -1,6 +1,7 @@
 #include "stepcast/models/estimate.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -486,6 +487,22 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Pla
   return stage_memory_with(m, pc, c, p, w, stage, rank_params(m, pc, p, stage), layer_activations(m, p, w.seq_len));
 }
 
+StageState stage_state(const Plan& p, const RankParams& rp, const MemoryBreakdown& mem) {
+  const double nd = static_cast<double>(p.dp) * p.cp;
+  return StageState{rp.dense / nd + rp.expert / p.edp(), mem.params, mem.optimizer};
+}
+
+std::vector<StageState> stage_states(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
+  const ParamCounts pc = count_params(m);
+  const LayerActivations acts = layer_activations(m, p, w.seq_len);
+  std::vector<StageState> out(static_cast<std::size_t>(p.pp));
+  for (int s = 0; s < p.pp; ++s) {
+    const RankParams rp = rank_params(m, pc, p, s);
+    out[static_cast<std::size_t>(s)] = stage_state(p, rp, stage_memory_with(m, pc, c, p, w, s, rp, acts));
+  }
+  return out;
+}
+
 namespace {
 
 struct Layers {
@@ -605,8 +622,42 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   return L;
 }
 
+// The collectives priced within one estimate, on one cluster: the pipeline's middle stages
+// repeat their exchanges, gathers and reductions at the same sizes, so each distinct
+// collective is priced once (the last kSize distinct ones are kept). The same function of
+// the same inputs: the outputs are unchanged.
+class CollMemo {
+ public:
+  explicit CollMemo(const ClusterSpec& c) : c_(c) {}
+  double time_s(CollKind kind, const GroupShape& g, double bytes) {
+    for (int i = 0; i < n_; ++i) {
+      const Entry& e = entries_[static_cast<std::size_t>(i)];
+      if (e.bytes == bytes && e.kind == kind && e.ranks == g.ranks && e.ranks_per_node == g.ranks_per_node &&
+          e.nodes == g.nodes) {
+        return e.time_s;
+      }
+    }
+    const double t = collective_cost(c_, kind, g, bytes).time_s;
+    entries_[static_cast<std::size_t>(next_)] = Entry{bytes, t, kind, g.ranks, g.ranks_per_node, g.nodes};
+    next_ = (next_ + 1) % kSize;
+    n_ = std::min(n_ + 1, kSize);
+    return t;
+  }
+
+ private:
+  static constexpr int kSize = 16;
+  struct Entry {
+    double bytes = 0, time_s = 0;
+    CollKind kind{};
+    int ranks = 0, ranks_per_node = 0, nodes = 0;
+  };
+  const ClusterSpec& c_;
+  std::array<Entry, kSize> entries_{};
+  int n_ = 0, next_ = 0;
+};
+
 StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
-                            const Workload& w, int stage, const Layers& L, double* flops,
+                            const Workload& w, int stage, const Layers& L, CollMemo& coll, double* flops,
                             RankParams* rp_out) {
   StageTimes st;
   const RankParams rp = rank_params(m, pc, p, stage);
@@ -706,7 +757,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
                      (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
     const int stride = Placement::of(p, gpn).group_stride(GroupKind::kPp);
     const GroupShape g = group_shape(2, stride, gpn);
-    const double one = collective_cost(c, CollKind::kSendRecv, g, S).time_s;
+    const double one = coll.time_s(CollKind::kSendRecv, g, S);
     const double v = p.virtual_stages;
     if (p.schedule == Schedule::kInterleaved && p.overlap_p2p_comm) {
       // Each receive is posted a step ahead and hides behind that step's chunk: in the
@@ -796,12 +847,10 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
   } else if (p.zero >= 3 && p.dp * p.cp > 1) {
     const GroupShape g = group_shape(p.dp * p.cp, Placement::of(p, gpn).group_stride(GroupKind::kDp), gpn);
     const double params = rp.dense + rp.expert;
-    const double ag = collective_cost(c, CollKind::kAllGather, g, params * kWeightBytes).time_s;
-    const double rs = collective_cost(c, CollKind::kReduceScatter, g, params * p.grad_bytes).time_s;
-    const double layer_ag =
-        collective_cost(c, CollKind::kAllGather, g, rp.largest_layer * kWeightBytes).time_s;
-    const double layer_rs =
-        collective_cost(c, CollKind::kReduceScatter, g, rp.largest_layer * p.grad_bytes).time_s;
+    const double ag = coll.time_s(CollKind::kAllGather, g, params * kWeightBytes);
+    const double rs = coll.time_s(CollKind::kReduceScatter, g, params * p.grad_bytes);
+    const double layer_ag = coll.time_s(CollKind::kAllGather, g, rp.largest_layer * kWeightBytes);
+    const double layer_rs = coll.time_s(CollKind::kReduceScatter, g, rp.largest_layer * p.grad_bytes);
     // Prefetch hides each layer's gather behind the previous layer's compute. Gathers and
     // reduce-scatters share the one DP stream (one communicator), so a forward chunk pass,
     // which follows a backward one in the steady state, waits for that pass's last
@@ -825,7 +874,7 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     if (f > 0) {
       auto layer_coll = [&](CollKind k, const LayerRankParams& lp, double bytes_per_param) {
         const double bytes = (lp.dense + lp.expert) * bytes_per_param;
-        return bytes > 0 ? collective_cost(c, k, g, bytes).time_s : 0.0;
+        return bytes > 0 ? coll.time_s(k, g, bytes) : 0.0;
       };
       const double ag_layers = dense_n * layer_coll(CollKind::kAllGather, ld, kWeightBytes) +
                                moe_n * layer_coll(CollKind::kAllGather, lm, kWeightBytes);
@@ -875,7 +924,8 @@ double slowest_gpu_cost_s(const ModelSpec& m, const ClusterSpec& c, const Plan& 
 StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                        int stage) {
   const Layers L = layer_costs(m, c, p, w);
-  return stage_times_with(m, count_params(m), c, p, w, stage, L, nullptr, nullptr);
+  CollMemo coll(c);
+  return stage_times_with(m, count_params(m), c, p, w, stage, L, coll, nullptr, nullptr);
 }
 
 StepParts step_parts(const StepBreakdown& b, const ComputeParts& compute) {
@@ -896,6 +946,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   const int gpn = c.gpus_per_node;
   const double nd = static_cast<double>(p.dp) * p.cp;
 
+  CollMemo coll(c);
   double t_max = -1, t_sum = 0, hw_flops = 0;
   std::vector<RankParams> stage_params(static_cast<std::size_t>(p.pp));
   struct DpInputs {
@@ -975,7 +1026,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
-    const StageTimes st = stage_times_with(m, e.params, c, p, w, s, L, &fl, &rp);
+    const StageTimes st = stage_times_with(m, e.params, c, p, w, s, L, coll, &fl, &rp);
     stage_params[static_cast<std::size_t>(s)] = rp;
     hw_flops += fl * mb * p.tp * p.cp * p.dp;
     const double t = st.per_microbatch();
@@ -1009,18 +1060,18 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
         DpSync out;
         if (params <= 0 || g.ranks <= 1) return out;
         const double grad_bytes = params * p.grad_bytes;
-        double t_grad = collective_cost(c, grad_kind, g, grad_bytes).time_s;
+        double t_grad = coll.time_s(grad_kind, g, grad_bytes);
         if (grad_overlap) {
           const double bucket =
               std::min(grad_bytes, std::max(p.ddp_bucket_MiB * 1024 * 1024, last_params * p.grad_bytes));
-          const double t_bucket = collective_cost(c, grad_kind, g, bucket).time_s;
+          const double t_bucket = coll.time_s(grad_kind, g, bucket);
           const double slowed = f_int * std::max(0.0, t_grad - t_bucket);
           out.interference += slowed;
           t_grad = std::max(t_bucket, t_grad - st.backward - slowed);
         }
         double t_param = 0;
         if (p.zero >= 1) {
-          t_param = collective_cost(c, CollKind::kAllGather, g, params * kWeightBytes).time_s;
+          t_param = coll.time_s(CollKind::kAllGather, g, params * kWeightBytes);
           if (p.overlap_param_gather) {
             const double slowed = f_int * t_param;
             out.interference += slowed;
@@ -1127,8 +1178,11 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   int host_short = -1;
   MemoryBreakdown host_worst;
   const LayerActivations acts = layer_activations(m, p, w.seq_len);
+  e.stages.resize(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
-    MemoryBreakdown mem = stage_memory_with(m, e.params, c, p, w, s, stage_params[static_cast<std::size_t>(s)], acts);
+    const RankParams& rp = stage_params[static_cast<std::size_t>(s)];
+    MemoryBreakdown mem = stage_memory_with(m, e.params, c, p, w, s, rp, acts);
+    e.stages[static_cast<std::size_t>(s)] = stage_state(p, rp, mem);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
     if (host_short < 0 && mem.host > mem.host_usable) {
       host_short = s;

@@ -121,11 +121,14 @@ double checkpoint_rank_other_bytes(const CheckpointSpec& spec, bool first_rank) 
 
 CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
                                const Workload& w, const CheckpointSpec& spec) {
+  return checkpoint_cost(c, p, spec, stage_states(m, c, p, w));
+}
+
+CheckpointCost checkpoint_cost(const ClusterSpec& c, const Plan& p, const CheckpointSpec& spec,
+                               std::span<const StageState> stages) {
   CheckpointCost k;
   const double world = c.world();
   const double per_stage = world / p.pp;  // ranks of one pipeline stage
-  const double nd = static_cast<double>(p.dp) * p.cp;
-  const double nde = p.edp();
   const bool model = spec.saves(StatePart::kModel);
   const bool optim = spec.saves(StatePart::kOptimizer);
   const double once = (spec.saves(StatePart::kLrScheduler) ? kLrSchedulerBytes : 0.0) +
@@ -140,12 +143,11 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
     // A replicated tensor is written once, its bytes split evenly among its replicas
     // (PyTorch DCP dedup_save_plans balances them; Megatron's fully parallel save): a rank
     // writes 1/(dp cp) of its dense weights and 1/(dp cp / ep) of its expert weights, the
-    // same share a ZeRO-1 rank holds of the optimizer state.
-    const RankParams rp = rank_params(m, p, s);
-    const double share = rp.dense / nd + rp.expert / nde;
+    // same share a ZeRO-1 rank holds of the optimizer state (StageState::write_params).
     // What the rank holds (ZeRO decides): its weights and optimizer state, the static
     // memory model's figures.
-    const MemoryBreakdown mem = stage_memory(m, c, p, w, s);
+    const StageState& st = stages[static_cast<std::size_t>(s)];
+    const double share = st.write_params;
     const double model_share = model ? share * per_param.model : 0.0;
     const double optim_share = optim ? share * per_param.optimizer : 0.0;
     k.part_bytes[static_cast<std::size_t>(StatePart::kModel)] += model_share * per_stage;
@@ -153,8 +155,8 @@ CheckpointCost checkpoint_cost(const ModelSpec& m, const ClusterSpec& c, const P
     double write = model_share + optim_share + rng;
     if (s == 0) write += once + sampler;  // rank 0 writes the once-per-job parts
     k.rank_write_bytes = std::max(k.rank_write_bytes, write);
-    const double held = (model ? mem.params : 0.0) + (optim ? mem.optimizer : 0.0) + rng +
-                        (s == 0 ? once + sampler : 0.0);
+    const double held =
+        (model ? st.params_bytes : 0.0) + (optim ? st.optimizer_bytes : 0.0) + rng + (s == 0 ? once + sampler : 0.0);
     k.rank_state_bytes = std::max(k.rank_state_bytes, held);
   }
   k.part_bytes[static_cast<std::size_t>(StatePart::kLrScheduler)] =

@@ -71,11 +71,24 @@ Goodput at_best_interval(const Scenario& s, const CheckpointCost& cost, Checkpoi
 
 }  // namespace
 
-CheckpointCost layout_checkpoint_cost(const Scenario& s, const ClusterSpec& cluster, const Plan& plan) {
+namespace {
+
+// One cost in async mode gives both: the sync pause is its write time.
+CheckpointSpec async_spec(const Scenario& s) {
   CheckpointSpec spec = s.checkpoint.value_or(CheckpointSpec{});
-  // One cost in async mode gives both: the sync pause is its write time.
   spec.mode = CheckpointMode::kAsync;
-  return checkpoint_cost(s.model, cluster, plan, s.workload, spec);
+  return spec;
+}
+
+}  // namespace
+
+CheckpointCost layout_checkpoint_cost(const Scenario& s, const ClusterSpec& cluster, const Plan& plan) {
+  return checkpoint_cost(s.model, cluster, plan, s.workload, async_spec(s));
+}
+
+CheckpointCost layout_checkpoint_cost(const Scenario& s, const ClusterSpec& cluster, const Plan& plan,
+                                      const Estimate& e) {
+  return checkpoint_cost(cluster, plan, async_spec(s), e.stages);
 }
 
 Goodput layout_goodput(const Scenario& s, const ClusterSpec& cluster, const Plan& plan,

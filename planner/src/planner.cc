@@ -446,7 +446,7 @@ Candidate make_candidate(const Context& x, const World& w, const Plan& p, const 
   c.exposed = e.exposed;
   c.compute = e.compute;
   if (w.env.failures) {
-    const CheckpointCost cost = layout_checkpoint_cost(x.s, w.cluster, p);
+    const CheckpointCost cost = layout_checkpoint_cost(x.s, w.cluster, p, e);
     c.checkpoint_bytes = cost.total_bytes;
     c.staging_bytes = cost.node_staging_bytes;
     c.async_fits = cost.staging_fits;

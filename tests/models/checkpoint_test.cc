@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "stepcast/models/estimate.h"
 #include "stepcast/models/names.h"
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
@@ -121,6 +122,48 @@ Scenario llama8b_zero1(std::string_view more_cluster = "") {
 
 CheckpointCost cost_of(const Scenario& s, const CheckpointSpec& spec) {
   return checkpoint_cost(s.model, s.cluster, s.plan, s.workload, spec);
+}
+
+// The planner prices a layout's checkpoint from its estimate's stages (Estimate::stages),
+// which the estimate fills from the memory it computed anyway; the standalone cost computes
+// every stage's parameters and memory again. Both must agree, field by field, on layouts
+// whose stages differ (embedding and output stages, MoE with MTP, ZeRO-3, folded EP).
+TEST(CheckpointCost, FromTheEstimatesStagesEqualsTheStandaloneCost) {
+  const char* files[] = {"deepseek-v3-ep64-1024xh100.json", "llama3-70b-64xh100.json", "llama3-8b-fsdp-16xh100.json",
+                         "qwen3-235b-a22b-folded-256xh100.json", "llama3-70b-interleaved-64xh100.json"};
+  for (const char* file : files) {
+    SCOPED_TRACE(file);
+    auto loaded = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/" + file);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    const Scenario& s = *loaded;
+    const Estimate e = estimate(s);
+    ASSERT_EQ(e.stages.size(), static_cast<std::size_t>(s.plan.pp));
+    for (bool sharded : {true, false}) {
+      CheckpointSpec spec;
+      spec.sharded = sharded;
+      spec.mode = CheckpointMode::kAsync;
+      const CheckpointCost a = checkpoint_cost(s.model, s.cluster, s.plan, s.workload, spec);
+      const CheckpointCost b = checkpoint_cost(s.cluster, s.plan, spec, e.stages);
+      EXPECT_EQ(a.part_bytes, b.part_bytes);
+      EXPECT_EQ(a.total_bytes, b.total_bytes);
+      EXPECT_EQ(a.rank_write_bytes, b.rank_write_bytes);
+      EXPECT_EQ(a.rank_state_bytes, b.rank_state_bytes);
+      EXPECT_EQ(a.node_staging_bytes, b.node_staging_bytes);
+      EXPECT_EQ(a.write_s, b.write_s);
+      EXPECT_EQ(a.snapshot_s, b.snapshot_s);
+      EXPECT_EQ(a.restore_s, b.restore_s);
+      EXPECT_EQ(a.async, b.async);
+    }
+  }
+  // The stages' figures by hand on Llama-3-8B, DP16 with ZeRO-1 on one stage: the rank
+  // writes 1/16 of the parameters, holds its 2 B weights of every parameter and 12 B of
+  // optimizer state for 1/16 of them.
+  const Scenario z1 = llama8b_zero1();
+  const Estimate e = estimate(z1);
+  ASSERT_EQ(e.stages.size(), 1U);
+  EXPECT_DOUBLE_EQ(e.stages[0].write_params, kParams / 16);
+  EXPECT_DOUBLE_EQ(e.stages[0].params_bytes, 2 * kParams);
+  EXPECT_DOUBLE_EQ(e.stages[0].optimizer_bytes, 12 * kParams / 16);
 }
 
 TEST(CheckpointCost, BytesAreEachPartOnceWhateverTheReplication) {

@@ -177,10 +177,18 @@ struct Estimate {
   ComputeParts compute;                 // breakdown.compute split by kind of work
   ExposedComm exposed;
   MemoryBreakdown memory;               // the worst stage
+  std::vector<StageState> stages;       // per pipeline stage (the planner's checkpoint cost)
   int slowest_stage = 0;
   double pace = 1.0;                    // job_pace(cluster): every GPU compute time x pace (compute.h)
   std::vector<std::string> notes;       // layout remarks (TP across nodes, ...)
 };
+
+// One stage's StageState from its rank's parameters and static memory.
+StageState stage_state(const Plan& plan, const RankParams& rank, const MemoryBreakdown& memory);
+// Every stage's StageState without an estimate (what estimate() leaves in Estimate::stages).
+// REQUIRES: a validated layout.
+std::vector<StageState> stage_states(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                                     const Workload& workload);
 
 // REQUIRES: a validated layout (layout_errors() empty).
 // The band's parts of a step (band.h): the interference, which compute includes, apart

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -185,8 +186,25 @@ struct CheckpointCost {
 // (docs/reliability.md).
 double checkpoint_rank_other_bytes(const CheckpointSpec& spec, bool first_rank);
 
+// What the rank of one pipeline stage holds, as a checkpoint writes and stages it
+// (checkpoint_cost): its share of the replicated state, in parameters (its
+// dense parameters / (dp cp) + its expert parameters / (dp cp tp / (ep etp)): a replicated
+// tensor is written once, split among its replicas), and its static memory's weights and
+// optimizer state in bytes (estimate.h stage_memory;
+// estimate() leaves every stage's in Estimate::stages, estimate.h stage_states without one).
+struct StageState {
+  double write_params = 0;
+  double params_bytes = 0;
+  double optimizer_bytes = 0;
+};
+
 CheckpointCost checkpoint_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                                const Workload& workload, const CheckpointSpec& spec);
+// The same from each pipeline stage's state, as estimate() leaves it (Estimate::stages), so
+// that a caller holding the estimate does not price the stages' memory again.
+// REQUIRES: stages.size() == plan.pp.
+CheckpointCost checkpoint_cost(const ClusterSpec& cluster, const Plan& plan, const CheckpointSpec& spec,
+                               std::span<const StageState> stages);
 
 // ---------------------------------------------------------------------------------------
 // Interval formulas (docs/cost-model-sources.md section 8). delta = checkpoint pause, M = job MTBF,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "stepcast/models/estimate.h"
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/specs.h"
@@ -49,6 +50,10 @@ Goodput layout_goodput(const Scenario& scenario, const ClusterSpec& cluster, con
 // The checkpoint cost layout_goodput uses: the scenario's `checkpoint` (or the defaults) in
 // async mode, which also holds the sync write time (reliability.h).
 CheckpointCost layout_checkpoint_cost(const Scenario& scenario, const ClusterSpec& cluster, const Plan& plan);
+// The same from the layout's estimate (its stages' state, Estimate::stages), as the search
+// does: the stages' memory is not priced again.
+CheckpointCost layout_checkpoint_cost(const Scenario& scenario, const ClusterSpec& cluster, const Plan& plan,
+                                      const Estimate& estimate);
 // The same with that cost computed once by the caller.
 Goodput layout_goodput(const Scenario& scenario, const CheckpointCost& async_cost, double step_time_s,
                        std::int64_t steps_total, const FailureEnv& env);
