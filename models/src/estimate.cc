@@ -933,7 +933,7 @@ StepParts step_parts(const StepBreakdown& b, const ComputeParts& compute) {
   return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed, b.moe};
 }
 
-Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
+Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w, EstimateNotes notes) {
   Estimate e;
   e.params = count_params(m);
   e.world = c.world();
@@ -1190,6 +1190,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     }
   }
   if (host_short >= 0) e.memory.fits = false;
+  // The rest writes the notes alone.
+  if (notes == EstimateNotes::kSkip) return e;
   if (const GroupShape tg = group_shape(p.tp, Placement::of(p, gpn).group_stride(GroupKind::kTp), gpn);
       tg.nodes > 1) {
     e.notes.push_back(fmt::format("TP group of {} spans {} nodes: its collectives use the NICs", p.tp, tg.nodes));

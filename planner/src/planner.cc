@@ -579,7 +579,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                           reject(classify(errors), 1);
                           continue;
                         }
-                        const Estimate e = estimate(m, w.cluster, p, x.s.workload);
+                        const Estimate e = estimate(m, w.cluster, p, x.s.workload, EstimateNotes::kSkip);
                         ++c.estimated;
                         if (!e.memory.fits) {
                           reject(Reject::kMemory, 1);

@@ -210,6 +210,27 @@ TEST(Estimate, ShippedLlama3_70bOn64H100FitsWithPlausibleMfu) {
   EXPECT_LT(e.step_time_s, 2.524e17 / (0.3 * 64 * 989.4e12));  // 13.29 s
 }
 
+// The planner's search skips the notes (EstimateNotes::kSkip): everything else is the same
+// estimate. On the shipped layout that does not fit, the default writes "does not fit".
+TEST(Estimate, SkippingTheNotesChangesNothingElse) {
+  const auto s = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/llama3-8b-1xh100-nofit.json");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const Estimate with = estimate(s->model, s->cluster, s->plan, s->workload);
+  const Estimate without = estimate(s->model, s->cluster, s->plan, s->workload, EstimateNotes::kSkip);
+  ASSERT_FALSE(with.memory.fits);
+  ASSERT_FALSE(with.notes.empty());
+  EXPECT_NE(with.notes.back().find("does not fit"), std::string::npos);
+  EXPECT_TRUE(without.notes.empty());
+  EXPECT_EQ(with.step_time_s, without.step_time_s);
+  EXPECT_EQ(with.memory.total, without.memory.total);
+  EXPECT_EQ(with.memory.fits, without.memory.fits);
+  EXPECT_EQ(with.mfu, without.mfu);
+  EXPECT_EQ(with.step_time_band.p10, without.step_time_band.p10);
+  EXPECT_EQ(with.step_time_band.p90, without.step_time_band.p90);
+  ASSERT_EQ(with.stages.size(), without.stages.size());
+  EXPECT_EQ(with.stages[0].params_bytes, without.stages[0].params_bytes);
+}
+
 TEST(Estimate, BreakdownPartsAddUpToStepTime) {
   const Estimate e = estimate(shipped_scenario());
   const StepBreakdown& b = e.breakdown;
