@@ -93,6 +93,7 @@ std::string presets_json(const PresetsReport& report) {
     o["pipeline_p2p"] = name_of(st.pipeline_p2p);
     o["grad_clip_bytes"] = st.grad_clip_bytes;
     o["zero3_copy_out_bytes"] = st.zero3_copy_out_bytes;
+    o["zero3_copy_in_bytes"] = st.zero3_copy_in_bytes;
     o["fp16_unscale_bytes"] = st.fp16_unscale_bytes;
     o["max_zero"] = st.max_zero;
     o["pipeline_max_zero"] = st.pipeline_max_zero;

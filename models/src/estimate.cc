@@ -868,9 +868,15 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     // the forward's gather and the backward's (lower.cc fsdp_copy_out).
     const double copy = dense_n * zero3_copy_out_s(c, p, ld) + moe_n * zero3_copy_out_s(c, p, lm);
     const double copy_bwd = p.reshard_after_forward ? copy : 0.0;
+    // Its copy of each layer's gradients into the reduce-scatter input before the
+    // reduce-scatter (FSDP2's copy-in; lower.cc fsdp_copy_in): every microbatch, or with
+    // fsdp_no_sync the last one's alone, spread here over the step's m microbatches (the
+    // step's total; the engine runs them in the last microbatch).
+    const double copy_in = (dense_n * zero3_copy_in_s(c, p, ld) + moe_n * zero3_copy_in_s(c, p, lm)) /
+                           (no_sync ? static_cast<double>(p.accumulation()) : 1.0);
     st.forward += copy;
-    st.backward += copy_bwd;
-    st.parts.memory_bound += copy + copy_bwd;
+    st.backward += copy_bwd + copy_in;
+    st.parts.memory_bound += copy + copy_bwd + copy_in;
     if (f > 0) {
       auto layer_coll = [&](CollKind k, const LayerRankParams& lp, double bytes_per_param) {
         const double bytes = (lp.dense + lp.expert) * bytes_per_param;

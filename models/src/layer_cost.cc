@@ -624,6 +624,13 @@ double zero3_copy_out_s(const ClusterSpec& c, const Plan& p, const LayerRankPara
   return bytes > 0 ? job_pace(c) * memory_time_s(c.gpu, bytes) : 0.0;
 }
 
+double zero3_copy_in_s(const ClusterSpec& c, const Plan& p, const LayerRankParams& layer) {
+  const double read = stack_profile(p.stack).zero3_copy_in_bytes;
+  if (!(read > 0)) return 0.0;
+  const double bytes = (read + p.grad_bytes) * (layer.dense + layer.expert);
+  return bytes > 0 ? job_pace(c) * memory_time_s(c.gpu, bytes) : 0.0;
+}
+
 double sp_grad_allreduce_bytes(const ModelSpec& m, const ParamCounts& c, const Plan& p, const RankParams& rp,
                                bool last_stage) {
   if (p.tp < 2) return 0;

@@ -142,6 +142,8 @@ class StageBuilder {
     if (m.moe) layer_moe_ = layer_rank_params(m, p, true);
     copy_out_dense_s_ = zero3_copy_out_s(c, p, layer_dense_);
     copy_out_moe_s_ = zero3_copy_out_s(c, p, layer_moe_);
+    copy_in_dense_s_ = zero3_copy_in_s(c, p, layer_dense_);
+    copy_in_moe_s_ = zero3_copy_in_s(c, p, layer_moe_);
     if (p.offload_activations > 0 || p.offload_weights > 0) {
       // Offload (layer_cost.h): whole layers, the stage's first ones in model order.
       off_dense_ = layer_offload(c, p, dense_, dense_comm_, act_dense_, 2.0 * layer_dense_.dense);
@@ -712,6 +714,17 @@ class StageBuilder {
                         fmt::format("fsdp.ag copy-out {} mb{} L{}", pass, mb, layer), {gather}),
                     s, 0);
   }
+  // The stack's copy of the layer's gradients into the reduce-scatter input on the compute
+  // stream after its backward (FSDP2's foreach_reduce_scatter_copy_in; layer_cost.h
+  // zero3_copy_in_s). Returns the op the reduce-scatter and the compute after wait for: the
+  // copy, or `after` where the stack copies nothing.
+  std::uint32_t fsdp_copy_in(std::uint32_t after, int layer, int mb) {
+    const double s = is_moe(layer) ? copy_in_moe_s_ : copy_in_dense_s_;
+    if (!(s > 0)) return after;
+    return annotate(add(compute(ComputeClass::kElementwise, SimTime::from_s(s), 0, layer, mb),
+                        fmt::format("fsdp.rs copy-in mb{} L{}", mb, layer), {after}),
+                    s, 0);
+  }
 
   // Compute-communication interference (program.h kInterference): a collective that
   // overlaps compute (data-parallel buckets and gathers, the TP collectives of
@@ -971,6 +984,7 @@ class StageBuilder {
       // Deferred (fsdp_no_sync): only the chunk's last backward reduce-scatters (the
       // gradients accumulate unsharded until then).
       if (!p_.defers_reduce_scatter() || b.last_mb) {
+        x = fsdp_copy_in(x, layer, b.mb);
         b.rs_layer = layer;
         b.rs_after = x;
       }
@@ -1297,6 +1311,7 @@ class StageBuilder {
   double mtp_act_ = 0;  // one MTP module's activations per microbatch (estimate.h)
   LayerRankParams layer_dense_, layer_moe_;
   double copy_out_dense_s_ = 0, copy_out_moe_s_ = 0;  // zero3_copy_out_s per gathered layer
+  double copy_in_dense_s_ = 0, copy_in_moe_s_ = 0;    // zero3_copy_in_s per reduce-scattered layer
   int chunks_ = 1, dense_layers_ = 0, m_count_ = 1;
   std::uint8_t p2p_transfers_ = 1;  // per pipeline send/recv (stack.h pipeline_exchange_transfers)
   // full_*: the bytes a layer's recomputation holds during its backward (full: the whole

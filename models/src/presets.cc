@@ -107,6 +107,7 @@ StackProfile read_stack(ObjectReader& r) {
   params.emplace_back("pipeline_p2p");
   num("grad_clip_bytes", s.grad_clip_bytes);
   num("zero3_copy_out_bytes", s.zero3_copy_out_bytes);
+  num("zero3_copy_in_bytes", s.zero3_copy_in_bytes);
   num("fp16_unscale_bytes", s.fp16_unscale_bytes);
   if (auto x = r.integer("max_zero", 0, 3)) s.max_zero = static_cast<int>(*x);
   params.emplace_back("max_zero");

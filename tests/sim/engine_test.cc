@@ -674,6 +674,68 @@ TEST(Engine, Fsdp2CopiesEachGatheredLayerOnTheComputeStream) {
   EXPECT_EQ(copies(run(m, c, mc, w).program, each), 0);
 }
 
+// FSDP2's copy-in (stack fsdp2-eager, zero3_copy_in_bytes 2: PyTorch's
+// foreach_reduce_scatter_copy_in reads each 16-bit gradient and writes it in the reduce
+// dtype, fp32 here (grad_bytes 4), on the compute stream before the reduce-scatter) on the
+// plan above: one copy before each of the 4 x 32 reduce-scatters, each a Llama-3-8B layer's
+// 218,112,000 elements x 6 B at the H100's memory-bound rate by hand; with fsdp_no_sync the
+// last microbatch's 32 alone. The reduce-scatter waits for its copy; the engine runs the
+// copies as the closed form prices them.
+TEST(Engine, Fsdp2CopiesEachLayersGradientsBeforeItsReduceScatter) {
+  const ModelSpec& m = builtin_presets().models.at("llama3-8b");
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  Plan p = fsdp_8b_one_node();
+  p.stack = Stack::kFsdp2Eager;
+  const Workload w{8192, 0, 0};
+  Plan q = p;
+  q.fsdp_no_sync = true;
+  // 1,308,672,000 B at 3,350 GB/s x 0.8, at the job's pace (its slowest of 8 GPUs).
+  const double copy = job_pace(c) * 218'112'000.0 * 6 / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+  EXPECT_NEAR(copy / job_pace(c), 488.3e-6, 0.1e-6);
+  auto copies = [](const Program& prog, double& each, bool& before_rs) {
+    int n = 0;
+    before_rs = true;
+    for (std::size_t i = 0; i < prog.roles[0].ops.size(); ++i) {
+      const Op& op = prog.roles[0].ops[i];
+      if (op.kind == OpKind::kCollective && op.coll == CollKind::kReduceScatter) {
+        // Every reduce-scatter waits for a copy-in.
+        bool waits = false;
+        for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+          const std::uint32_t d = prog.roles[0].deps[op.dep_begin + k];
+          waits = waits || prog.names[prog.roles[0].ops[d].name].rfind("fsdp.rs copy-in", 0) == 0;
+        }
+        before_rs = before_rs && waits;
+      }
+      if (op.kind != OpKind::kCompute || prog.names[op.name].rfind("fsdp.rs copy-in", 0) != 0) continue;
+      ++n;
+      each = op.duration.seconds();
+    }
+    return n;
+  };
+  const Simulated a = run(m, c, p, w), b = run(m, c, q, w);
+  double each = 0;
+  bool before_rs = false;
+  EXPECT_EQ(copies(a.program, each, before_rs), 4 * 32);
+  EXPECT_NEAR(each, copy, 1e-9);
+  EXPECT_TRUE(before_rs);
+  EXPECT_EQ(copies(b.program, each, before_rs), 32);
+  EXPECT_TRUE(before_rs);
+  // The closed form: 4 x 32 copies per step, or 32 with fsdp_no_sync (spread over the 4
+  // microbatches); no other memory-bound work differs between the two.
+  const Estimate ea = estimate(m, c, p, w), eb = estimate(m, c, q, w);
+  EXPECT_NEAR(ea.compute.memory_bound - eb.compute.memory_bound, 3 * 32 * copy, 1e-9);
+  EXPECT_NEAR(a.summary.step_time_s / ea.step_time_s, 1.0, 0.01);
+  EXPECT_NEAR(b.summary.step_time_s / eb.step_time_s, 1.0, 0.01);
+  // Reduced in bf16 (grad_bytes 2) the copy writes 2 B: 4 B per element in all.
+  Plan bf = p;
+  bf.grad_bytes = 2;
+  EXPECT_NEAR(zero3_copy_in_s(c, bf, layer_rank_params(m, bf, false)), copy * 4 / 6, 1e-12);
+  // Megatron-Core's stack copies nothing: no copy-in ops, the reduce-scatter after the layer.
+  Plan mc = p;
+  mc.stack = Stack::kMegatronCore;
+  EXPECT_EQ(copies(run(m, c, mc, w).program, each, before_rs), 0);
+}
+
 // DeepSpeed's 2021 ZeRO-3 (stack deepspeed-zero-2021, zero3_fetch.h): each module fetches
 // its weights with a device synchronisation and prefetches from the trace. The engine runs
 // the coordinator's ops (zero3.sync, zero3.ag, zero3.rs) as the closed form times them.

@@ -311,6 +311,11 @@ double sp_grad_allreduce_bytes(const ModelSpec& model, const ParamCounts& counts
 // parameters on this rank: the stack's zero3_copy_out_bytes per gathered element at the
 // GPU's memory-bound rate (FSDP2's foreach_all_gather_copy_out; docs/model-reference.md 5.3).
 double zero3_copy_out_s(const ClusterSpec& cluster, const Plan& plan, const LayerRankParams& layer);
+// The compute stream's copy before one ZeRO-3 / FSDP reduce-scatter of a layer's `layer`
+// gradients on this rank: the stack's zero3_copy_in_bytes read and plan.grad_bytes written
+// per element, at the GPU's memory-bound rate (FSDP2's foreach_reduce_scatter_copy_in;
+// docs/model-reference.md 5.3). 0 where the stack copies nothing.
+double zero3_copy_in_s(const ClusterSpec& cluster, const Plan& plan, const LayerRankParams& layer);
 
 // The optimizer step over `params` parameters on one rank: memory-bound (Adam reads the
 // gradient, master weights, two moments and writes them back plus the 16-bit weights:

@@ -113,6 +113,12 @@ struct StackProfile {
   // all-gather (FSDP2's copy-out into the parameters: read 2 + write 2), 0 where the
   // parameters view the gathered buffer.
   double zero3_copy_out_bytes = 0;
+  // HBM bytes per gradient element that the compute stream reads before each ZeRO-3 / FSDP
+  // reduce-scatter, copying the layer's gradients into the reduce-scatter input (FSDP2's
+  // copy-in: the 16-bit gradient, 2); the copy writes each element in the plan's gradient
+  // type (grad_bytes). 0 where the stack reduces where the gradient lies or copies it on
+  // another stream.
+  double zero3_copy_in_bytes = 0;
   // Data parallelism (ZeRO 0 to 2): the gradient reduction's collective, whether the stack
   // can overlap it with the backward in buckets (plan.overlap_grad_reduce asks for it; without
   // it the gradients are reduced after the last microbatch), and whether the fp32 master
