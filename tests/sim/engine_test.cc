@@ -639,6 +639,13 @@ TEST(Engine, FsdpWithoutReshardAfterForwardKeepsTheGatheredParameters) {
 // layer's 218,112,000 elements x 4 B at the H100's memory-bound rate by hand; without
 // reshard_after_forward the backward's 4 x 32 copies go with its gathers. The engine runs
 // the copies as the closed form prices them.
+// A copy of one Llama-3-8B layer's 218,112,000 rank parameters, `bytes` per element, at the
+// H100's memory-bound rate (3,350 GB/s x 0.8) and the job's pace (its slowest of 8 GPUs,
+// compute.h).
+double llama8b_layer_copy_s(const ClusterSpec& c, double bytes) {
+  return job_pace(c) * 218'112'000.0 * bytes / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+}
+
 TEST(Engine, Fsdp2CopiesEachGatheredLayerOnTheComputeStream) {
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
   const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
@@ -647,8 +654,7 @@ TEST(Engine, Fsdp2CopiesEachGatheredLayerOnTheComputeStream) {
   const Workload w{8192, 0, 0};
   Plan q = p;
   q.reshard_after_forward = false;
-  // 872,448,000 B at 3,350 GB/s x 0.8, at the job's pace (its slowest of 8 GPUs, compute.h).
-  const double copy = job_pace(c) * 218'112'000.0 * 4 / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+  const double copy = llama8b_layer_copy_s(c, 4);  // 872,448,000 B
   EXPECT_NEAR(copy / job_pace(c), 325.5e-6, 0.1e-6);
   auto copies = [](const Program& prog, double& each) {
     int n = 0;
@@ -689,8 +695,7 @@ TEST(Engine, Fsdp2CopiesEachLayersGradientsBeforeItsReduceScatter) {
   const Workload w{8192, 0, 0};
   Plan q = p;
   q.fsdp_no_sync = true;
-  // 1,308,672,000 B at 3,350 GB/s x 0.8, at the job's pace (its slowest of 8 GPUs).
-  const double copy = job_pace(c) * 218'112'000.0 * 6 / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
+  const double copy = llama8b_layer_copy_s(c, 6);  // 1,308,672,000 B
   EXPECT_NEAR(copy / job_pace(c), 488.3e-6, 0.1e-6);
   auto copies = [](const Program& prog, double& each, bool& before_rs) {
     int n = 0;
