@@ -619,16 +619,24 @@ double first_stage_input_bytes(const ModelSpec& m, const Plan& p, double T) {
   return 8.0 * T + mask;
 }
 
-double zero3_copy_out_s(const ClusterSpec& c, const Plan& p, const LayerRankParams& layer) {
-  const double bytes = stack_profile(p.stack).zero3_copy_out_bytes * (layer.dense + layer.expert);
+namespace {
+
+// A copy on the compute stream of `bytes_per_element` per element of a layer's rank
+// parameters, at the job's pace (0 where nothing is copied).
+double layer_copy_s(const ClusterSpec& c, double bytes_per_element, const LayerRankParams& layer) {
+  const double bytes = bytes_per_element * (layer.dense + layer.expert);
   return bytes > 0 ? job_pace(c) * memory_time_s(c.gpu, bytes) : 0.0;
+}
+
+}  // namespace
+
+double zero3_copy_out_s(const ClusterSpec& c, const Plan& p, const LayerRankParams& layer) {
+  return layer_copy_s(c, stack_profile(p.stack).zero3_copy_out_bytes, layer);
 }
 
 double zero3_copy_in_s(const ClusterSpec& c, const Plan& p, const LayerRankParams& layer) {
   const double read = stack_profile(p.stack).zero3_copy_in_bytes;
-  if (!(read > 0)) return 0.0;
-  const double bytes = (read + p.grad_bytes) * (layer.dense + layer.expert);
-  return bytes > 0 ? job_pace(c) * memory_time_s(c.gpu, bytes) : 0.0;
+  return read > 0 ? layer_copy_s(c, read + p.grad_bytes, layer) : 0.0;
 }
 
 double sp_grad_allreduce_bytes(const ModelSpec& m, const ParamCounts& c, const Plan& p, const RankParams& rp,

@@ -69,10 +69,6 @@ Goodput at_best_interval(const Scenario& s, const CheckpointCost& cost, Checkpoi
   return g;
 }
 
-}  // namespace
-
-namespace {
-
 // One cost in async mode gives both: the sync pause is its write time.
 CheckpointSpec async_spec(const Scenario& s) {
   CheckpointSpec spec = s.checkpoint.value_or(CheckpointSpec{});

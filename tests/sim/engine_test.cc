@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/analysis/breakdown.h"
@@ -633,12 +634,6 @@ TEST(Engine, FsdpWithoutReshardAfterForwardKeepsTheGatheredParameters) {
   EXPECT_NEAR(peak_of_stage(b, 0) - peak_of_stage(a, 0), eb.memory.total - ea.memory.total, 1e6);
 }
 
-// FSDP2's copy-out (stack fsdp2-eager, zero3_copy_out_bytes 4: PyTorch's
-// foreach_all_gather_copy_out reads and writes each gathered 16-bit element on the compute
-// stream) on the plan above: one copy after each of the 4 x 64 gathers, each a Llama-3-8B
-// layer's 218,112,000 elements x 4 B at the H100's memory-bound rate by hand; without
-// reshard_after_forward the backward's 4 x 32 copies go with its gathers. The engine runs
-// the copies as the closed form prices them.
 // A copy of one Llama-3-8B layer's 218,112,000 rank parameters, `bytes` per element, at the
 // H100's memory-bound rate (3,350 GB/s x 0.8) and the job's pace (its slowest of 8 GPUs,
 // compute.h).
@@ -646,25 +641,55 @@ double llama8b_layer_copy_s(const ClusterSpec& c, double bytes) {
   return job_pace(c) * 218'112'000.0 * bytes / (c.gpu.hbm_bandwidth_GBps * 1e9 * c.gpu.hbm_efficiency);
 }
 
+// The plan above under PyTorch FSDP2 (stack fsdp2-eager).
+Plan fsdp2_8b_one_node() {
+  Plan p = fsdp_8b_one_node();
+  p.stack = Stack::kFsdp2Eager;
+  return p;
+}
+
+// The compute ops of stage 0 whose name starts with `prefix`: their count, and the last
+// one's duration in `each`.
+int compute_ops(const Program& prog, std::string_view prefix, double& each) {
+  int n = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.kind != OpKind::kCompute || prog.names[op.name].rfind(prefix, 0) != 0) continue;
+    ++n;
+    each = op.duration.seconds();
+  }
+  return n;
+}
+
+// Whether every reduce-scatter of stage 0 waits for an op whose name starts with `prefix`.
+bool every_reduce_scatter_waits_for(const Program& prog, std::string_view prefix) {
+  const RoleTemplate& role = prog.roles[0];
+  for (const Op& op : role.ops) {
+    if (op.kind != OpKind::kCollective || op.coll != CollKind::kReduceScatter) continue;
+    bool waits = false;
+    for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+      waits = waits || prog.names[role.ops[role.deps[op.dep_begin + k]].name].rfind(prefix, 0) == 0;
+    }
+    if (!waits) return false;
+  }
+  return true;
+}
+
+// FSDP2's copy-out (stack fsdp2-eager, zero3_copy_out_bytes 4: PyTorch's
+// foreach_all_gather_copy_out reads and writes each gathered 16-bit element on the compute
+// stream) on the plan above: one copy after each of the 4 x 64 gathers, each a Llama-3-8B
+// layer's 218,112,000 elements x 4 B at the H100's memory-bound rate by hand; without
+// reshard_after_forward the backward's 4 x 32 copies go with its gathers. The engine runs
+// the copies as the closed form prices them.
 TEST(Engine, Fsdp2CopiesEachGatheredLayerOnTheComputeStream) {
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
   const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
-  Plan p = fsdp_8b_one_node();
-  p.stack = Stack::kFsdp2Eager;
+  const Plan p = fsdp2_8b_one_node();
   const Workload w{8192, 0, 0};
   Plan q = p;
   q.reshard_after_forward = false;
   const double copy = llama8b_layer_copy_s(c, 4);  // 872,448,000 B
   EXPECT_NEAR(copy / job_pace(c), 325.5e-6, 0.1e-6);
-  auto copies = [](const Program& prog, double& each) {
-    int n = 0;
-    for (const Op& op : prog.roles[0].ops) {
-      if (op.kind != OpKind::kCompute || prog.names[op.name].rfind("fsdp.ag copy-out", 0) != 0) continue;
-      ++n;
-      each = op.duration.seconds();
-    }
-    return n;
-  };
+  auto copies = [](const Program& prog, double& each) { return compute_ops(prog, "fsdp.ag copy-out", each); };
   const Simulated a = run(m, c, p, w), b = run(m, c, q, w);
   double each = 0;
   EXPECT_EQ(copies(a.program, each), 4 * 64);
@@ -690,41 +715,21 @@ TEST(Engine, Fsdp2CopiesEachGatheredLayerOnTheComputeStream) {
 TEST(Engine, Fsdp2CopiesEachLayersGradientsBeforeItsReduceScatter) {
   const ModelSpec& m = builtin_presets().models.at("llama3-8b");
   const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
-  Plan p = fsdp_8b_one_node();
-  p.stack = Stack::kFsdp2Eager;
+  const Plan p = fsdp2_8b_one_node();
   const Workload w{8192, 0, 0};
   Plan q = p;
   q.fsdp_no_sync = true;
   const double copy = llama8b_layer_copy_s(c, 6);  // 1,308,672,000 B
   EXPECT_NEAR(copy / job_pace(c), 488.3e-6, 0.1e-6);
-  auto copies = [](const Program& prog, double& each, bool& before_rs) {
-    int n = 0;
-    before_rs = true;
-    for (std::size_t i = 0; i < prog.roles[0].ops.size(); ++i) {
-      const Op& op = prog.roles[0].ops[i];
-      if (op.kind == OpKind::kCollective && op.coll == CollKind::kReduceScatter) {
-        // Every reduce-scatter waits for a copy-in.
-        bool waits = false;
-        for (std::uint32_t k = 0; k < op.dep_count; ++k) {
-          const std::uint32_t d = prog.roles[0].deps[op.dep_begin + k];
-          waits = waits || prog.names[prog.roles[0].ops[d].name].rfind("fsdp.rs copy-in", 0) == 0;
-        }
-        before_rs = before_rs && waits;
-      }
-      if (op.kind != OpKind::kCompute || prog.names[op.name].rfind("fsdp.rs copy-in", 0) != 0) continue;
-      ++n;
-      each = op.duration.seconds();
-    }
-    return n;
-  };
+  auto copies = [](const Program& prog, double& each) { return compute_ops(prog, "fsdp.rs copy-in", each); };
   const Simulated a = run(m, c, p, w), b = run(m, c, q, w);
   double each = 0;
-  bool before_rs = false;
-  EXPECT_EQ(copies(a.program, each, before_rs), 4 * 32);
+  EXPECT_EQ(copies(a.program, each), 4 * 32);
   EXPECT_NEAR(each, copy, 1e-9);
-  EXPECT_TRUE(before_rs);
-  EXPECT_EQ(copies(b.program, each, before_rs), 32);
-  EXPECT_TRUE(before_rs);
+  EXPECT_EQ(count_collectives(a.program, CollKind::kReduceScatter), 4 * 32);
+  EXPECT_TRUE(every_reduce_scatter_waits_for(a.program, "fsdp.rs copy-in"));
+  EXPECT_EQ(copies(b.program, each), 32);
+  EXPECT_TRUE(every_reduce_scatter_waits_for(b.program, "fsdp.rs copy-in"));
   // The closed form: 4 x 32 copies per step, or 32 with fsdp_no_sync (spread over the 4
   // microbatches); no other memory-bound work differs between the two.
   const Estimate ea = estimate(m, c, p, w), eb = estimate(m, c, q, w);
@@ -735,10 +740,13 @@ TEST(Engine, Fsdp2CopiesEachLayersGradientsBeforeItsReduceScatter) {
   Plan bf = p;
   bf.grad_bytes = 2;
   EXPECT_NEAR(zero3_copy_in_s(c, bf, layer_rank_params(m, bf, false)), copy * 4 / 6, 1e-12);
-  // Megatron-Core's stack copies nothing: no copy-in ops, the reduce-scatter after the layer.
+  // Megatron-Core's stack copies nothing: no copy-in ops, its reduce-scatters wait for none.
   Plan mc = p;
   mc.stack = Stack::kMegatronCore;
-  EXPECT_EQ(copies(run(m, c, mc, w).program, each, before_rs), 0);
+  const Simulated d = run(m, c, mc, w);
+  EXPECT_EQ(copies(d.program, each), 0);
+  EXPECT_EQ(count_collectives(d.program, CollKind::kReduceScatter), 4 * 32);
+  EXPECT_FALSE(every_reduce_scatter_waits_for(d.program, "fsdp.rs copy-in"));
 }
 
 // DeepSpeed's 2021 ZeRO-3 (stack deepspeed-zero-2021, zero3_fetch.h): each module fetches
