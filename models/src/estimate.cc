@@ -927,6 +927,22 @@ double slowest_gpu_cost_s(const ModelSpec& m, const ClusterSpec& c, const Plan& 
   return step_time_s - estimate(m, even, p, w).step_time_s;
 }
 
+bool same_middle_stage(const ModelSpec& m, const Plan& p, int s, int r) {
+  const auto middle = [&](int x) { return x > 0 && x < p.pp - 1; };
+  if (!middle(s) || !middle(r)) return false;
+  if (s == r) return true;
+  const int dense = dense_layers_of(m);
+  for (int v = 0; v < p.virtual_stages; ++v) {
+    const int a = s + v * p.pp, b = r + v * p.pp;
+    const int n = chunk_layers(m, p, a);
+    if (chunk_layers(m, p, b) != n ||
+        std::clamp(dense - chunk_first_layer(m, p, a), 0, n) != std::clamp(dense - chunk_first_layer(m, p, b), 0, n)) {
+      return false;
+    }
+  }
+  return !p.moe_a2a_overlap || schedule_warmup(p, s) == schedule_warmup(p, r);
+}
+
 StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                        int stage) {
   const Layers L = layer_costs(m, c, p, w);
@@ -1029,10 +1045,28 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
       after_opt = t.rest;
     }
   };
+  // The last middle stage priced: the next ones like it take its times (same_middle_stage).
+  struct PricedStage {
+    int stage = -1;
+    StageTimes times;
+    double flops = 0;
+    RankParams params;
+  } priced;
+  // The optimizer step of the last distinct parameter count.
+  double os_params = -1;
+  OptimizerStep os;
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
-    const StageTimes st = stage_times_with(m, e.params, c, p, w, s, L, coll, &fl, &rp);
+    StageTimes st;
+    if (priced.stage >= 0 && same_middle_stage(m, p, s, priced.stage)) {
+      st = priced.times;
+      fl = priced.flops;
+      rp = priced.params;
+    } else {
+      st = stage_times_with(m, e.params, c, p, w, s, L, coll, &fl, &rp);
+      if (s > 0 && s < p.pp - 1) priced = {s, st, fl, rp};
+    }
     stage_params[static_cast<std::size_t>(s)] = rp;
     hw_flops += fl * mb * p.tp * p.cp * p.dp;
     const double t = st.per_microbatch();
@@ -1111,7 +1145,10 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     const double slack = drain_before;
     drain_before += (st.backward + dp_time.interference) / p.virtual_stages;
     const double opt_params = p.zero >= 1 ? rp.dense / nd + rp.expert / p.edp() : rp.dense + rp.expert;
-    const OptimizerStep os = optimizer_step(c, p, opt_params);
+    if (opt_params != os_params) {
+      os_params = opt_params;
+      os = optimizer_step(c, p, opt_params);
+    }
     const double exposed = std::max(0.0, dp_time.time - slack);
     // The TP all-reduce follows the reduction: what of the two the slack does not hide, the
     // reduction's share first.

@@ -231,6 +231,103 @@ TEST(Estimate, SkippingTheNotesChangesNothingElse) {
   EXPECT_EQ(with.stages[0].params_bytes, without.stages[0].params_bytes);
 }
 
+// estimate() prices a middle stage once for the middle stages like it (same_middle_stage).
+// Priced each on its own (stage_times), every pair it calls alike has the same times, field
+// by field; the pairs it tells apart by their chunks' layers, their dense layers or their
+// warm-up take different times, so each of the three belongs in the comparison.
+TEST(Estimate, MiddleStagesAlikeTakeTheSameTimes) {
+  const auto load = [](const std::string& file) {
+    auto r = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/" + file);
+    EXPECT_TRUE(r.ok()) << file << ": " << (r.ok() ? "" : r.error().message);
+    return r.ok() ? r.value() : Scenario{};
+  };
+  struct Counts {
+    int alike = 0, differ = 0;
+  };
+  const auto compare = [](const Scenario& sc) {
+    Counts n;
+    const Plan& p = sc.plan;
+    for (int s = 1; s < p.pp - 1; ++s) {
+      const StageTimes a = stage_times(sc.model, sc.cluster, p, sc.workload, s);
+      for (int r = s + 1; r < p.pp - 1; ++r) {
+        const StageTimes b = stage_times(sc.model, sc.cluster, p, sc.workload, r);
+        if (same_middle_stage(sc.model, p, s, r)) {
+          ++n.alike;
+          EXPECT_TRUE(a == b) << "stages " << s << " and " << r << ": " << a.per_microbatch() << " s against "
+                              << b.per_microbatch() << " s";
+        } else if (!(a == b)) {
+          ++n.differ;
+        }
+      }
+    }
+    return n;
+  };
+  // Llama 3 405B, pp 16 x v 2: 126 layers in 32 chunks, the first and the last of 3 layers,
+  // the others of 4: the 14 middle stages are alike (91 pairs).
+  const Scenario l405 = load("plan/llama3-405b-16384xh100.json");
+  ASSERT_EQ(l405.plan.pp, 16);
+  EXPECT_EQ(compare(l405).alike, 91);
+  // Llama 3 70B over 6 stages: 80 layers, 14 on stages 1 and 2 (the middle ones take the
+  // extra layers first), 13 on the others: stages 1 and 3 are not alike, and differ.
+  Scenario pp6 = shipped_scenario();
+  pp6.plan.pp = 6;
+  pp6.plan.dp = 1;
+  pp6.cluster.nodes = 6;
+  ASSERT_EQ(chunk_layers(pp6.model, pp6.plan, 1), 14);
+  ASSERT_EQ(chunk_layers(pp6.model, pp6.plan, 3), 13);
+  const Counts a = compare(pp6);
+  EXPECT_EQ(a.alike, 2);   // stages 1-2 and 3-4
+  EXPECT_EQ(a.differ, 4);  // each of 1 and 2 against each of 3 and 4
+  // The ends are never alike.
+  EXPECT_FALSE(same_middle_stage(l405.model, l405.plan, 0, 1));
+  EXPECT_FALSE(same_middle_stage(l405.model, l405.plan, 14, 15));
+  // DeepSeek-V3 over 32 stages of one chunk: layer 0 on stage 0, then two layers a stage, so
+  // stage 1 holds the dense layers 1 and 2 and stage 2 the MoE layers 3 and 4: as many layers,
+  // not alike, and their times differ.
+  Scenario ds = load("deepseek-v3-ep64-1024xh100.json");
+  ds.plan.pp = 32;
+  ds.plan.dp = 16;
+  ds.plan.ep = 16;
+  ds.plan.virtual_stages = 1;
+  ds.plan.schedule = Schedule::kOneFOneB;
+  ds.plan.pipeline_layout.clear();
+  ds.plan.pipeline_layout_mtp = 0;
+  ds.plan.moe_a2a_overlap = false;
+  ASSERT_EQ(chunk_layers(ds.model, ds.plan, 1), 2);
+  ASSERT_EQ(chunk_layers(ds.model, ds.plan, 2), 2);
+  EXPECT_FALSE(same_middle_stage(ds.model, ds.plan, 1, 2));
+  EXPECT_FALSE(stage_times(ds.model, ds.cluster, ds.plan, ds.workload, 1) ==
+               stage_times(ds.model, ds.cluster, ds.plan, ds.workload, 2));
+  EXPECT_TRUE(same_middle_stage(ds.model, ds.plan, 2, 3));
+  const Counts b = compare(ds);
+  EXPECT_GT(b.alike, 0);
+  // Qwen3-235B-A22B with the all-to-all overlap: 94 layers in 32 chunks, and each stage's
+  // warm-up, hence its share of merged steps, is its own. Stages 2 and 3 hold as many layers
+  // chunk by chunk but are not alike, and their times differ.
+  const Scenario q = load("qwen3-235b-a22b-folded-256xh100.json");
+  ASSERT_TRUE(q.plan.moe_a2a_overlap);
+  for (int v = 0; v < q.plan.virtual_stages; ++v) {
+    ASSERT_EQ(chunk_layers(q.model, q.plan, 2 + v * q.plan.pp), chunk_layers(q.model, q.plan, 3 + v * q.plan.pp));
+  }
+  EXPECT_FALSE(same_middle_stage(q.model, q.plan, 2, 3));
+  EXPECT_FALSE(stage_times(q.model, q.cluster, q.plan, q.workload, 2) ==
+               stage_times(q.model, q.cluster, q.plan, q.workload, 3));
+  Scenario q_plain = q;
+  q_plain.plan.moe_a2a_overlap = false;
+  EXPECT_TRUE(same_middle_stage(q_plain.model, q_plain.plan, 2, 3));
+  EXPECT_TRUE(stage_times(q_plain.model, q_plain.cluster, q_plain.plan, q_plain.workload, 2) ==
+              stage_times(q_plain.model, q_plain.cluster, q_plain.plan, q_plain.workload, 3));
+  compare(q);
+  // Full recomputation of the first 2 layers of each chunk (recompute_num_layers) on the
+  // 70B over 4 stages of 3 chunks (80 layers in 12 chunks of 6 or 7).
+  Scenario l70 = shipped_scenario();
+  l70.plan.schedule = Schedule::kInterleaved;
+  l70.plan.virtual_stages = 3;
+  l70.plan.recompute = Recompute::kFull;
+  l70.plan.recompute_num_layers = 2;
+  compare(l70);
+}
+
 TEST(Estimate, BreakdownPartsAddUpToStepTime) {
   const Estimate e = estimate(shipped_scenario());
   const StepBreakdown& b = e.breakdown;

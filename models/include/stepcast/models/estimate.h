@@ -112,6 +112,7 @@ struct ExposedComm {
 struct ComputeParts {
   double gemm = 0, attention = 0, memory_bound = 0, recompute = 0, output = 0, interference = 0;
   double total() const { return gemm + attention + memory_bound + recompute + output + interference; }
+  bool operator==(const ComputeParts&) const = default;
 };
 
 // Per-microbatch times of one pipeline stage (seconds), the closed form's building block.
@@ -132,6 +133,7 @@ struct StageTimes {
   double zero3_issue_s = 0;
   ComputeParts parts;        // forward + backward split by kind of work
   double per_microbatch() const { return forward + backward + tp + cp + ep + pp + fsdp + host + offload; }
+  bool operator==(const StageTimes&) const = default;
 };
 struct LayerCost;
 struct StackProfile;
@@ -158,6 +160,12 @@ int moe_host_syncs(const ModelSpec& model, const Plan& plan, const StackProfile&
 
 StageTimes stage_times(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                        const Workload& workload, int stage);
+// Whether pipeline stages `s` and `r`, neither the first nor the last, take the same
+// StageTimes by construction: chunk by chunk in model order they hold as many layers and as
+// many dense layers and, with plan.moe_a2a_overlap, they have the same warm-up. That is all
+// stage_times reads of a middle stage; the first and the last stage add the embedding, the
+// output head and their pipeline ends. estimate() prices such stages once.
+bool same_middle_stage(const ModelSpec& model, const Plan& plan, int s, int r);
 
 struct Estimate {
   ParamCounts params;
