@@ -320,12 +320,27 @@ LayerActivations layer_activations(const ModelSpec& m, const Plan& p, std::int64
   return a;
 }
 
+// What of a stage's memory its layers set: everything but the activations of the
+// microbatches in flight, which its place in the schedule sets (stage_memory_finish). Middle
+// stages alike (same_middle_stage) have the same shape: estimate() computes it once for them.
+struct MemoryShape {
+  MemoryBreakdown mem;      // params, grads, optimizer and buffers; host: the optimizer's share
+  double layers_bytes = 0;  // one microbatch's activations kept by the stage's layers
+  bool merged = false;      // a merged step's layer beyond the warm-up (moe_a2a_overlap)
+  double merged_layer = 0, merged_token_ids = 0;
+  bool offloads_activations = false;
+  double offloaded_per_microbatch = 0;  // activations offloaded per microbatch in flight
+  bool offloads_weights = false;
+  double weights_away = 0;  // weights on the host
+  double live = 0;          // what the backward's recomputation holds live at once
+};
+
 // stage_memory with the stage's parameters and the layers' activations already computed
-// (estimate() has them).
-MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
-                                  const Workload& w, int stage, const RankParams& rp, const LayerActivations& acts) {
-  MemoryBreakdown mem;
-  mem.stage = stage;
+// (estimate() has them): its shape, then what the microbatches in flight add.
+MemoryShape stage_memory_shape(const ModelSpec& m, const ParamCounts& pc, const Plan& p, const Workload& w, int stage,
+                               const RankParams& rp, const LayerActivations& acts) {
+  MemoryShape shape;
+  MemoryBreakdown& mem = shape.mem;
   const double nd = static_cast<double>(p.dp) * p.cp;
   const double nde = p.edp();
   const double sharded = rp.dense / nd + rp.expert / nde;
@@ -352,7 +367,6 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
     mem.optimizer *= 1.0 - f;
   }
 
-  const double inflight = inflight_microbatches(p, stage);
   const int dense_total = dense_layers_of(m);
   // Dense layers come first: count this stage's dense and MoE layers.
   int dense_here = 0;
@@ -401,30 +415,24 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
       }
     });
   }
-  mem.activations = inflight * layers_bytes + activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
+  shape.layers_bytes = layers_bytes;
   if (merged_share(p, stage) > 0 && rp.layers > 0) {
     // A merged step allocates its forward's layers one by one while its backward frees its
     // own (lower.cc): one layer more than the warm-up's chunks. Its backward frees its output
     // head's buffer first, before its forward's loss allocates one: on the last stage the
     // layer adds only what it exceeds that buffer by.
+    shape.merged = true;
     const double layer = layers_bytes / rp.layers;
     const double head = stage == p.pp - 1 ? output_head_bytes(m, p, static_cast<double>(w.seq_len)) : 0.0;
-    mem.activations += std::max(0.0, layer - head);
+    shape.merged_layer = std::max(0.0, layer - head);
     // The first stage's merged forward also holds its microbatch's token ids (8 B each).
-    if (stage == 0) mem.activations += 8.0 * p.microbatch * static_cast<double>(w.seq_len) / p.cp;
-  }
-  if (stage == p.pp - 1 && m.mtp_layers > 0) {
-    // Per module: its activations for each microbatch in flight, and one more output-head
-    // buffer like the model's.
-    mem.activations += m.mtp_layers * (inflight * mtp_activation_bytes(m, p, w.seq_len) +
-                                       output_head_bytes(m, p, static_cast<double>(w.seq_len)));
+    if (stage == 0) shape.merged_token_ids = 8.0 * p.microbatch * static_cast<double>(w.seq_len) / p.cp;
   }
   // Offload: whole layers, the stage's first ones (layer_cost.h offloaded_layers).
   if (const int n = offloaded_layers(p.offload_activations, rp.layers); n > 0) {
     const int n_moe = moe_layers_among_first(m, p, stage, n);
-    const double away = inflight * ((n - n_moe) * a_dense + n_moe * a_moe);
-    mem.activations -= away;
-    mem.host += away;
+    shape.offloads_activations = true;
+    shape.offloaded_per_microbatch = (n - n_moe) * a_dense + n_moe * a_moe;
     mem.buffers += std::max(n_moe < n ? a_dense : 0.0, n_moe > 0 ? a_moe : 0.0);  // one layer in transit
   }
   if (const int n = offloaded_layers(p.offload_weights, rp.layers); n > 0) {
@@ -433,15 +441,16 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
     const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
     const double away = kWeightBytes * ((n - n_moe) * dl.dense + n_moe * (ml.dense + ml.expert));
     mem.params -= away;
-    mem.host += away;
+    shape.offloads_weights = true;
+    shape.weights_away = away;
     mem.buffers += 2 * kWeightBytes * rp.largest_layer;  // the layer in use and the one prefetched
   }
   if (full_rc) {
     // Backward recomputes one layer at a time: its full activations are live once.
     if (group > 1) {
-      mem.activations += group_live;
+      shape.live = group_live;
     } else if (!p.partial_full_recompute()) {
-      mem.activations += moe_here > 0 ? all_moe : all_dense;
+      shape.live = moe_here > 0 ? all_moe : all_dense;
     } else {
       // recompute_num_layers: a chunk's backward runs its kept (last) layers first and frees
       // their activations before it recomputes its first layers, so the recomputed layer
@@ -454,14 +463,14 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
         const double kept = (n - k - moe_kept) * all_dense + moe_kept * all_moe;
         live = std::max(live, (moe_layers_in(m, first, k) > 0 ? all_moe : all_dense) - kept);
       });
-      mem.activations += live;
+      shape.live = live;
     }
   } else if (p.recompute == Recompute::kSelective || p.recompute == Recompute::kSelectiveOp) {
     // Likewise what one layer recomputes (the larger kind on this stage).
     double most = 0;
     if (dense_here > 0) most = std::max(most, acts.whole_dense - acts.dense);
     if (moe_here > 0) most = std::max(most, acts.whole_moe - acts.moe);
-    mem.activations += most;
+    shape.live = most;
   }
   const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
   mem.buffers += kContextBytes + (communicates ? kNcclBytes : 0.0);
@@ -471,6 +480,36 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
     // (Without reshard_after_forward the gathered weights are among mem.params.)
     mem.buffers += rp.largest_layer * ((kept_params ? 0.0 : 2 * kWeightBytes) + (unsharded_grads ? 0.0 : p.grad_bytes));
   }
+  return shape;
+}
+
+// The stage's memory from its shape: the activations of the microbatches in flight (the
+// schedule's warm-up on this stage), the first and the last stage's extras, the offloaded
+// ones moved to the host, and what recomputation holds live.
+MemoryBreakdown stage_memory_finish(const MemoryShape& shape, const ModelSpec& m, const ClusterSpec& c, const Plan& p,
+                                    const Workload& w, int stage) {
+  MemoryBreakdown mem = shape.mem;
+  mem.stage = stage;
+  const double inflight = inflight_microbatches(p, stage);
+  mem.activations =
+      inflight * shape.layers_bytes + activation_extras(m, p, static_cast<double>(w.seq_len), stage, inflight);
+  if (shape.merged) {
+    mem.activations += shape.merged_layer;
+    if (stage == 0) mem.activations += shape.merged_token_ids;
+  }
+  if (stage == p.pp - 1 && m.mtp_layers > 0) {
+    // Per module: its activations for each microbatch in flight, and one more output-head
+    // buffer like the model's.
+    mem.activations += m.mtp_layers * (inflight * mtp_activation_bytes(m, p, w.seq_len) +
+                                       output_head_bytes(m, p, static_cast<double>(w.seq_len)));
+  }
+  if (shape.offloads_activations) {
+    const double away = inflight * shape.offloaded_per_microbatch;
+    mem.activations -= away;
+    mem.host += away;
+  }
+  if (shape.offloads_weights) mem.host += shape.weights_away;
+  mem.activations += shape.live;
   mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.buffers;
   mem.capacity = c.gpu.hbm_GiB * kGiB;
   mem.usable = mem.capacity * (1.0 - p.memory_headroom);
@@ -479,12 +518,35 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
   return mem;
 }
 
+MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
+                                  const Workload& w, int stage, const RankParams& rp, const LayerActivations& acts) {
+  return stage_memory_finish(stage_memory_shape(m, pc, p, w, stage, rp, acts), m, c, p, w, stage);
+}
+
 }  // namespace
 
 MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                              int stage) {
   const ParamCounts pc = count_params(m);
   return stage_memory_with(m, pc, c, p, w, stage, rank_params(m, pc, p, stage), layer_activations(m, p, w.seq_len));
+}
+
+std::vector<MemoryBreakdown> stage_memories(const ModelSpec& m, const ClusterSpec& c, const Plan& p,
+                                            const Workload& w) {
+  const ParamCounts pc = count_params(m);
+  const LayerActivations acts = layer_activations(m, p, w.seq_len);
+  std::vector<MemoryBreakdown> out;
+  out.reserve(static_cast<std::size_t>(std::max(p.pp, 0)));
+  MemoryShape shape;
+  int shape_of = -1;
+  for (int s = 0; s < p.pp; ++s) {
+    if (!same_middle_stage(m, p, s, shape_of)) {
+      shape = stage_memory_shape(m, pc, p, w, s, rank_params(m, pc, p, s), acts);
+      shape_of = s;
+    }
+    out.push_back(stage_memory_finish(shape, m, c, p, w, s));
+  }
+  return out;
 }
 
 StageState stage_state(const Plan& p, const RankParams& rp, const MemoryBreakdown& mem) {
@@ -1055,11 +1117,15 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // The optimizer step of the last distinct parameter count.
   double os_params = -1;
   OptimizerStep os;
+  // Each stage's twin: the earlier stage it is alike (its shape of memory too), else itself.
+  std::vector<int> twin(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     double fl = 0;
     RankParams rp;
     StageTimes st;
+    twin[static_cast<std::size_t>(s)] = s;
     if (priced.stage >= 0 && same_middle_stage(m, p, s, priced.stage)) {
+      twin[static_cast<std::size_t>(s)] = priced.stage;
       st = priced.times;
       fl = priced.flops;
       rp = priced.params;
@@ -1222,9 +1288,15 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   MemoryBreakdown host_worst;
   const LayerActivations acts = layer_activations(m, p, w.seq_len);
   e.stages.resize(static_cast<std::size_t>(p.pp));
+  MemoryShape shape;  // of stage shape_of, which stage s's twin reuses
+  int shape_of = -1;
   for (int s = 0; s < p.pp; ++s) {
     const RankParams& rp = stage_params[static_cast<std::size_t>(s)];
-    MemoryBreakdown mem = stage_memory_with(m, e.params, c, p, w, s, rp, acts);
+    if (twin[static_cast<std::size_t>(s)] != shape_of) {
+      shape = stage_memory_shape(m, e.params, p, w, s, rp, acts);
+      shape_of = s;
+    }
+    MemoryBreakdown mem = stage_memory_finish(shape, m, c, p, w, s);
     e.stages[static_cast<std::size_t>(s)] = stage_state(p, rp, mem);
     if (s == 0 || mem.total > e.memory.total) e.memory = mem;
     if (host_short < 0 && mem.host > mem.host_usable) {

@@ -213,10 +213,8 @@ int largest_chunk_layers(const ModelSpec& m, const Plan& p) {
 // Whether every pipeline stage of `q` fits in HBM and host memory: estimate()'s
 // memory.fits from stage_memory alone (the step is not needed to compare recomputations).
 bool memory_fits(const ModelSpec& m, const ClusterSpec& c, const Plan& q, const Workload& w) {
-  for (int st = 0; st < q.pp; ++st) {
-    if (!stage_memory(m, c, q, w, st).fits) return false;
-  }
-  return true;
+  const std::vector<MemoryBreakdown> stages = stage_memories(m, c, q, w);
+  return std::all_of(stages.begin(), stages.end(), [](const MemoryBreakdown& mem) { return mem.fits; });
 }
 
 // With recompute "full": the fewest layers per model chunk (Plan::recompute_num_layers,
@@ -282,7 +280,7 @@ std::optional<int> least_memory_group(const ModelSpec& m, const ClusterSpec& c, 
   // reports as memory.total); the step is the same for every size.
   auto worst_stage = [&] {
     double most_bytes = 0;
-    for (int st = 0; st < q.pp; ++st) most_bytes = std::max(most_bytes, stage_memory(m, c, q, w, st).total);
+    for (const MemoryBreakdown& mem : stage_memories(m, c, q, w)) most_bytes = std::max(most_bytes, mem.total);
     return most_bytes;
   };
   int best = 0;

@@ -231,10 +231,13 @@ TEST(Estimate, SkippingTheNotesChangesNothingElse) {
   EXPECT_EQ(with.stages[0].params_bytes, without.stages[0].params_bytes);
 }
 
-// estimate() prices a middle stage once for the middle stages like it (same_middle_stage).
-// Priced each on its own (stage_times), every pair it calls alike has the same times, field
-// by field; the pairs it tells apart by their chunks' layers, their dense layers or their
-// warm-up take different times, so each of the three belongs in the comparison.
+// estimate() prices a middle stage once for the middle stages like it (same_middle_stage):
+// their times, and the part of their memory their layers set. Priced each on its own
+// (stage_times), every pair it calls alike has the same times, field by field; the pairs it
+// tells apart by their chunks' layers, their dense layers or their warm-up take different
+// times, so each of the three belongs in the comparison. And the estimate's stages, and
+// stage_memories', are each stage priced on its own: its memory (stage_memory), its state and
+// the slowest stage.
 TEST(Estimate, MiddleStagesAlikeTakeTheSameTimes) {
   const auto load = [](const std::string& file) {
     auto r = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/" + file);
@@ -247,6 +250,26 @@ TEST(Estimate, MiddleStagesAlikeTakeTheSameTimes) {
   const auto compare = [](const Scenario& sc) {
     Counts n;
     const Plan& p = sc.plan;
+    const Estimate e = estimate(sc.model, sc.cluster, p, sc.workload);
+    EXPECT_EQ(e.stages.size(), static_cast<std::size_t>(p.pp));
+    const std::vector<MemoryBreakdown> all = stage_memories(sc.model, sc.cluster, p, sc.workload);
+    EXPECT_EQ(all.size(), static_cast<std::size_t>(p.pp));
+    MemoryBreakdown worst;
+    int slowest = 0;
+    double t_max = -1;
+    for (int s = 0; s < p.pp && static_cast<std::size_t>(s) < std::min(e.stages.size(), all.size()); ++s) {
+      const MemoryBreakdown mem = stage_memory(sc.model, sc.cluster, p, sc.workload, s);
+      EXPECT_TRUE(all[static_cast<std::size_t>(s)] == mem) << "stage " << s;
+      EXPECT_TRUE(e.stages[static_cast<std::size_t>(s)] == stage_state(p, rank_params(sc.model, p, s), mem))
+          << "stage " << s;
+      if (s == 0 || mem.total > worst.total) worst = mem;
+      if (const double t = stage_times(sc.model, sc.cluster, p, sc.workload, s).per_microbatch(); t > t_max) {
+        t_max = t;
+        slowest = s;
+      }
+    }
+    EXPECT_TRUE(e.memory == worst) << e.memory.total << " B against stage " << worst.stage << "'s " << worst.total;
+    EXPECT_EQ(e.slowest_stage, slowest);
     for (int s = 1; s < p.pp - 1; ++s) {
       const StageTimes a = stage_times(sc.model, sc.cluster, p, sc.workload, s);
       for (int r = s + 1; r < p.pp - 1; ++r) {
@@ -326,6 +349,11 @@ TEST(Estimate, MiddleStagesAlikeTakeTheSameTimes) {
   l70.plan.recompute = Recompute::kFull;
   l70.plan.recompute_num_layers = 2;
   compare(l70);
+  // Activation and weight offload (whole layers, each stage's first ones) over the 6 stages.
+  Scenario off = pp6;
+  off.plan.offload_activations = 0.5;
+  off.plan.offload_weights = 0.25;
+  EXPECT_EQ(compare(off).alike, 2);
 }
 
 TEST(Estimate, BreakdownPartsAddUpToStepTime) {

@@ -28,6 +28,7 @@ struct MemoryBreakdown {
   double host_usable = 0;   // its share of the node's host memory (host_memory_GiB / gpus_per_node)
   bool fits = false;        // total <= usable and host <= host_usable
   int stage = 0;            // the pipeline stage this is for
+  bool operator==(const MemoryBreakdown&) const = default;
 };
 
 // Activation bytes of one transformer layer for one microbatch on one rank.
@@ -74,6 +75,11 @@ double inflight_microbatches(const Plan& plan, int stage);
 
 MemoryBreakdown stage_memory(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                              const Workload& workload, int stage);
+// Every stage's memory (stage_memory of each, in stage order) as estimate() computes it:
+// the model's counts and the layers' activations once, and the part of the memory a stage's
+// layers set once for the middle stages alike (same_middle_stage).
+std::vector<MemoryBreakdown> stage_memories(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
+                                            const Workload& workload);
 
 // Step-time parts of the slowest rank; they add up to step_time_s.
 struct StepBreakdown {

@@ -196,6 +196,7 @@ struct StageState {
   double write_params = 0;
   double params_bytes = 0;
   double optimizer_bytes = 0;
+  bool operator==(const StageState&) const = default;
 };
 
 CheckpointCost checkpoint_cost(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
