@@ -523,6 +523,23 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
   return stage_memory_finish(stage_memory_shape(m, pc, p, w, stage, rp, acts), m, c, p, w, stage);
 }
 
+// Calls f(s, memory of stage s) for every stage in order. A stage reuses the shape of the
+// last stage whose shape was computed when alike(s, that stage) (same_middle_stage, or
+// estimate()'s record of it); rank_of(s) gives a stage's parameters when its shape is computed.
+template <class Alike, class RankOf, class F>
+void for_each_stage_memory(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
+                           const Workload& w, const LayerActivations& acts, Alike&& alike, RankOf&& rank_of, F&& f) {
+  MemoryShape shape;
+  int shape_of = -1;
+  for (int s = 0; s < p.pp; ++s) {
+    if (shape_of < 0 || !alike(s, shape_of)) {
+      shape = stage_memory_shape(m, pc, p, w, s, rank_of(s), acts);
+      shape_of = s;
+    }
+    f(s, stage_memory_finish(shape, m, c, p, w, s));
+  }
+}
+
 }  // namespace
 
 MemoryBreakdown stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
@@ -537,15 +554,9 @@ std::vector<MemoryBreakdown> stage_memories(const ModelSpec& m, const ClusterSpe
   const LayerActivations acts = layer_activations(m, p, w.seq_len);
   std::vector<MemoryBreakdown> out;
   out.reserve(static_cast<std::size_t>(std::max(p.pp, 0)));
-  MemoryShape shape;
-  int shape_of = -1;
-  for (int s = 0; s < p.pp; ++s) {
-    if (!same_middle_stage(m, p, s, shape_of)) {
-      shape = stage_memory_shape(m, pc, p, w, s, rank_params(m, pc, p, s), acts);
-      shape_of = s;
-    }
-    out.push_back(stage_memory_finish(shape, m, c, p, w, s));
-  }
+  for_each_stage_memory(
+      m, pc, c, p, w, acts, [&](int s, int r) { return same_middle_stage(m, p, s, r); },
+      [&](int s) { return rank_params(m, pc, p, s); }, [&](int, const MemoryBreakdown& mem) { out.push_back(mem); });
   return out;
 }
 
@@ -1288,22 +1299,17 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   MemoryBreakdown host_worst;
   const LayerActivations acts = layer_activations(m, p, w.seq_len);
   e.stages.resize(static_cast<std::size_t>(p.pp));
-  MemoryShape shape;  // of stage shape_of, which stage s's twin reuses
-  int shape_of = -1;
-  for (int s = 0; s < p.pp; ++s) {
-    const RankParams& rp = stage_params[static_cast<std::size_t>(s)];
-    if (twin[static_cast<std::size_t>(s)] != shape_of) {
-      shape = stage_memory_shape(m, e.params, p, w, s, rp, acts);
-      shape_of = s;
-    }
-    MemoryBreakdown mem = stage_memory_finish(shape, m, c, p, w, s);
-    e.stages[static_cast<std::size_t>(s)] = stage_state(p, rp, mem);
-    if (s == 0 || mem.total > e.memory.total) e.memory = mem;
-    if (host_short < 0 && mem.host > mem.host_usable) {
-      host_short = s;
-      host_worst = mem;
-    }
-  }
+  const auto rank_of = [&](int s) -> const RankParams& { return stage_params[static_cast<std::size_t>(s)]; };
+  for_each_stage_memory(
+      m, e.params, c, p, w, acts, [&](int s, int r) { return twin[static_cast<std::size_t>(s)] == r; }, rank_of,
+      [&](int s, const MemoryBreakdown& mem) {
+        e.stages[static_cast<std::size_t>(s)] = stage_state(p, rank_of(s), mem);
+        if (s == 0 || mem.total > e.memory.total) e.memory = mem;
+        if (host_short < 0 && mem.host > mem.host_usable) {
+          host_short = s;
+          host_worst = mem;
+        }
+      });
   if (host_short >= 0) e.memory.fits = false;
   // The rest writes the notes alone.
   if (notes == EstimateNotes::kSkip) return e;
