@@ -333,12 +333,29 @@ struct MemoryShape {
   bool offloads_weights = false;
   double weights_away = 0;  // weights on the host
   double live = 0;          // what the backward's recomputation holds live at once
+  int dense_layers = 0, moe_layers = 0;  // the stage's
 };
+
+// What of a stage's shape recompute_num_layers sets (layers_bytes, live, the merged step's
+// layer), on `shape` with the rest set (stage_memory_shape_rest).
+void set_recompute_terms(MemoryShape& shape, const ModelSpec& m, const Plan& p, const Workload& w, int stage,
+                         const RankParams& rp, const LayerActivations& acts);
+
+// The rest of the shape: what does not depend on recompute_num_layers.
+MemoryShape stage_memory_shape_rest(const ModelSpec& m, const ParamCounts& pc, const Plan& p, int stage,
+                                    const RankParams& rp, const LayerActivations& acts);
 
 // stage_memory with the stage's parameters and the layers' activations already computed
 // (estimate() has them): its shape, then what the microbatches in flight add.
 MemoryShape stage_memory_shape(const ModelSpec& m, const ParamCounts& pc, const Plan& p, const Workload& w, int stage,
                                const RankParams& rp, const LayerActivations& acts) {
+  MemoryShape shape = stage_memory_shape_rest(m, pc, p, stage, rp, acts);
+  set_recompute_terms(shape, m, p, w, stage, rp, acts);
+  return shape;
+}
+
+MemoryShape stage_memory_shape_rest(const ModelSpec& m, const ParamCounts& pc, const Plan& p, int stage,
+                                    const RankParams& rp, const LayerActivations& acts) {
   MemoryShape shape;
   MemoryBreakdown& mem = shape.mem;
   const double nd = static_cast<double>(p.dp) * p.cp;
@@ -381,6 +398,40 @@ MemoryShape stage_memory_shape(const ModelSpec& m, const ParamCounts& pc, const 
     const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
     mem.params += kFp8WeightCacheBytes * (dense_here * dl.dense + moe_here * (ml.dense + ml.expert));
   }
+  const double a_dense = acts.dense, a_moe = acts.moe;
+  shape.dense_layers = dense_here;
+  shape.moe_layers = moe_here;
+  // Offload: whole layers, the stage's first ones (layer_cost.h offloaded_layers).
+  if (const int n = offloaded_layers(p.offload_activations, rp.layers); n > 0) {
+    const int n_moe = moe_layers_among_first(m, p, stage, n);
+    shape.offloads_activations = true;
+    shape.offloaded_per_microbatch = (n - n_moe) * a_dense + n_moe * a_moe;
+    mem.buffers += std::max(n_moe < n ? a_dense : 0.0, n_moe > 0 ? a_moe : 0.0);  // one layer in transit
+  }
+  if (const int n = offloaded_layers(p.offload_weights, rp.layers); n > 0) {
+    const int n_moe = moe_layers_among_first(m, p, stage, n);
+    const LayerRankParams dl = layer_rank_params(m, pc, p, false);
+    const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
+    const double away = kWeightBytes * ((n - n_moe) * dl.dense + n_moe * (ml.dense + ml.expert));
+    mem.params -= away;
+    shape.offloads_weights = true;
+    shape.weights_away = away;
+    mem.buffers += 2 * kWeightBytes * rp.largest_layer;  // the layer in use and the one prefetched
+  }
+  const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
+  mem.buffers += kContextBytes + (communicates ? kNcclBytes : 0.0);
+  if (p.zero >= 3 && nd > 1) {
+    // FSDP: current and prefetched unsharded layer, plus the current unsharded gradients
+    // (with fsdp_no_sync they are among the stage's unsharded gradients, mem.grads).
+    // (Without reshard_after_forward the gathered weights are among mem.params.)
+    mem.buffers += rp.largest_layer * ((kept_params ? 0.0 : 2 * kWeightBytes) + (unsharded_grads ? 0.0 : p.grad_bytes));
+  }
+  return shape;
+}
+
+void set_recompute_terms(MemoryShape& shape, const ModelSpec& m, const Plan& p, const Workload& w, int stage,
+                         const RankParams& rp, const LayerActivations& acts) {
+  const int dense_here = shape.dense_layers, moe_here = shape.moe_layers;
   const double a_dense = acts.dense, a_moe = acts.moe;
   // Partial full recomputation (recompute_num_layers): the layers that do not recompute keep
   // all their activations.
@@ -428,23 +479,6 @@ MemoryShape stage_memory_shape(const ModelSpec& m, const ParamCounts& pc, const 
     // The first stage's merged forward also holds its microbatch's token ids (8 B each).
     if (stage == 0) shape.merged_token_ids = 8.0 * p.microbatch * static_cast<double>(w.seq_len) / p.cp;
   }
-  // Offload: whole layers, the stage's first ones (layer_cost.h offloaded_layers).
-  if (const int n = offloaded_layers(p.offload_activations, rp.layers); n > 0) {
-    const int n_moe = moe_layers_among_first(m, p, stage, n);
-    shape.offloads_activations = true;
-    shape.offloaded_per_microbatch = (n - n_moe) * a_dense + n_moe * a_moe;
-    mem.buffers += std::max(n_moe < n ? a_dense : 0.0, n_moe > 0 ? a_moe : 0.0);  // one layer in transit
-  }
-  if (const int n = offloaded_layers(p.offload_weights, rp.layers); n > 0) {
-    const int n_moe = moe_layers_among_first(m, p, stage, n);
-    const LayerRankParams dl = layer_rank_params(m, pc, p, false);
-    const LayerRankParams ml = m.moe ? layer_rank_params(m, pc, p, true) : LayerRankParams{};
-    const double away = kWeightBytes * ((n - n_moe) * dl.dense + n_moe * (ml.dense + ml.expert));
-    mem.params -= away;
-    shape.offloads_weights = true;
-    shape.weights_away = away;
-    mem.buffers += 2 * kWeightBytes * rp.largest_layer;  // the layer in use and the one prefetched
-  }
   if (full_rc) {
     // Backward recomputes one layer at a time: its full activations are live once.
     if (group > 1) {
@@ -472,15 +506,6 @@ MemoryShape stage_memory_shape(const ModelSpec& m, const ParamCounts& pc, const 
     if (moe_here > 0) most = std::max(most, acts.whole_moe - acts.moe);
     shape.live = most;
   }
-  const bool communicates = p.tp > 1 || p.pp > 1 || p.dp > 1 || p.cp > 1 || p.ep > 1;
-  mem.buffers += kContextBytes + (communicates ? kNcclBytes : 0.0);
-  if (p.zero >= 3 && nd > 1) {
-    // FSDP: current and prefetched unsharded layer, plus the current unsharded gradients
-    // (with fsdp_no_sync they are among the stage's unsharded gradients, mem.grads).
-    // (Without reshard_after_forward the gathered weights are among mem.params.)
-    mem.buffers += rp.largest_layer * ((kept_params ? 0.0 : 2 * kWeightBytes) + (unsharded_grads ? 0.0 : p.grad_bytes));
-  }
-  return shape;
 }
 
 // The stage's memory from its shape: the activations of the microbatches in flight (the
@@ -524,17 +549,17 @@ MemoryBreakdown stage_memory_with(const ModelSpec& m, const ParamCounts& pc, con
 }
 
 // Calls f(s, memory of stage s) for every stage in order. A stage reuses the shape of the
-// last stage whose shape was computed when alike(s, that stage) (same_middle_stage, or
-// estimate()'s record of it); rank_of(s) gives a stage's parameters when its shape is computed.
-template <class Alike, class RankOf, class F>
-void for_each_stage_memory(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
-                           const Workload& w, const LayerActivations& acts, Alike&& alike, RankOf&& rank_of, F&& f) {
+// last stage whose shape was computed when alike(s, that stage) (same_middle_stage, or a
+// record of it); shape_of(s) computes a stage's shape.
+template <class Alike, class ShapeOf, class F>
+void for_each_stage_memory(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w, Alike&& alike,
+                           ShapeOf&& shape_of, F&& f) {
   MemoryShape shape;
-  int shape_of = -1;
+  int computed = -1;
   for (int s = 0; s < p.pp; ++s) {
-    if (shape_of < 0 || !alike(s, shape_of)) {
-      shape = stage_memory_shape(m, pc, p, w, s, rank_of(s), acts);
-      shape_of = s;
+    if (computed < 0 || !alike(s, computed)) {
+      shape = shape_of(s);
+      computed = s;
     }
     f(s, stage_memory_finish(shape, m, c, p, w, s));
   }
@@ -555,9 +580,85 @@ std::vector<MemoryBreakdown> stage_memories(const ModelSpec& m, const ClusterSpe
   std::vector<MemoryBreakdown> out;
   out.reserve(static_cast<std::size_t>(std::max(p.pp, 0)));
   for_each_stage_memory(
-      m, pc, c, p, w, acts, [&](int s, int r) { return same_middle_stage(m, p, s, r); },
-      [&](int s) { return rank_params(m, pc, p, s); }, [&](int, const MemoryBreakdown& mem) { out.push_back(mem); });
+      m, c, p, w, [&](int s, int r) { return same_middle_stage(m, p, s, r); },
+      [&](int s) { return stage_memory_shape(m, pc, p, w, s, rank_params(m, pc, p, s), acts); },
+      [&](int, const MemoryBreakdown& mem) { out.push_back(mem); });
   return out;
+}
+
+struct StageMemoriesByCount::Impl {
+  const ModelSpec& m;
+  const ClusterSpec& c;
+  const Workload& w;
+  Plan p;
+  ParamCounts pc;
+  LayerActivations acts;
+  std::vector<char> reuses;  // stage s takes the shape of the last stage computed
+  // Of each stage whose shape is computed: its parameters, and its shape but for what
+  // recompute_num_layers sets (stage_memory_shape_rest).
+  std::vector<RankParams> rps;
+  std::vector<MemoryShape> rests;
+
+  template <class F>
+  void each(int n, F&& f) const {
+    Plan q = p;
+    q.recompute_num_layers = n;
+    for_each_stage_memory(
+        m, c, q, w, [&](int s, int) { return reuses[static_cast<std::size_t>(s)] != 0; },
+        [&](int s) {
+          const auto i = static_cast<std::size_t>(s);
+          MemoryShape shape = rests[i];
+          set_recompute_terms(shape, m, q, w, s, rps[i], acts);
+          return shape;
+        },
+        f);
+  }
+};
+
+StageMemoriesByCount::StageMemoriesByCount(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w)
+    : impl_([&] {
+        auto impl =
+            std::make_unique<Impl>(Impl{m, c, w, p, count_params(m), layer_activations(m, p, w.seq_len), {}, {}, {}});
+        const std::size_t stages = static_cast<std::size_t>(std::max(p.pp, 0));
+        impl->reuses.assign(stages, 0);
+        impl->rps.resize(stages);
+        impl->rests.resize(stages);
+        // As for_each_stage_memory decides it: alike the last stage whose shape was computed.
+        // Neither that, nor a stage's parameters, nor the rest of its shape depends on
+        // recompute_num_layers.
+        int shape_of = -1;
+        for (int s = 0; s < p.pp; ++s) {
+          if (shape_of >= 0 && same_middle_stage(m, p, s, shape_of)) {
+            impl->reuses[static_cast<std::size_t>(s)] = 1;
+            continue;
+          }
+          const auto i = static_cast<std::size_t>(s);
+          impl->rps[i] = rank_params(m, impl->pc, p, s);
+          impl->rests[i] = stage_memory_shape_rest(m, impl->pc, p, s, impl->rps[i], impl->acts);
+          shape_of = s;
+        }
+        return std::unique_ptr<const Impl>(std::move(impl));
+      }()) {}
+
+StageMemoriesByCount::~StageMemoriesByCount() = default;
+
+std::vector<MemoryBreakdown> StageMemoriesByCount::at(int n) const {
+  std::vector<MemoryBreakdown> out;
+  out.reserve(impl_->rps.size());
+  impl_->each(n, [&](int, const MemoryBreakdown& mem) { out.push_back(mem); });
+  return out;
+}
+
+bool StageMemoriesByCount::fits(int n) const {
+  bool all = true;
+  impl_->each(n, [&](int, const MemoryBreakdown& mem) { all = all && mem.fits; });
+  return all;
+}
+
+double StageMemoriesByCount::worst_total(int n) const {
+  double most = 0;
+  impl_->each(n, [&](int, const MemoryBreakdown& mem) { most = std::max(most, mem.total); });
+  return most;
 }
 
 StageState stage_state(const Plan& p, const RankParams& rp, const MemoryBreakdown& mem) {
@@ -1301,7 +1402,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.stages.resize(static_cast<std::size_t>(p.pp));
   const auto rank_of = [&](int s) -> const RankParams& { return stage_params[static_cast<std::size_t>(s)]; };
   for_each_stage_memory(
-      m, e.params, c, p, w, acts, [&](int s, int r) { return twin[static_cast<std::size_t>(s)] == r; }, rank_of,
+      m, c, p, w, [&](int s, int r) { return twin[static_cast<std::size_t>(s)] == r; },
+      [&](int s) { return stage_memory_shape(m, e.params, p, w, s, rank_of(s), acts); },
       [&](int s, const MemoryBreakdown& mem) {
         e.stages[static_cast<std::size_t>(s)] = stage_state(p, rank_of(s), mem);
         if (s == 0 || mem.total > e.memory.total) e.memory = mem;

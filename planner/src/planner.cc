@@ -234,10 +234,8 @@ std::optional<FittingLayers> fewest_fitting_recompute_layers(const ModelSpec& m,
   const int most = largest_chunk_layers(m, q);
   q.recompute = Recompute::kFull;
   q.recompute_method = RecomputeMethod::kBlock;
-  auto fits = [&](int n) {
-    q.recompute_num_layers = FittingLayers{n, most}.count();
-    return memory_fits(m, c, q, w);
-  };
+  const StageMemoriesByCount memories(m, c, q, w);
+  auto fits = [&](int n) { return memories.fits(FittingLayers{n, most}.count()); };
   q.recompute_num_layers = most > 1 ? 1 : 0;
   if (!layout_errors(m, c, q, w).empty()) {
     // A count is not expressed here: every layer or nothing.
@@ -278,16 +276,11 @@ std::optional<int> least_memory_group(const ModelSpec& m, const ClusterSpec& c, 
   if (most < 2 || !layout_errors(m, c, q, w).empty()) return std::nullopt;
   // The sizes compared by their worst stage's memory alone (stage_memory, what estimate()
   // reports as memory.total); the step is the same for every size.
-  auto worst_stage = [&] {
-    double most_bytes = 0;
-    for (const MemoryBreakdown& mem : stage_memories(m, c, q, w)) most_bytes = std::max(most_bytes, mem.total);
-    return most_bytes;
-  };
+  const StageMemoriesByCount memories(m, c, q, w);
   int best = 0;
   double least = 0;
   for (int g = 2; g <= most; ++g) {
-    q.recompute_num_layers = g;
-    const double bytes = worst_stage();
+    const double bytes = memories.worst_total(g);
     if (best == 0 || bytes < least) best = g, least = bytes;
   }
   return best;

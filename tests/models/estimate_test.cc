@@ -356,6 +356,66 @@ TEST(Estimate, MiddleStagesAlikeTakeTheSameTimes) {
   EXPECT_EQ(compare(off).alike, 2);
 }
 
+// StageMemoriesByCount: the planner's recomputation fitting asks one layout's memory for many
+// recompute_num_layers; every count gives what stage_memories gives for the plan with that
+// count, whole struct by whole struct, for "block" (the first N of each chunk) and "uniform"
+// (groups of N), on stages alike and not, with dense and MoE layers and with offload.
+TEST(Estimate, StageMemoriesByCountAreStageMemoriesOfEachCount) {
+  const auto same_for_every_count = [](const Scenario& sc, RecomputeMethod method) {
+    Plan p = sc.plan;
+    p.recompute = Recompute::kFull;
+    p.recompute_method = method;
+    const StageMemoriesByCount by_count(sc.model, sc.cluster, p, sc.workload);
+    int most = 0;
+    for (int k = 0; k < p.pp * p.virtual_stages; ++k) most = std::max(most, chunk_layers(sc.model, p, k));
+    int checked = 0;
+    for (int n = 0; n <= most; ++n) {
+      Plan q = p;
+      q.recompute_num_layers = n;
+      const std::vector<MemoryBreakdown> want = stage_memories(sc.model, sc.cluster, q, sc.workload);
+      const std::vector<MemoryBreakdown> got = by_count.at(n);
+      EXPECT_TRUE(got == want) << "recompute_num_layers " << n;
+      double worst = 0;
+      bool fit = true;
+      for (const MemoryBreakdown& mem : want) worst = std::max(worst, mem.total), fit = fit && mem.fits;
+      EXPECT_EQ(by_count.worst_total(n), worst) << "recompute_num_layers " << n;
+      EXPECT_EQ(by_count.fits(n), fit) << "recompute_num_layers " << n;
+      ++checked;
+    }
+    return checked;
+  };
+  // The 70B over 6 stages (14 and 13 layers): counts 0..14 of each method.
+  Scenario pp6 = shipped_scenario();
+  pp6.plan.pp = 6;
+  pp6.plan.dp = 1;
+  pp6.cluster.nodes = 6;
+  EXPECT_EQ(same_for_every_count(pp6, RecomputeMethod::kBlock), 15);
+  EXPECT_EQ(same_for_every_count(pp6, RecomputeMethod::kUniform), 15);
+  // The counts change the memory: the fewest recomputed layers keep the most.
+  Plan block = pp6.plan;
+  block.recompute = Recompute::kFull;
+  const StageMemoriesByCount by_count(pp6.model, pp6.cluster, block, pp6.workload);
+  EXPECT_GT(by_count.worst_total(1), by_count.worst_total(0));
+  // With activation offload over the same stages, and DeepSeek-V3's dense first layers over
+  // 16 stages.
+  Scenario off = pp6;
+  off.plan.offload_activations = 0.5;
+  same_for_every_count(off, RecomputeMethod::kBlock);
+  auto loaded = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/deepseek-v3-ep64-1024xh100.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  Scenario ds = loaded.value();
+  ds.plan.pp = 16;
+  ds.plan.dp = 32;
+  ds.plan.ep = 32;
+  ds.plan.virtual_stages = 1;
+  ds.plan.schedule = Schedule::kOneFOneB;
+  ds.plan.pipeline_layout.clear();
+  ds.plan.pipeline_layout_mtp = 0;
+  ds.plan.moe_a2a_overlap = false;
+  EXPECT_EQ(same_for_every_count(ds, RecomputeMethod::kBlock), 5);
+  EXPECT_EQ(same_for_every_count(ds, RecomputeMethod::kUniform), 5);
+}
+
 TEST(Estimate, BreakdownPartsAddUpToStepTime) {
   const Estimate e = estimate(shipped_scenario());
   const StepBreakdown& b = e.breakdown;

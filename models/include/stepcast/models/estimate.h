@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,28 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const ClusterSpec& cluster,
 // layers set once for the middle stages alike (same_middle_stage).
 std::vector<MemoryBreakdown> stage_memories(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
                                             const Workload& workload);
+// stage_memories of one plan as its recompute_num_layers varies (the planner's recomputation
+// fitting asks for many counts of one layout): the model's counts, the layers' activations,
+// each stage's parameters and which middle stages are alike, none of which depends on the
+// count, computed once. at(n) equals stage_memories of the plan with recompute_num_layers n,
+// bit for bit. Holds references to the model, cluster and workload: they must outlive it.
+class StageMemoriesByCount {
+ public:
+  StageMemoriesByCount(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan, const Workload& workload);
+  ~StageMemoriesByCount();
+  StageMemoriesByCount(const StageMemoriesByCount&) = delete;
+  StageMemoriesByCount& operator=(const StageMemoriesByCount&) = delete;
+
+  std::vector<MemoryBreakdown> at(int recompute_num_layers) const;
+  // Whether every stage fits (every at(n)[s].fits), and the worst stage's total
+  // (the largest at(n)[s].total), without the vector.
+  bool fits(int recompute_num_layers) const;
+  double worst_total(int recompute_num_layers) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<const Impl> impl_;
+};
 
 // Step-time parts of the slowest rank; they add up to step_time_s.
 struct StepBreakdown {
