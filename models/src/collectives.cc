@@ -1,6 +1,7 @@
 #include "stepcast/models/collectives.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -237,6 +238,51 @@ double hierarchical_time(CollKind kind, const GroupShape& g, const Links& l, dou
 }
 
 }  // namespace
+
+namespace {
+
+std::uint64_t collective_key_hash(CollKind kind, int ranks, int ranks_per_node, int nodes, double bytes) {
+  const auto u = [](int x) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)); };
+  std::uint64_t h = std::bit_cast<std::uint64_t>(bytes) ^ (u(ranks) << 11) ^ (u(ranks_per_node) << 27) ^
+                    (u(nodes) << 37) ^ u(static_cast<int>(kind));
+  h *= 0x9E3779B97F4A7C15ull;  // Fibonacci hashing's multiplier; its high bits mix every input bit
+  return h ^ (h >> 32);
+}
+
+}  // namespace
+
+CollectiveTimes::Entry* CollectiveTimes::slot(CollKind kind, int ranks, int ranks_per_node, int nodes, double bytes) {
+  const std::size_t mask = size_ - 1;
+  std::size_t i = static_cast<std::size_t>(collective_key_hash(kind, ranks, ranks_per_node, nodes, bytes)) & mask;
+  for (;; i = (i + 1) & mask) {
+    const Entry& e = slots_[i];
+    if (!e.used || (e.bytes == bytes && e.kind == kind && e.ranks == ranks && e.ranks_per_node == ranks_per_node &&
+                    e.nodes == nodes)) {
+      return &slots_[i];
+    }
+  }
+}
+
+double CollectiveTimes::time_s(CollKind kind, const GroupShape& g, double bytes) {
+  Entry* e = slot(kind, g.ranks, g.ranks_per_node, g.nodes, bytes);
+  if (e->used) return e->time_s;
+  const double t = collective_cost(*cluster_, kind, g, bytes).time_s;
+  if (2 * (used_ + 1) > size_) {
+    // Twice as long, every entry placed again.
+    std::vector<Entry> bigger(2 * size_);
+    const std::vector<Entry> old(slots_, slots_ + size_);
+    heap_.swap(bigger);
+    slots_ = heap_.data();
+    size_ = heap_.size();
+    for (const Entry& o : old) {
+      if (o.used) *slot(o.kind, o.ranks, o.ranks_per_node, o.nodes, o.bytes) = o;
+    }
+    e = slot(kind, g.ranks, g.ranks_per_node, g.nodes, bytes);
+  }
+  *e = Entry{bytes, t, g.ranks, g.ranks_per_node, g.nodes, kind, true};
+  ++used_;
+  return t;
+}
 
 bool nccl_tuned_kind(CollKind kind) {
   return kind == CollKind::kAllReduce || kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -763,13 +764,14 @@ HostStall host_stall(const ModelSpec& m, const Plan& p, const LayerCost& lc, con
 
 namespace {
 
-Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w) {
+// `times`: the caller's memo of the collectives, if any (layer_comm prices each once).
+Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w, CollectiveTimes* times) {
   Layers L;
   L.dense = layer_cost(m, c, p, w.seq_len, false);
-  L.dense_comm = layer_comm(m, c, p, w.seq_len, false, L.dense);
+  L.dense_comm = layer_comm(m, c, p, w.seq_len, false, L.dense, times);
   if (m.moe) {
     L.moe = layer_cost(m, c, p, w.seq_len, true);
-    L.moe_comm = layer_comm(m, c, p, w.seq_len, true, L.moe);
+    L.moe_comm = layer_comm(m, c, p, w.seq_len, true, L.moe, times);
   }
   L.dense_stall = host_stall(m, p, L.dense, L.dense_comm, false).total_s();
   if (m.moe) L.moe_stall = host_stall(m, p, L.moe, L.moe_comm, true).total_s();
@@ -792,46 +794,14 @@ Layers layer_costs(const ModelSpec& m, const ClusterSpec& c, const Plan& p, cons
   L.logits_fwd = lg.fwd_s;
   L.logits_bwd = lg.bwd_s;
   L.logits_flops = lg.flops;
-  if (p.partial_full_recompute()) L.kept = std::make_shared<const Layers>(layer_costs(m, c, p.without_recompute(), w));
+  if (p.partial_full_recompute()) {
+    L.kept = std::make_shared<const Layers>(layer_costs(m, c, p.without_recompute(), w, times));
+  }
   return L;
 }
 
-// The collectives priced within one estimate, on one cluster: the pipeline's middle stages
-// repeat their exchanges, gathers and reductions at the same sizes, so each distinct
-// collective is priced once (the last kSize distinct ones are kept). The same function of
-// the same inputs: the outputs are unchanged.
-class CollMemo {
- public:
-  explicit CollMemo(const ClusterSpec& c) : c_(c) {}
-  double time_s(CollKind kind, const GroupShape& g, double bytes) {
-    for (int i = 0; i < n_; ++i) {
-      const Entry& e = entries_[static_cast<std::size_t>(i)];
-      if (e.bytes == bytes && e.kind == kind && e.ranks == g.ranks && e.ranks_per_node == g.ranks_per_node &&
-          e.nodes == g.nodes) {
-        return e.time_s;
-      }
-    }
-    const double t = collective_cost(c_, kind, g, bytes).time_s;
-    entries_[static_cast<std::size_t>(next_)] = Entry{bytes, t, kind, g.ranks, g.ranks_per_node, g.nodes};
-    next_ = (next_ + 1) % kSize;
-    n_ = std::min(n_ + 1, kSize);
-    return t;
-  }
-
- private:
-  static constexpr int kSize = 16;
-  struct Entry {
-    double bytes = 0, time_s = 0;
-    CollKind kind{};
-    int ranks = 0, ranks_per_node = 0, nodes = 0;
-  };
-  const ClusterSpec& c_;
-  std::array<Entry, kSize> entries_{};
-  int n_ = 0, next_ = 0;
-};
-
 StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const ClusterSpec& c, const Plan& p,
-                            const Workload& w, int stage, const Layers& L, CollMemo& coll, double* flops,
+                            const Workload& w, int stage, const Layers& L, CollectiveTimes& coll, double* flops,
                             RankParams* rp_out) {
   StageTimes st;
   const RankParams rp = rank_params(m, pc, p, stage);
@@ -992,8 +962,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
         reduce[i] = reduce[*same];
         continue;
       }
-      gather[i] = collective_cost(c, CollKind::kAllGather, g, t.numel[i] * kZero3WeightBytes).time_s;
-      reduce[i] = collective_cost(c, CollKind::kReduceScatter, g, t.numel[i] * p.grad_bytes).time_s;
+      gather[i] = coll.time_s(CollKind::kAllGather, g, t.numel[i] * kZero3WeightBytes);
+      reduce[i] = coll.time_s(CollKind::kReduceScatter, g, t.numel[i] * p.grad_bytes);
       priced.push_back(i);
     }
     const double f = overlap_interference(c.gpu);
@@ -1119,8 +1089,8 @@ bool same_middle_stage(const ModelSpec& m, const Plan& p, int s, int r) {
 
 StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w,
                        int stage) {
-  const Layers L = layer_costs(m, c, p, w);
-  CollMemo coll(c);
+  const Layers L = layer_costs(m, c, p, w, nullptr);
+  CollectiveTimes coll(c);
   return stage_times_with(m, count_params(m), c, p, w, stage, L, coll, nullptr, nullptr);
 }
 
@@ -1129,7 +1099,13 @@ StepParts step_parts(const StepBreakdown& b, const ComputeParts& compute) {
   return StepParts{b.compute - slowed, b.exposed_comm, b.bubble, b.optimizer, b.wait, b.input, b.host, slowed, b.moe};
 }
 
-Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w, EstimateNotes notes) {
+Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const Workload& w, EstimateNotes notes,
+                  CollectiveTimes* times) {
+  if (times != nullptr && &times->cluster() != &c) times = nullptr;  // another cluster's
+  // The stages' collectives repeat at the same sizes: priced once each, in the caller's memo
+  // or in this estimate's own.
+  std::optional<CollectiveTimes> own_times;
+  CollectiveTimes& coll = times != nullptr ? *times : own_times.emplace(c);
   Estimate e;
   e.params = count_params(m);
   e.world = c.world();
@@ -1137,12 +1113,11 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   e.tokens_per_step = p.global_batch * w.seq_len;
   e.pace = job_pace(c);
   e.model_flops_per_step = token_flops(m, w.seq_len).training * static_cast<double>(e.tokens_per_step);
-  const Layers L = layer_costs(m, c, p, w);
+  const Layers L = layer_costs(m, c, p, w, times);
   const double mb = static_cast<double>(e.microbatches);
   const int gpn = c.gpus_per_node;
   const double nd = static_cast<double>(p.dp) * p.cp;
 
-  CollMemo coll(c);
   double t_max = -1, t_sum = 0, hw_flops = 0;
   std::vector<RankParams> stage_params(static_cast<std::size_t>(p.pp));
   struct DpInputs {
@@ -1192,9 +1167,8 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // before their optimizers (lower.cc tied_embedding_exchange); their tails wait for both.
   const double tied_bytes = tied_embedding_grad_bytes(m, p);
   const double t_tied =
-      tied_bytes > 0
-          ? collective_cost(c, CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes).time_s
-          : 0.0;
+      tied_bytes > 0 ? coll.time_s(CollKind::kSendRecv, Placement::of(p, gpn).stage_pair(0, p.pp - 1), tied_bytes)
+                     : 0.0;
   // Sequence parallelism's replicated parameters (layer_cost.h sp_grad_allreduce_bytes): each
   // stage all-reduces their gradients over its TP group after its data-parallel reduction
   // (lower.cc finish_step), before the tied exchange and the norm.
@@ -1333,7 +1307,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
     // (Stages with the same layers share the bytes: priced once per distinct size.)
     if (const double bytes = sp_grad_allreduce_bytes(m, e.params, p, rp, s == p.pp - 1); bytes != sp_bytes) {
       sp_bytes = bytes;
-      t_sp = bytes > 0 ? collective_cost(c, CollKind::kAllReduce, tp_group, bytes).time_s : 0.0;
+      t_sp = bytes > 0 ? coll.time_s(CollKind::kAllReduce, tp_group, bytes) : 0.0;
     }
     const double exposed_tp = std::max(0.0, dp_time.time + t_sp - slack) - exposed;
     const Tail own{exposed, os.clip_s, os.time_s() - os.clip_s, dp_time.after, exposed_tp};
@@ -1358,7 +1332,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
   // Overlapped receives still lie on the fill and drain path: the first forward crosses
   // pp - 1 stage boundaries before the last stage starts, the last backward as many back.
   e.exposed.pp = mb * slowest.pp + 2.0 * (p.pp - 1) * slowest.pp_fill + tail_pp;
-  const double t_norm = grad_norm_sync_s(c, p);
+  const double t_norm = grad_norm_sync_s(c, p, times);
   e.exposed.dp = mb * slowest.fsdp + before_dp + t_norm + after_dp;
   e.breakdown.exposed_comm = e.exposed.tp + e.exposed.cp + e.exposed.ep + e.exposed.pp + e.exposed.dp;
   e.breakdown.bubble = bubble;

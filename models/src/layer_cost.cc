@@ -404,9 +404,13 @@ double ring_overlap_exposed_s(double c, int n, double g, double f) {
   return steps * std::max(0.0, (1.0 - f) * c / steps - g);
 }
 
-LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len,
-                     bool moe, const LayerCost& lc) {
+LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, std::int64_t seq_len, bool moe,
+                     const LayerCost& lc, CollectiveTimes* times) {
   LayerComm out;
+  auto price = [&](CollKind kind, const GroupShape& g, double bytes) {
+    return times != nullptr && &times->cluster() == &c ? times->time_s(kind, g, bytes)
+                                                       : collective_cost(c, kind, g, bytes).time_s;
+  };
   const int gpn = c.gpus_per_node;
   const Placement pl = Placement::of(p, gpn);
   const double T = p.microbatch * static_cast<double>(seq_len) / p.cp;
@@ -428,8 +432,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   if (moe && (sp || pl.folded()) && p.expert_tp() > 1 && !p.moe_allgather_dispatcher()) {
     const GroupShape ge = group_shape(pl.group_size(GroupKind::kEtp), pl.group_stride(GroupKind::kEtp), gpn);
     out.moe_tp_bytes = expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes;
-    moe_pair = collective_cost(c, CollKind::kAllGather, ge, out.moe_tp_bytes).time_s +
-               collective_cost(c, CollKind::kReduceScatter, ge, out.moe_tp_bytes).time_s;
+    moe_pair =
+        price(CollKind::kAllGather, ge, out.moe_tp_bytes) + price(CollKind::kReduceScatter, ge, out.moe_tp_bytes);
   }
   // One pass's TP collectives around the attention block and around the MLP (MoE) block;
   // under tp 1 only a folded expert-TP group's pair.
@@ -437,9 +441,9 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   if (p.tp > 1) {
     const GroupShape g = group_shape(p.tp, pl.group_stride(GroupKind::kTp), gpn);
     out.tp_bytes = T * h * kActBytes;
-    out.tp_allreduce_s = collective_cost(c, CollKind::kAllReduce, g, out.tp_bytes).time_s;
-    out.tp_allgather_s = collective_cost(c, CollKind::kAllGather, g, out.tp_bytes).time_s;
-    out.tp_reducescatter_s = collective_cost(c, CollKind::kReduceScatter, g, out.tp_bytes).time_s;
+    out.tp_allreduce_s = price(CollKind::kAllReduce, g, out.tp_bytes);
+    out.tp_allgather_s = price(CollKind::kAllGather, g, out.tp_bytes);
+    out.tp_reducescatter_s = price(CollKind::kReduceScatter, g, out.tp_bytes);
     // Megatron: 2 per pass (attention out-proj, FFN down-proj forward; QKV and FFN up-proj
     // input gradients backward); a recomputed forward repeats its 2.
     one = sp ? out.tp_allgather_s + out.tp_reducescatter_s : out.tp_allreduce_s;
@@ -480,8 +484,8 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     const GroupShape pair{2, g.nodes > 1 ? 1 : 2, g.nodes > 1 ? 2 : 1};
     const HeadDims d = head_dims(m);
     out.cp_step_bytes = T * kv_heads_per_rank(m, p) * (d.qk + d.v) * kActBytes;
-    out.cp_step_fwd_s = collective_cost(c, CollKind::kSendRecv, pair, out.cp_step_bytes).time_s;
-    out.cp_step_bwd_s = collective_cost(c, CollKind::kSendRecv, pair, 2 * out.cp_step_bytes).time_s;
+    out.cp_step_fwd_s = price(CollKind::kSendRecv, pair, out.cp_step_bytes);
+    out.cp_step_bwd_s = price(CollKind::kSendRecv, pair, 2 * out.cp_step_bytes);
     const double steps = p.cp - 1;
     const double fwd = steps * std::max(0.0, (1 - f) * out.cp_step_fwd_s - lc.attn_core_s / p.cp);
     const double bwd = steps * std::max(0.0, (1 - f) * out.cp_step_bwd_s - lc.attn_core_bwd_s / p.cp);
@@ -505,7 +509,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     auto pass = [&](bool backward) {
       double s = 0;
       const DispatchPass d = allgather_dispatch(out, backward);
-      for (int i = 0; i < d.n; ++i) s += collective_cost(c, d.ops[i].kind, g, d.ops[i].bytes).time_s;
+      for (int i = 0; i < d.n; ++i) s += price(d.ops[i].kind, g, d.ops[i].bytes);
       return s;
     };
     const double fwd = pass(false), bwd = pass(true);
@@ -527,7 +531,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
       out.ep_a2a_s = deepep_time_s(c, g, out.ep_bytes, out.ep_rdma_per_byte);
     } else {
       out.ep_bytes = tokens * m.moe->top_k * m.moe->load_imbalance * h * kActBytes;
-      out.ep_a2a_s = collective_cost(c, CollKind::kAllToAll, g, out.ep_bytes).time_s;
+      out.ep_a2a_s = price(CollKind::kAllToAll, g, out.ep_bytes);
     }
     // Dispatch + combine per pass, and once more when the MoE block is recomputed.
     out.ep_exposed_s = 2 * out.ep_a2a_s * (recompute_factor + (lc.recompute_block ? 1 : 0));
@@ -699,13 +703,16 @@ int grad_norm_allreduces(const Plan& p) {
   return (st.grad_clip_bytes > 0 ? 1 : 0) + (p.precision == Precision::kFp16 && st.fp16_unscale_bytes > 0 ? 1 : 0);
 }
 
-double grad_norm_sync_s(const ClusterSpec& c, const Plan& p) {
+double grad_norm_sync_s(const ClusterSpec& c, const Plan& p, CollectiveTimes* times) {
   const int n = grad_norm_allreduces(p);
   if (n == 0) return 0;
   const Placement pl = Placement::of(p, c.gpus_per_node);
   const GroupShape g =
       group_shape(pl.group_size(GroupKind::kWorld), pl.group_stride(GroupKind::kWorld), c.gpus_per_node);
-  return n * SimTime::from_s(collective_cost(c, CollKind::kAllReduce, g, kGradNormBytes).time_s).seconds();
+  const double t = times != nullptr && &times->cluster() == &c
+                       ? times->time_s(CollKind::kAllReduce, g, kGradNormBytes)
+                       : collective_cost(c, CollKind::kAllReduce, g, kGradNormBytes).time_s;
+  return n * SimTime::from_s(t).seconds();
 }
 
 double host_optimizer_time_s(const ClusterSpec& c, const Plan& p, double params) {

@@ -470,6 +470,8 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
   if (leaves == 0) return out;
   auto reject = [&](Reject r, std::int64_t n) { c.rejected[static_cast<std::size_t>(r)] += n; };
 
+  // The item's layouts price the same collectives again and again (its tp, cp and dp groups).
+  CollectiveTimes times(w.cluster);
   Plan p = x.s.plan;  // the template: precision, placement, headroom, ...
   p.tp = it.tp;
   p.pp = it.pp;
@@ -570,7 +572,7 @@ ItemOut evaluate_item(const Context& x, const Item& it) {
                           reject(classify(errors), 1);
                           continue;
                         }
-                        const Estimate e = estimate(m, w.cluster, p, x.s.workload, EstimateNotes::kSkip);
+                        const Estimate e = estimate(m, w.cluster, p, x.s.workload, EstimateNotes::kSkip, &times);
                         ++c.estimated;
                         if (!e.memory.fits) {
                           reject(Reject::kMemory, 1);

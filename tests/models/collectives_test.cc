@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "stepcast/models/presets.h"
 #include "stepcast/models/scenario.h"
@@ -402,6 +404,49 @@ TEST(NcclTuner, AllReduceRingAndTreeByHand) {
 // busbw = S/t x 2(n-1)/n, lands within 10 % of both on 2 to 8 nodes (179, 178, 175 GB/s;
 // 89 GB/s with four NICs). The first figure's node count is not stated: at 48 nodes NCCL's
 // own tuner formula (2(n-1) ring steps of latency) gives 160 GB/s, which nothing here checks.
+// CollectiveTimes is collective_cost remembered: over hundreds of distinct (kind, group,
+// bytes), the table growing several times, asked twice each in a scrambled order, every time
+// equals collective_cost's, bit for bit; keys differing in one field alone are told apart.
+TEST(CollectiveTimes, EveryTimeIsCollectiveCostsBitForBit) {
+  const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  CollectiveTimes times(c);
+  EXPECT_EQ(&times.cluster(), &c);
+  struct Key {
+    CollKind kind;
+    GroupShape g;
+    double bytes;
+  };
+  std::vector<Key> keys;
+  for (CollKind kind : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kAllToAll,
+                        CollKind::kSendRecv}) {
+    for (int ranks : {2, 8, 16, 64}) {
+      const GroupShape g = group_shape(ranks, 1, c.gpus_per_node);
+      const GroupShape strided = group_shape(ranks, 8, c.gpus_per_node);
+      for (double bytes : {4.0, 1e3, 1e6, 25.0 * (1 << 20), 1e9}) {
+        keys.push_back({kind, g, bytes});
+        keys.push_back({kind, strided, bytes});
+        keys.push_back({kind, g, std::nextafter(bytes, 2 * bytes)});  // one ulp apart
+      }
+    }
+  }
+  ASSERT_EQ(keys.size(), 300u);
+  int differ = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      const Key& key = keys[(k * 7 + static_cast<std::size_t>(pass) * 13) % keys.size()];  // 7 and 300 coprime
+      const double want = collective_cost(c, key.kind, key.g, key.bytes).time_s;
+      EXPECT_EQ(times.time_s(key.kind, key.g, key.bytes), want)
+          << static_cast<int>(key.kind) << " " << key.g.ranks << "/" << key.g.nodes << " " << key.bytes << " B";
+    }
+  }
+  // The strided groups span nodes and cost more than the packed ones: the shape is in the key.
+  const GroupShape packed = group_shape(8, 1, c.gpus_per_node), spread = group_shape(8, 8, c.gpus_per_node);
+  EXPECT_LT(times.time_s(CollKind::kAllReduce, packed, 1e9), times.time_s(CollKind::kAllReduce, spread, 1e9));
+  // So does the kind: an all-gather moves half an all-reduce's bytes.
+  differ += times.time_s(CollKind::kAllGather, packed, 1e9) != times.time_s(CollKind::kAllReduce, packed, 1e9);
+  EXPECT_EQ(differ, 1);
+}
+
 TEST(NcclTuner, DgxA100RingAllReduceBusBandwidthAgainstMeasuredNcclTests) {
   ClusterSpec c = builtin_presets().clusters.at("dgx-a100");
   ASSERT_EQ(c.nics_per_node, 8);

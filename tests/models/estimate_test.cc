@@ -416,6 +416,43 @@ TEST(Estimate, StageMemoriesByCountAreStageMemoriesOfEachCount) {
   EXPECT_EQ(same_for_every_count(ds, RecomputeMethod::kUniform), 5);
 }
 
+// A planner search hands estimate() one CollectiveTimes for all its layouts: the estimates
+// are those without it, whatever the memo already holds from other layouts.
+TEST(Estimate, ACollectiveMemoSharedAcrossLayoutsChangesNothing) {
+  const Scenario s = shipped_scenario();
+  CollectiveTimes times(s.cluster);
+  int compared = 0;
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp : {1, 2, 4}) {
+      Plan p = s.plan;
+      p.tp = tp;
+      p.pp = pp;
+      p.dp = 64 / (tp * pp);
+      p.virtual_stages = 1;
+      p.schedule = Schedule::kOneFOneB;
+      p.sequence_parallel = tp > 1;
+      p.recompute = Recompute::kFull;
+      if (!layout_errors(s.model, s.cluster, p, s.workload).empty()) continue;
+      const Estimate alone = estimate(s.model, s.cluster, p, s.workload);
+      const Estimate shared = estimate(s.model, s.cluster, p, s.workload, EstimateNotes::kWrite, &times);
+      EXPECT_EQ(shared.step_time_s, alone.step_time_s) << "tp " << tp << " pp " << pp;
+      EXPECT_EQ(shared.exposed.dp, alone.exposed.dp) << "tp " << tp << " pp " << pp;
+      EXPECT_EQ(shared.exposed.tp, alone.exposed.tp) << "tp " << tp << " pp " << pp;
+      EXPECT_EQ(shared.exposed.pp, alone.exposed.pp) << "tp " << tp << " pp " << pp;
+      EXPECT_TRUE(shared.memory == alone.memory) << "tp " << tp << " pp " << pp;
+      EXPECT_EQ(shared.notes, alone.notes);
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 8);
+  // A memo of another cluster object is not used (the estimate prices with its own).
+  ClusterSpec slower = s.cluster;
+  slower.inter_efficiency /= 2;
+  CollectiveTimes other(slower);
+  EXPECT_EQ(estimate(s.model, s.cluster, s.plan, s.workload, EstimateNotes::kWrite, &other).step_time_s,
+            estimate(s).step_time_s);
+}
+
 TEST(Estimate, BreakdownPartsAddUpToStepTime) {
   const Estimate e = estimate(shipped_scenario());
   const StepBreakdown& b = e.breakdown;

@@ -5,8 +5,10 @@
 // reduce-scatter and all-to-all.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "stepcast/models/specs.h"
 
@@ -67,6 +69,37 @@ double bus_factor(CollKind kind, int n);
 // forces it (the other algorithms and kAlphaBeta clusters have no protocol and ignore it).
 CollectiveCost collective_cost(const ClusterSpec& cluster, CollKind kind, const GroupShape& g, double bytes,
                                CollAlgo algo = CollAlgo::kAuto, NcclProto proto = NcclProto::kNone);
+
+// collective_cost(cluster, kind, g, bytes).time_s for one cluster, each distinct (kind, group
+// shape, bytes) priced once: one estimate prices its middle stages' collectives again and
+// again, and a planner search the same collectives across its layouts. The same function
+// of the same inputs, so the times are collective_cost's, bit for bit. The cluster must
+// outlive the memo and not change while it is used; one memo per thread.
+class CollectiveTimes {
+ public:
+  explicit CollectiveTimes(const ClusterSpec& cluster) : cluster_(&cluster) {}
+  CollectiveTimes(const CollectiveTimes&) = delete;
+  CollectiveTimes& operator=(const CollectiveTimes&) = delete;
+  const ClusterSpec& cluster() const { return *cluster_; }
+  double time_s(CollKind kind, const GroupShape& g, double bytes);
+
+ private:
+  struct Entry {
+    double bytes = 0, time_s = 0;
+    int ranks = 0, ranks_per_node = 0, nodes = 0;
+    CollKind kind{};
+    bool used = false;
+  };
+  // Open addressing, a power of two long, at most half full: in inline_ while it holds one
+  // estimate's own collectives (no allocation), then in heap_.
+  static constexpr std::size_t kInline = 32;
+  Entry* slot(CollKind kind, int ranks, int ranks_per_node, int nodes, double bytes);
+  const ClusterSpec* cluster_;
+  std::array<Entry, kInline> inline_{};
+  std::vector<Entry> heap_;
+  Entry* slots_ = inline_.data();
+  std::size_t size_ = kInline, used_ = 0;
+};
 
 // The kinds NCCL's tuner prices per protocol (ring, and tree for the all-reduce): all-reduce,
 // all-gather, reduce-scatter.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stepcast/models/band.h"
+#include "stepcast/models/collectives.h"
 #include "stepcast/models/params.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/specs.h"
@@ -236,8 +237,10 @@ StepParts step_parts(const StepBreakdown& breakdown, const ComputeParts& compute
 // them is about 5 % of a planner search, which reads none of them.
 enum class EstimateNotes { kWrite, kSkip };
 
+// `times`, when given, prices the collectives: a planner search keeps one per cluster across
+// its layouts (its cluster must be `cluster`; the outputs are the same without it).
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan, const Workload& workload,
-                  EstimateNotes notes = EstimateNotes::kWrite);
+                  EstimateNotes notes = EstimateNotes::kWrite, CollectiveTimes* times = nullptr);
 inline Estimate estimate(const Scenario& s) {
   return estimate(s.model, s.cluster, s.plan, s.workload);
 }

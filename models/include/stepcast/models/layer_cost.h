@@ -197,8 +197,9 @@ struct LayerComm {
 // f c, is the caller's to charge.
 double ring_overlap_exposed_s(double c, int n, double g, double f = 0.0);
 
-LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan,
-                     std::int64_t seq_len, bool moe_layer, const LayerCost& cost);
+// `times`, when given, prices the collectives (its cluster must be `cluster`).
+LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan, std::int64_t seq_len,
+                     bool moe_layer, const LayerCost& cost, CollectiveTimes* times = nullptr);
 
 // The all-gather dispatcher's collectives of one pass of an MoE block (Megatron-Core's
 // MoEAllGatherTokenDispatcher), in program order on the expert-TP x EP group: forward the
@@ -342,7 +343,8 @@ double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double par
 int grad_norm_allreduces(const Plan& plan);
 inline constexpr double kGradNormBytes = 4;  // the all-reduced fp32 scalar
 // Their time: grad_norm_allreduces x collective_cost(all-reduce, the world group, 4 bytes).
-double grad_norm_sync_s(const ClusterSpec& cluster, const Plan& plan);
+// `times`, when given, prices the all-reduce (its cluster must be `cluster`).
+double grad_norm_sync_s(const ClusterSpec& cluster, const Plan& plan, CollectiveTimes* times = nullptr);
 double host_optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
 // Bytes of host memory the host step moves per parameter: Adam reads the fp32 weight,
 // gradient and two moments and writes the weight, the moments and the 16-bit copy
