@@ -210,6 +210,24 @@ TEST(Estimate, ShippedLlama3_70bOn64H100FitsWithPlausibleMfu) {
   EXPECT_LT(e.step_time_s, 2.524e17 / (0.3 * 64 * 989.4e12));  // 13.29 s
 }
 
+// DeepSeek-V3 (the shipped scenario's model and cluster) over `pp` stages of one chunk each,
+// plain 1F1B with dp = ep = `dp`: the even split of its layers, no all-to-all overlap.
+Scenario deepseek_over(int pp, int dp) {
+  auto r = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/deepseek-v3-ep64-1024xh100.json");
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return Scenario{};
+  Scenario ds = r.value();
+  ds.plan.pp = pp;
+  ds.plan.dp = dp;
+  ds.plan.ep = dp;
+  ds.plan.virtual_stages = 1;
+  ds.plan.schedule = Schedule::kOneFOneB;
+  ds.plan.pipeline_layout.clear();
+  ds.plan.pipeline_layout_mtp = 0;
+  ds.plan.moe_a2a_overlap = false;
+  return ds;
+}
+
 // The planner's search skips the notes (EstimateNotes::kSkip): everything else is the same
 // estimate. On the shipped layout that does not fit, the default writes "does not fit".
 TEST(Estimate, SkippingTheNotesChangesNothingElse) {
@@ -307,15 +325,7 @@ TEST(Estimate, MiddleStagesAlikeTakeTheSameTimes) {
   // DeepSeek-V3 over 32 stages of one chunk: layer 0 on stage 0, then two layers a stage, so
   // stage 1 holds the dense layers 1 and 2 and stage 2 the MoE layers 3 and 4: as many layers,
   // not alike, and their times differ.
-  Scenario ds = load("deepseek-v3-ep64-1024xh100.json");
-  ds.plan.pp = 32;
-  ds.plan.dp = 16;
-  ds.plan.ep = 16;
-  ds.plan.virtual_stages = 1;
-  ds.plan.schedule = Schedule::kOneFOneB;
-  ds.plan.pipeline_layout.clear();
-  ds.plan.pipeline_layout_mtp = 0;
-  ds.plan.moe_a2a_overlap = false;
+  const Scenario ds = deepseek_over(32, 16);
   ASSERT_EQ(chunk_layers(ds.model, ds.plan, 1), 2);
   ASSERT_EQ(chunk_layers(ds.model, ds.plan, 2), 2);
   EXPECT_FALSE(same_middle_stage(ds.model, ds.plan, 1, 2));
@@ -401,17 +411,7 @@ TEST(Estimate, StageMemoriesByCountAreStageMemoriesOfEachCount) {
   Scenario off = pp6;
   off.plan.offload_activations = 0.5;
   same_for_every_count(off, RecomputeMethod::kBlock);
-  auto loaded = load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/deepseek-v3-ep64-1024xh100.json");
-  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  Scenario ds = loaded.value();
-  ds.plan.pp = 16;
-  ds.plan.dp = 32;
-  ds.plan.ep = 32;
-  ds.plan.virtual_stages = 1;
-  ds.plan.schedule = Schedule::kOneFOneB;
-  ds.plan.pipeline_layout.clear();
-  ds.plan.pipeline_layout_mtp = 0;
-  ds.plan.moe_a2a_overlap = false;
+  const Scenario ds = deepseek_over(16, 32);
   EXPECT_EQ(same_for_every_count(ds, RecomputeMethod::kBlock), 5);
   EXPECT_EQ(same_for_every_count(ds, RecomputeMethod::kUniform), 5);
 }
