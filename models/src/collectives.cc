@@ -237,10 +237,6 @@ double hierarchical_time(CollKind kind, const GroupShape& g, const Links& l, dou
   }
 }
 
-}  // namespace
-
-namespace {
-
 std::uint64_t collective_key_hash(CollKind kind, int ranks, int ranks_per_node, int nodes, double bytes) {
   const auto u = [](int x) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)); };
   std::uint64_t h = std::bit_cast<std::uint64_t>(bytes) ^ (u(ranks) << 11) ^ (u(ranks_per_node) << 27) ^
@@ -282,6 +278,12 @@ double CollectiveTimes::time_s(CollKind kind, const GroupShape& g, double bytes)
   *e = Entry{bytes, t, g.ranks, g.ranks_per_node, g.nodes, kind, true};
   ++used_;
   return t;
+}
+
+double collective_time_s(const ClusterSpec& cluster, CollectiveTimes* times, CollKind kind, const GroupShape& g,
+                         double bytes) {
+  return times != nullptr && &times->cluster() == &cluster ? times->time_s(kind, g, bytes)
+                                                           : collective_cost(cluster, kind, g, bytes).time_s;
 }
 
 bool nccl_tuned_kind(CollKind kind) {

@@ -951,7 +951,8 @@ StageTimes stage_times_with(const ModelSpec& m, const ParamCounts& pc, const Clu
     const Zero3Trace& t = sched.trace;
     const Zero3Hooks& hooks = sched.hooks;
     const Zero3RoleSeconds role_s = zero3_role_seconds(p, L.dense, L.logits_fwd, L.logits_bwd);
-    // Every layer's weights have the same few sizes: price each size once.
+    // Every layer's weights have the same few sizes: price each size once (a scan of the few
+    // sizes priced is cheaper than a memo lookup per weight; the trace holds about a thousand).
     std::vector<double> gather(t.numel.size()), reduce(t.numel.size());
     std::vector<std::size_t> priced;  // indices of the first weight of each size
     for (std::size_t i = 0; i < t.numel.size(); ++i) {

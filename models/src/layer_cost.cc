@@ -408,8 +408,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
                      const LayerCost& lc, CollectiveTimes* times) {
   LayerComm out;
   auto price = [&](CollKind kind, const GroupShape& g, double bytes) {
-    return times != nullptr && &times->cluster() == &c ? times->time_s(kind, g, bytes)
-                                                       : collective_cost(c, kind, g, bytes).time_s;
+    return collective_time_s(c, times, kind, g, bytes);
   };
   const int gpn = c.gpus_per_node;
   const Placement pl = Placement::of(p, gpn);
@@ -709,9 +708,7 @@ double grad_norm_sync_s(const ClusterSpec& c, const Plan& p, CollectiveTimes* ti
   const Placement pl = Placement::of(p, c.gpus_per_node);
   const GroupShape g =
       group_shape(pl.group_size(GroupKind::kWorld), pl.group_stride(GroupKind::kWorld), c.gpus_per_node);
-  const double t = times != nullptr && &times->cluster() == &c
-                       ? times->time_s(CollKind::kAllReduce, g, kGradNormBytes)
-                       : collective_cost(c, CollKind::kAllReduce, g, kGradNormBytes).time_s;
+  const double t = collective_time_s(c, times, CollKind::kAllReduce, g, kGradNormBytes);
   return n * SimTime::from_s(t).seconds();
 }
 

@@ -404,9 +404,9 @@ TEST(NcclTuner, AllReduceRingAndTreeByHand) {
 // busbw = S/t x 2(n-1)/n, lands within 10 % of both on 2 to 8 nodes (179, 178, 175 GB/s;
 // 89 GB/s with four NICs). The first figure's node count is not stated: at 48 nodes NCCL's
 // own tuner formula (2(n-1) ring steps of latency) gives 160 GB/s, which nothing here checks.
-// CollectiveTimes is collective_cost remembered: over hundreds of distinct (kind, group,
-// bytes), the table growing several times, asked twice each in a scrambled order, every time
-// equals collective_cost's, bit for bit; keys differing in one field alone are told apart.
+// CollectiveTimes is collective_cost remembered: over 300 distinct (kind, group, bytes), the
+// table growing five times (32 slots inline, then 64 to 1024 on the heap), asked twice each in a scrambled order, every
+// time equals collective_cost's, bit for bit; keys differing in one field alone are told apart.
 TEST(CollectiveTimes, EveryTimeIsCollectiveCostsBitForBit) {
   const ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
   CollectiveTimes times(c);
@@ -430,7 +430,6 @@ TEST(CollectiveTimes, EveryTimeIsCollectiveCostsBitForBit) {
     }
   }
   ASSERT_EQ(keys.size(), 300u);
-  int differ = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t k = 0; k < keys.size(); ++k) {
       const Key& key = keys[(k * 7 + static_cast<std::size_t>(pass) * 13) % keys.size()];  // 7 and 300 coprime
@@ -443,8 +442,7 @@ TEST(CollectiveTimes, EveryTimeIsCollectiveCostsBitForBit) {
   const GroupShape packed = group_shape(8, 1, c.gpus_per_node), spread = group_shape(8, 8, c.gpus_per_node);
   EXPECT_LT(times.time_s(CollKind::kAllReduce, packed, 1e9), times.time_s(CollKind::kAllReduce, spread, 1e9));
   // So does the kind: an all-gather moves half an all-reduce's bytes.
-  differ += times.time_s(CollKind::kAllGather, packed, 1e9) != times.time_s(CollKind::kAllReduce, packed, 1e9);
-  EXPECT_EQ(differ, 1);
+  EXPECT_LT(times.time_s(CollKind::kAllGather, packed, 1e9), times.time_s(CollKind::kAllReduce, packed, 1e9));
 }
 
 TEST(NcclTuner, DgxA100RingAllReduceBusBandwidthAgainstMeasuredNcclTests) {

@@ -101,6 +101,11 @@ class CollectiveTimes {
   std::size_t size_ = kInline, used_ = 0;
 };
 
+// collective_cost(cluster, kind, g, bytes).time_s, from `times` when it is `cluster`'s memo
+// (a memo of another cluster object, or none, is not used).
+double collective_time_s(const ClusterSpec& cluster, CollectiveTimes* times, CollKind kind, const GroupShape& g,
+                         double bytes);
+
 // The kinds NCCL's tuner prices per protocol (ring, and tree for the all-reduce): all-reduce,
 // all-gather, reduce-scatter.
 bool nccl_tuned_kind(CollKind kind);

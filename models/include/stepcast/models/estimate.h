@@ -237,8 +237,9 @@ StepParts step_parts(const StepBreakdown& breakdown, const ComputeParts& compute
 // them is about 5 % of a planner search, which reads none of them.
 enum class EstimateNotes { kWrite, kSkip };
 
-// `times`, when given, prices the collectives: a planner search keeps one per cluster across
-// its layouts (its cluster must be `cluster`; the outputs are the same without it).
+// `times`, a memo of `cluster`'s collectives, prices them when given: a planner search keeps
+// one across its layouts. A memo of another cluster object is not used; the outputs are the
+// same with it and without.
 Estimate estimate(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan, const Workload& workload,
                   EstimateNotes notes = EstimateNotes::kWrite, CollectiveTimes* times = nullptr);
 inline Estimate estimate(const Scenario& s) {

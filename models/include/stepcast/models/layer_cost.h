@@ -197,7 +197,7 @@ struct LayerComm {
 // f c, is the caller's to charge.
 double ring_overlap_exposed_s(double c, int n, double g, double f = 0.0);
 
-// `times`, when given, prices the collectives (its cluster must be `cluster`).
+// `times`: a memo of `cluster`'s collectives to price them with (collective_time_s), or none.
 LayerComm layer_comm(const ModelSpec& model, const ClusterSpec& cluster, const Plan& plan, std::int64_t seq_len,
                      bool moe_layer, const LayerCost& cost, CollectiveTimes* times = nullptr);
 
@@ -343,7 +343,7 @@ double optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double par
 int grad_norm_allreduces(const Plan& plan);
 inline constexpr double kGradNormBytes = 4;  // the all-reduced fp32 scalar
 // Their time: grad_norm_allreduces x collective_cost(all-reduce, the world group, 4 bytes).
-// `times`, when given, prices the all-reduce (its cluster must be `cluster`).
+// `times`: as layer_comm's.
 double grad_norm_sync_s(const ClusterSpec& cluster, const Plan& plan, CollectiveTimes* times = nullptr);
 double host_optimizer_time_s(const ClusterSpec& cluster, const Plan& plan, double params);
 // Bytes of host memory the host step moves per parameter: Adam reads the fp32 weight,
