@@ -18,10 +18,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::int64_t whole(double bytes) { return static_cast<std::int64_t>(std::llround(bytes)); }
 
-// The band of the simulated step (band.h) from the critical rank's parts, scaled to the
-// mean step time when the parts do not add up to it exactly. An MoE model's MoE blocks take
-// the closed form's share of the step (the engine's ops are not labelled by block).
-Band simulated_band(const Scenario& s, const SimSummary& sum) {
+}  // namespace
+
+Band simulated_step_band(const Scenario& s, const SimSummary& sum) {
   const RankBreakdown& c = sum.ranks[sum.critical];
   StepParts parts{c.compute, c.exposed_comm(), c.bubble, c.optimizer,
                   c.wait,    c.input,          0.0};  // no host stall in the engine
@@ -34,8 +33,6 @@ Band simulated_band(const Scenario& s, const SimSummary& sum) {
   const double k = sum.step_time_s / parts.total();
   return Band{b.p10 * k, b.p90 * k};
 }
-
-}  // namespace
 
 std::string simulate_report_json(const Scenario& s, const Program& program, const SimSummary& sum, bool full,
                                  int steps) {
@@ -61,7 +58,7 @@ nlohmann::ordered_json simulate_report_value(const Scenario& s, const Program& p
   j["step_time_s"] = sum.step_time_s;
   j["step_times_s"] = sum.step_times_s;
   j["tokens_per_s"] = static_cast<double>(program.tokens_per_step) / sum.step_time_s;
-  const Band band = simulated_band(s, sum);
+  const Band band = simulated_step_band(s, sum);
   const Band rate = rate_band(band, sum.step_time_s, static_cast<double>(program.tokens_per_step) / sum.step_time_s);
   j["step_time_band_s"] = {{"p10", band.p10}, {"p90", band.p90}};
   j["tokens_per_s_band"] = {{"p10", rate.p10}, {"p90", rate.p90}};
@@ -115,7 +112,7 @@ std::string simulate_report_text(const Scenario& s, const Program& program, cons
   line(fmt::format("Step time {:.4f} s   tokens/s {:.0f}   MFU {:.1f}%", sum.step_time_s,
                    static_cast<double>(program.tokens_per_step) / sum.step_time_s,
                    100 * program.model_flops_per_step / (sum.step_time_s * world * program.peak_flops_per_gpu)));
-  const Band band = simulated_band(s, sum);
+  const Band band = simulated_step_band(s, sum);
   line(fmt::format("  band p10-p90 {:.4f} - {:.4f} s (docs/model-reference.md, Prediction bands)", band.p10, band.p90));
   if (steps > 1) {
     std::string st;

@@ -20,14 +20,15 @@ Result<CheckpointReport> run_checkpoint(const CheckpointRequest& request) {
   // Input errors first (they name a field), before the engine runs.
   if (auto e = planner::campaign_input_error(*s)) return Error{name + ": " + e->message};
   CheckpointReport r{std::move(s).value(), std::nullopt, ""};
-  auto step = planner::engine_step_time_s(r.scenario);
+  auto step = planner::engine_step(r.scenario);
   if (!step.ok()) {
     r.run_failure = step.error().message;
     return r;
   }
   planner::AdviceOptions opt;
   opt.runs = request.runs;
-  auto a = planner::advise_checkpoint(r.scenario, *step, opt);
+  opt.step_time_band = step->band;
+  auto a = planner::advise_checkpoint(r.scenario, step->step_time_s, opt);
   if (!a.ok()) return Error{name + ": " + a.error().message};
   r.advice = std::move(a).value();
   return r;

@@ -170,6 +170,14 @@ void ReliabilityTest::curveMaximumIsAtTheMarkedOptimum() {
   // Daly's and Young's lines are marked too, Daly's below Young's (Daly's correction).
   QVERIFY(view.dalyMarker()->at(0).x() < view.youngMarker()->at(0).x());
   QVERIFY(view.recommendationLabel()->text().contains(QStringLiteral("sync")));
+  // The time to train carries the step time's band too (the CLI's time_to_train_band_h).
+  const auto& adv = *view.report()->advice;
+  QVERIFY(adv.step_time_band.has_value());
+  const stepcast::Band b =
+      stepcast::planner::time_to_train_band(adv.recommended.sim.wall_s, adv.step_time_s, *adv.step_time_band);
+  QVERIFY(view.recommendationLabel()->text().contains(QStringLiteral("(p10-p90 %1 - %2 days with the step time's band)")
+                                                          .arg(b.p10 / 86400, 0, 'f', 2)
+                                                          .arg(b.p90 / 86400, 0, 'f', 2)));
 }
 
 void ReliabilityTest::missingInputsAreNamedAndTheSlidersDisabled() {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/sim/campaign.h"
 #include "stepcast/sim/run.h"
 
@@ -52,13 +53,27 @@ std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / kGiB); 
 
 }  // namespace
 
-Result<double> engine_step_time_s(const Scenario& s) {
+Result<EngineStep> engine_step(const Scenario& s) {
   sim::RunOptions opt;  // representative mode, one step (run_scenario switches to every rank when
                    // the network or a perturbation needs it)
   auto r = sim::run_scenario(s, opt);
   if (!r.ok()) return r.error();
   if (r->out.deadlock) return Error{"deadlock: " + r->out.deadlock_report};
-  return r->summary.step_time_s;
+  return EngineStep{r->summary.step_time_s, analysis::simulated_step_band(s, r->summary)};
+}
+
+Result<double> engine_step_time_s(const Scenario& s) {
+  auto r = engine_step(s);
+  if (!r.ok()) return r.error();
+  return r->step_time_s;
+}
+
+Band time_to_train_band(const sim::Stats& wall_s, double step_time_s, const Band& step_band) {
+  constexpr auto mid = [](double lo, double hi) { return 0.5 * (std::log(lo) + std::log(hi)); };
+  constexpr auto half = [](double lo, double hi) { return 0.5 * (std::log(hi) - std::log(lo)); };
+  const double centre = mid(wall_s.p10, wall_s.p90) + mid(step_band.p10, step_band.p90) - std::log(step_time_s);
+  const double width = std::hypot(half(wall_s.p10, wall_s.p90), half(step_band.p10, step_band.p90));
+  return Band{std::exp(centre - width), std::exp(centre + width)};
 }
 
 sim::CampaignModel campaign_model(const Scenario& s, const CheckpointCost& cost, double step_time_s,
@@ -216,6 +231,7 @@ Result<CheckpointAdvice> advise_checkpoint(const Scenario& s, double step_time_s
   if (auto e = campaign_input_error(s)) return *e;
   CheckpointAdvice a;
   a.runs = options.runs;
+  a.step_time_band = options.step_time_band;
   a.failures = *s.faults.failures;
   a.tokens_per_step = s.plan.global_batch * s.workload.seq_len;
   const double steps = std::ceil(s.workload.train_tokens / static_cast<double>(a.tokens_per_step));

@@ -404,6 +404,25 @@ TEST_F(Cli, CheckpointJsonIsDeterministicAndHasTheCampaignFields) {
   EXPECT_EQ(lines, 1 + j["modes"]["sync"]["sweep"].size() + j["modes"]["async"]["sweep"].size());
 }
 
+// The step band `checkpoint` plans around is the one `simulate` reports for the same step.
+TEST_F(Cli, CheckpointStepBandIsSimulatesBand) {
+  const std::string path = write("s.json", kReliabilityScenario);
+  const Outcome c = run({"checkpoint", path, "--json", "--runs", "2"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const Outcome s = run({"simulate", path, "--json", "--steps", "1"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto cj = nlohmann::json::parse(c.out);
+  const auto sj = nlohmann::json::parse(s.out);
+  EXPECT_DOUBLE_EQ(cj.at("step_time_s").get<double>(), sj.at("step_time_s").get<double>());
+  EXPECT_DOUBLE_EQ(cj.at("step_time_band_s").at("p10").get<double>(),
+                   sj.at("step_time_band_s").at("p10").get<double>());
+  EXPECT_DOUBLE_EQ(cj.at("step_time_band_s").at("p90").get<double>(),
+                   sj.at("step_time_band_s").at("p90").get<double>());
+  const auto& band = cj.at("time_to_train_band_h");
+  EXPECT_LT(band.at("p10").get<double>(), cj.at("time_to_train_h").get<double>());
+  EXPECT_GT(band.at("p90").get<double>(), cj.at("time_to_train_h").get<double>());
+}
+
 TEST_F(Cli, CheckpointPrintsTheReadableReport) {
   const Outcome r = run({"checkpoint", write("s.json", kReliabilityScenario), "--runs", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -8,7 +8,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/scenario.h"
@@ -37,9 +40,72 @@ Scenario daly_scenario() {
   return r.ok() ? *r : Scenario{};
 }
 
+// ---------------------------------------------------------------------------------------
+// The time-to-train band: the failures' spread and the step time's, added in log space.
+
+TEST(TimeToTrainBand, AddsTheFailuresAndTheStepTimesSpreadsInLogSpace) {
+  sim::Stats wall;
+  wall.mean = 100;
+  wall.p10 = 90;
+  wall.p90 = 110;
+  // By hand (natural logs): the failures' centre (ln 90 + ln 110) / 2 = 4.600145, half-width
+  // ln(110 / 90) / 2 = 0.100335; the step's band [8, 12.5] around 10: centre
+  // (ln 8 + ln 12.5) / 2 - ln 10 = 0, half-width ln(12.5 / 8) / 2 = 0.223144. Together:
+  // half-width sqrt(0.100335^2 + 0.223144^2) = 0.244664, so p10 = e^(4.600145 - 0.244664) =
+  // 77.9043 and p90 = e^(4.600145 + 0.244664) = 127.0789.
+  const Band b = time_to_train_band(wall, 10.0, Band{8.0, 12.5});
+  EXPECT_NEAR(b.p10, 77.9043, 1e-3);
+  EXPECT_NEAR(b.p90, 127.0789, 1e-3);
+  // Without failures' spread it is the step band as a ratio of the wall time (the planner's
+  // rule, planner/report.cc): [100 x 8/10, 100 x 12.5/10].
+  wall.p10 = wall.p90 = 100;
+  const Band only_step = time_to_train_band(wall, 10.0, Band{8.0, 12.5});
+  EXPECT_NEAR(only_step.p10, 80.0, 1e-9);
+  EXPECT_NEAR(only_step.p90, 125.0, 1e-9);
+  // A step known exactly leaves the failures' p10-p90.
+  wall.p10 = 90;
+  wall.p90 = 110;
+  const Band only_failures = time_to_train_band(wall, 10.0, Band{10.0, 10.0});
+  EXPECT_NEAR(only_failures.p10, 90.0, 1e-9);
+  EXPECT_NEAR(only_failures.p90, 110.0, 1e-9);
+  // A band off-centre (validation bias) moves the whole band by its factor: [9, 12] has
+  // centre ln(sqrt(108) / 10) = 0.038480.
+  const Band biased = time_to_train_band(wall, 10.0, Band{9.0, 12.0});
+  const double h = std::hypot(0.5 * std::log(110.0 / 90.0), 0.5 * std::log(12.0 / 9.0));
+  EXPECT_NEAR(biased.p10, std::sqrt(9900.0) * std::sqrt(108.0) / 10 * std::exp(-h), 1e-9);
+  EXPECT_NEAR(biased.p90, std::sqrt(9900.0) * std::sqrt(108.0) / 10 * std::exp(h), 1e-9);
+}
+
+TEST(CheckpointAdvice, ReportsCarryTheTimeToTrainBandOnlyWithAStepBand) {
+  const Scenario s = daly_scenario();
+  auto plain = advise_checkpoint(s, 10.0, AdviceOptions{2, std::nullopt});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  const auto pj = nlohmann::json::parse(checkpoint_json(*plain, s));
+  EXPECT_FALSE(pj.contains("step_time_band_s"));
+  EXPECT_FALSE(pj.contains("time_to_train_band_h"));
+  auto banded = advise_checkpoint(s, 10.0, AdviceOptions{2, Band{9.0, 12.0}});
+  ASSERT_TRUE(banded.ok()) << banded.error().message;
+  const auto j = nlohmann::json::parse(checkpoint_json(*banded, s));
+  EXPECT_EQ(j.at("step_time_band_s").at("p10").get<double>(), 9.0);
+  EXPECT_EQ(j.at("step_time_band_s").at("p90").get<double>(), 12.0);
+  // The recommended interval's band, from its simulated wall-time percentiles.
+  const Band want = time_to_train_band(banded->recommended.sim.wall_s, 10.0, Band{9.0, 12.0});
+  EXPECT_DOUBLE_EQ(j.at("time_to_train_band_h").at("p10").get<double>(), want.p10 / 3600);
+  EXPECT_DOUBLE_EQ(j.at("time_to_train_band_h").at("p90").get<double>(), want.p90 / 3600);
+  EXPECT_EQ(j.at("recommendation").at("time_to_train_band_h"), j.at("time_to_train_band_h"));
+  // The advice itself does not move: the band is reported, not used.
+  EXPECT_EQ(j.at("goodput"), pj.at("goodput"));
+  EXPECT_EQ(j.at("time_to_train_h"), pj.at("time_to_train_h"));
+  EXPECT_LT(j.at("time_to_train_band_h").at("p10").get<double>(), j.at("time_to_train_h").get<double>());
+  EXPECT_GT(j.at("time_to_train_band_h").at("p90").get<double>(), j.at("time_to_train_h").get<double>());
+  const std::string text = checkpoint_text(*banded, s);
+  EXPECT_NE(text.find("the simulated step's p10-p90 9.0000 - 12.0000 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("time to train with the step time's band as well: p10 "), std::string::npos) << text;
+}
+
 TEST(CheckpointAdvice, SimulatedOptimumIsWithin5PercentOfDalysInterval) {
   const Scenario s = daly_scenario();
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{64});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{64, std::nullopt});
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->steps_total, 360000);
   EXPECT_NEAR(a->env.mtbf_s, 3600, 1e-9);
@@ -60,7 +126,7 @@ TEST(CheckpointAdvice, SimulatedOptimumIsWithin5PercentOfDalysInterval) {
 TEST(CheckpointAdvice, AsyncIsNotRecommendedWhenItsStagingDoesNotFit) {
   Scenario s = daly_scenario();
   s.cluster.host_memory_GiB = 128;  // staging needs 164.5 GiB per node
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{4});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{4, std::nullopt});
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_FALSE(a->async.feasible);
   EXPECT_EQ(a->mode, CheckpointMode::kSync);
@@ -72,11 +138,11 @@ TEST(CheckpointAdvice, AsyncIsNotRecommendedWhenItsStagingDoesNotFit) {
 TEST(CheckpointAdvice, MissingInputsNameTheirField) {
   Scenario s = daly_scenario();
   s.workload.train_tokens = 0;
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1, std::nullopt});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().message, "workload.train_tokens: required: the tokens of the whole training run, e.g. 15e12");
   s.faults.failures.reset();
-  a = advise_checkpoint(s, 10.0, AdviceOptions{1});
+  a = advise_checkpoint(s, 10.0, AdviceOptions{1, std::nullopt});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().message,
             "faults.failures: required: the failure model, e.g. \"faults\": {\"failures\": \"llama3-405b\"} "
@@ -86,7 +152,7 @@ TEST(CheckpointAdvice, MissingInputsNameTheirField) {
 TEST(CheckpointAdvice, AJobThatCannotFinishIsRefused) {
   Scenario s = daly_scenario();
   s.faults.failures->component(FailureCause::kSoftware).rate_per_unit_h = 100;  // M = 18 s
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1, std::nullopt});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().message.rfind("faults.failures: the job cannot finish: a failure every 0.005 h on average "
                                     "against a restart of 120 s",
@@ -112,7 +178,7 @@ TEST(OneDalyFormula, AdviceAndPlannerGoodputAgreeOnTheSameInterval) {
   // The advice's Daly wall time at each sweep interval and the planner's goodput for the
   // same layout, pause and restart are the one function: T_s / T_w == daly_goodput.
   const Scenario s = daly_scenario();
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{2});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{2, std::nullopt});
   ASSERT_TRUE(a.ok()) << a.error().message;
   const FailureEnv env = failure_env(*s.faults.failures, s.cluster);
   EXPECT_EQ(a->env.mtbf_s, env.mtbf_s);
@@ -153,21 +219,21 @@ TEST(CheckpointReport, StoreRatesKeepTheirSignificantDigits) {
   s.checkpoint->d2h_GBps = 12.25;
   s.checkpoint->write_GBps.reset();
   s.checkpoint->read_GBps.reset();
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1, std::nullopt});
   ASSERT_TRUE(a.ok()) << a.error().message;
   const std::string text = checkpoint_text(*a, s);
   EXPECT_NE(text.find("(bound: storage; storage 0.5 GB/s, busiest node"), std::string::npos) << text;
   EXPECT_NE(text.find("(read 2.5 GB/s; +"), std::string::npos) << text;
   EXPECT_NE(text.find(" per GPU at 12.2 GB/s; staging"), std::string::npos) << text;
   s.cluster.storage_read_GBps = 1000;
-  a = advise_checkpoint(s, 10.0, AdviceOptions{1});
+  a = advise_checkpoint(s, 10.0, AdviceOptions{1, std::nullopt});
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_NE(checkpoint_text(*a, s).find("(read 1000 GB/s; +"), std::string::npos);
 }
 
 TEST(CheckpointReport, CheckFieldsAreThoseOfThePolicy) {
   const Scenario s = daly_scenario();
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{2});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{2, std::nullopt});
   ASSERT_TRUE(a.ok()) << a.error().message;
   const CheckpointCheckFields f = checkpoint_check_fields(*a);
   // No interval in the scenario: the recommendation's.
@@ -184,7 +250,7 @@ TEST(CheckpointReport, CheckFieldsAreThoseOfThePolicy) {
 TEST(CheckpointAdvice, AFailureModelWithoutFailuresIsAnInputError) {
   Scenario s = daly_scenario();
   s.faults.failures->component(FailureCause::kSoftware).rate_per_unit_h = 0;
-  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1});
+  auto a = advise_checkpoint(s, 10.0, AdviceOptions{1, std::nullopt});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().message,
             "faults.failures: every failure rate is 0 on this cluster: there is no failure to checkpoint against");

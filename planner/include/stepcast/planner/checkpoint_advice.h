@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/models/band.h"
 #include "stepcast/models/reliability.h"
 #include "stepcast/models/result.h"
 #include "stepcast/models/scenario.h"
@@ -24,10 +25,29 @@ namespace stepcast::planner {
 // check` simulates. Errors: those of run_scenario, and a deadlock.
 Result<double> engine_step_time_s(const Scenario& scenario);
 
+// That step with its p10-p90 band (analysis::simulated_step_band), as `stepcast simulate`
+// reports both. Errors: engine_step_time_s's.
+struct EngineStep {
+  double step_time_s = 0;
+  Band band;
+};
+Result<EngineStep> engine_step(const Scenario& scenario);
+
 // The campaign of `scenario` with checkpoint cost `cost` (interval_steps left at 1).
 // REQUIRES: scenario.faults.failures, step_time_s > 0, steps_total >= 1.
 sim::CampaignModel campaign_model(const Scenario& scenario, const CheckpointCost& cost,
                              double step_time_s, std::int64_t steps_total);
+
+// The p10-p90 band of a campaign's time to train with both of its spreads: the failures'
+// (the simulated runs' p10 and p90 of `wall_s`) and the step time's (`step_band` around
+// `step_time_s`, the error model of models/band.h). Each is read as a normal in log time,
+// centred on the log-midpoint of its p10 and p90 with half their log-distance as its
+// half-width (1.2816 sigma); the two are independent (the model's error does not depend on
+// when failures strike), so the centres add and the half-widths add in quadrature. A longer
+// step scales the whole campaign alike (failures per hour, detection and restarts stay; the
+// lost work follows the interval in seconds), which is why the step's band applies to the
+// wall time as a ratio. REQUIRES: wall_s.p10 > 0, step_time_s > 0, step_band.p10 > 0.
+Band time_to_train_band(const sim::Stats& wall_s, double step_time_s, const Band& step_band);
 
 struct IntervalResult {
   sim::CampaignSummary sim;        // Monte Carlo at this interval
@@ -75,6 +95,9 @@ struct CheckpointAdvice {
   // The scenario's own interval (checkpoint.interval_s / interval_steps), when it gives one.
   std::optional<IntervalResult> configured;
   CheckpointMode configured_mode = CheckpointMode::kSync;  // async falls back to sync when it does not fit
+  // The step time's p10-p90 (AdviceOptions::step_time_band) when the caller gave it; the
+  // reports then carry the policy's time_to_train_band.
+  std::optional<Band> step_time_band;
 };
 
 // The fitted optimum tau* = sqrt(b/c) inherits the relative error of the lost-work term
@@ -84,6 +107,7 @@ inline constexpr double kMinFailuresForOptimum = 100;
 
 struct AdviceOptions {
   int runs = 64;  // Monte Carlo runs (seeds) per interval
+  std::optional<Band> step_time_band;  // the step's p10-p90 (engine_step), passed to the advice
 };
 
 // The inputs a campaign needs and the scenario lacks, as the message advise_checkpoint
