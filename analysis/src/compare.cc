@@ -62,6 +62,10 @@ Comparison compare(const CompareSide& a, const CompareSide& b) {
   const bool same_work_per_gpu = a.tokens_per_step * b.world == b.tokens_per_step * a.world;
   // On one device count nothing scales: the ratio compares two layouts (or setups).
   c.scaling_kind = a.world == b.world ? "layout" : c.same_training ? "strong" : same_work_per_gpu ? "weak" : "throughput";
+  if (a.step_parts && b.step_parts && a.step_time_s > 0 && b.step_time_s > 0) {
+    c.tie_log_threshold = tie_log_threshold(*a.step_parts, *b.step_parts);
+    c.ties = ties(a.step_time_s, *a.step_parts, b.step_time_s, *b.step_parts);
+  }
   if (!c.same_training) {
     c.warnings.push_back(fmt::format(
         "A and B do not train the same thing: global batch {} vs {} sequences of {} tokens ({} vs {} tokens per "

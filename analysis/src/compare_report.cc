@@ -39,6 +39,21 @@ void by_part(const Comparison& c, std::string& o) {
   }
   line(fmt::format("  {:<22} {:>10} {:>10} {:>+11.4f}  (the parts add up to the step-time difference)", "  sum of parts",
                    "", "", c.parts_delta_s));
+  if (!a.step_time_band && !b.step_time_band) return;
+  auto band = [](const CompareSide& s) {
+    return s.step_time_band ? fmt::format("{:.4f} - {:.4f} s", s.step_time_band->p10, s.step_time_band->p90)
+                            : std::string("measured");
+  };
+  line(fmt::format("  step time p10-p90: A {}, B {} (the error model, docs/model-reference.md section 8)", band(a),
+                   band(b)));
+  if (!c.tie_log_threshold) return;
+  const double pct = 100 * (std::exp(*c.tie_log_threshold) - 1);
+  line(c.ties ? fmt::format("  B - A is within what the model resolves between these two steps (+-{:.1f} %, from how "
+                            "differently they are made up): too close to call, as `plan` marks ties",
+                            pct)
+              : fmt::format("  B - A is beyond what the model resolves between these two steps (+-{:.1f} %, from how "
+                            "differently they are made up; the errors both share cancel in the ratio)",
+                            pct));
 }
 
 // The difference by cause: each side's faults, then the layout-and-scale part.
@@ -116,6 +131,7 @@ std::string comparison_json(const Comparison& c) {
     x["world"] = s.world;
     x["steps"] = s.steps;
     x["step_time_s"] = s.step_time_s;
+    if (s.step_time_band) x["step_time_band_s"] = {{"p10", s.step_time_band->p10}, {"p90", s.step_time_band->p90}};
     x["global_batch"] = s.global_batch;
     x["seq_len"] = s.seq_len;
     x["tokens_per_step"] = s.tokens_per_step;
@@ -129,6 +145,10 @@ std::string comparison_json(const Comparison& c) {
   j["a"] = side_json(c.a);
   j["b"] = side_json(c.b);
   j["step_time_delta_s"] = c.step_delta_s;
+  if (c.tie_log_threshold) {
+    j["tie_threshold_log"] = *c.tie_log_threshold;
+    j["ties"] = c.ties;
+  }
   nlohmann::ordered_json parts;
   for (const ComparePart& p : c.parts) parts[p.name] = {{"a_s", p.a_s}, {"b_s", p.b_s}, {"delta_s", p.delta_s()}};
   j["parts"] = parts;

@@ -20,7 +20,7 @@ std::int64_t whole(double bytes) { return static_cast<std::int64_t>(std::llround
 
 }  // namespace
 
-Band simulated_step_band(const Scenario& s, const SimSummary& sum) {
+StepParts simulated_step_parts(const Scenario& s, const SimSummary& sum) {
   const RankBreakdown& c = sum.ranks[sum.critical];
   StepParts parts{c.compute, c.exposed_comm(), c.bubble, c.optimizer,
                   c.wait,    c.input,          0.0};  // no host stall in the engine
@@ -28,6 +28,11 @@ Band simulated_step_band(const Scenario& s, const SimSummary& sum) {
     const Estimate e = estimate(s);
     if (e.step_time_s > 0) parts.moe = e.breakdown.moe / e.step_time_s * parts.total();
   }
+  return parts;
+}
+
+Band simulated_step_band(const Scenario& s, const SimSummary& sum) {
+  const StepParts parts = simulated_step_parts(s, sum);
   const Band b = step_time_band(parts, validation_residuals(s.plan.stack));
   if (!(parts.total() > 0)) return b;
   const double k = sum.step_time_s / parts.total();

@@ -103,16 +103,21 @@ Band rate_band(const Band& step_band, double step_time_s, double rate) {
   return Band{rate * step_time_s / step_band.p90, rate * step_time_s / step_band.p10};
 }
 
-bool ties(double value_a, const StepParts& a, double value_b, const StepParts& b) {
-  if (!(value_a > 0) || !(value_b > 0)) return false;
+double tie_log_threshold(const StepParts& a, const StepParts& b) {
   const double ta = a.total(), tb = b.total();
-  if (!(ta > 0) || !(tb > 0)) return false;
+  if (!(ta > 0) || !(tb > 0)) return 0;
   const std::array<Term, 8> ta_terms = terms(a), tb_terms = terms(b);
   double var = 0;
   for (std::size_t i = 0; i < ta_terms.size(); ++i) {
     var += std::pow(ta_terms[i].u * (ta_terms[i].seconds / ta - tb_terms[i].seconds / tb), 2);
   }
-  return std::abs(std::log(value_b / value_a)) <= kZ90 * std::sqrt(var);
+  return kZ90 * std::sqrt(var);
+}
+
+bool ties(double value_a, const StepParts& a, double value_b, const StepParts& b) {
+  if (!(value_a > 0) || !(value_b > 0)) return false;
+  if (!(a.total() > 0) || !(b.total() > 0)) return false;
+  return std::abs(std::log(value_b / value_a)) <= tie_log_threshold(a, b);
 }
 
 }  // namespace stepcast

@@ -71,12 +71,18 @@ TEST(Band, TiesDependOnHowDifferentlyTheStepsAreMadeUp) {
   EXPECT_TRUE(ties(10.0, same, 10.0, same));
   // Exposed communication 20% of one step and 5% of the other (compute 80% and 95%):
   // sigma_d^2 = (0.10 x (0.80 - 0.95))^2 + (0.25 x (0.20 - 0.05))^2 = 0.000225 + 0.00140625,
-  // sigma_d = 0.040389, z90 sigma_d = 0.051762: a 5% difference (log 1.05 = 0.04879) ties,
+  // sigma_d = 0.040389, z90 sigma_d = 0.051760: a 5% difference (log 1.05 = 0.04879) ties,
   // 5.5% (0.05354) does not.
   const StepParts a{8, 2, 0, 0, 0, 0, 0}, b{9.5, 0.5, 0, 0, 0, 0, 0};
   EXPECT_TRUE(ties(10.0, a, 10.5, b));
   EXPECT_FALSE(ties(10.0, a, 10.55, b));
   EXPECT_TRUE(ties(10.5, b, 10.0, a));  // symmetric
+  // The threshold itself (what `compare` prints): z90 sigma_d = 0.051760; none for one make-up.
+  EXPECT_NEAR(tie_log_threshold(a, b), 1.2815516 * std::sqrt(0.000225 + 0.00140625), 1e-6);
+  EXPECT_NEAR(tie_log_threshold(a, b), 0.051760, 1e-6);
+  EXPECT_DOUBLE_EQ(tie_log_threshold(b, a), tie_log_threshold(a, b));
+  EXPECT_EQ(tie_log_threshold(same, same), 0.0);
+  EXPECT_EQ(tie_log_threshold(StepParts{}, a), 0.0);
 }
 
 TEST(Band, MoeBlocksWidenTheBandByTheirShare) {

@@ -13,13 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/models/lower.h"
-#include "stepcast/models/scenario.h"
-#include "stepcast/models/timeline.h"
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/analysis/compare.h"
 #include "stepcast/analysis/diagnose.h"
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/analysis/trace.h"
+#include "stepcast/models/lower.h"
+#include "stepcast/models/scenario.h"
+#include "stepcast/models/timeline.h"
 #include "stepcast/sim/run.h"
 
 namespace stepcast {
@@ -494,6 +495,43 @@ TEST(Compare, PartsAddUpToTheStepTimeDifferenceAndStrongScalingIsNamed) {
   // Strong scaling: efficiency = (T_a x N_a) / (T_b x N_b).
   EXPECT_NEAR(c.scaling_efficiency, (c.a.step_time_s * 4) / (c.b.step_time_s * 8), 1e-12);
   EXPECT_NEAR(c.layout_delta_s, c.step_delta_s, 1e-12);  // no faults: all of it is layout
+}
+
+TEST(Compare, APredictedSideCarriesSimulatesBandAndTheDifferenceIsJudgedByTheTieRule) {
+  const Scenario a = tiny(R"("tp": 1, "pp": 1, "dp": 4, "microbatch": 1, "global_batch": 16)", "", 1);
+  const Scenario b = tiny(R"("tp": 1, "pp": 1, "dp": 8, "microbatch": 1, "global_batch": 16)", "", 2);
+  const analysis::CompareSide sa = side(a, 1), sb = side(b, 1);
+  // One step: the side's step is simulate's, and so are its band and parts (a second path:
+  // the engine run and analysis::simulated_step_band on it).
+  const sim::RunResult ra = simulate(a, 1);
+  ASSERT_TRUE(sa.step_time_band.has_value() && sa.step_parts.has_value());
+  const Band want = analysis::simulated_step_band(a, ra.summary);
+  EXPECT_NEAR(sa.step_time_s, ra.summary.step_time_s, 1e-12);
+  EXPECT_NEAR(sa.step_time_band->p10, want.p10, 1e-12);
+  EXPECT_NEAR(sa.step_time_band->p90, want.p90, 1e-12);
+  EXPECT_LT(sa.step_time_band->p10, sa.step_time_s);
+  EXPECT_GT(sa.step_time_band->p90, sa.step_time_s);
+  // The tie rule of band.h on the two sides' parts.
+  const analysis::Comparison c = analysis::compare(sa, sb);
+  ASSERT_TRUE(c.tie_log_threshold.has_value());
+  EXPECT_DOUBLE_EQ(*c.tie_log_threshold, tie_log_threshold(*sa.step_parts, *sb.step_parts));
+  EXPECT_EQ(c.ties, std::abs(std::log(sb.step_time_s / sa.step_time_s)) <= *c.tie_log_threshold);
+  EXPECT_FALSE(c.ties);  // half the work per GPU: far beyond what the make-up leaves unsure
+  // A side against itself: no difference, a tie.
+  const analysis::Comparison same = analysis::compare(sa, sa);
+  EXPECT_TRUE(same.ties);
+  EXPECT_EQ(*same.tie_log_threshold, 0.0);
+  // A measured side has no band: nothing is judged.
+  analysis::CompareSide measured = sb;
+  measured.step_time_band.reset();
+  measured.step_parts.reset();
+  const analysis::Comparison m = analysis::compare(sa, measured);
+  EXPECT_FALSE(m.tie_log_threshold.has_value());
+  const std::string text = analysis::comparison_text(m);
+  EXPECT_NE(text.find(", B measured (the error model"), std::string::npos) << text;
+  const std::string json = analysis::comparison_json(c);
+  EXPECT_NE(json.find("\"ties\": false"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"step_time_band_s\""), std::string::npos) << json;
 }
 
 TEST(Compare, TheIncidentIsAttributedToLayoutRank37AndHost5) {

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/analysis/diagnose.h"
+#include "stepcast/models/band.h"
 #include "stepcast/models/program.h"
 #include "stepcast/models/scenario.h"
 #include "stepcast/models/timeline.h"
@@ -45,6 +47,10 @@ struct CompareSide {
   double faults_together_s = 0;       // step_time_s - clean_step_time_s
   double clean_step_time_s = 0;
   RankBreakdown clean_mean;
+  // A predicted side (a simulated scenario) only: its step's p10-p90 around step_time_s and
+  // the parts the band is computed from (simulate_report.h); empty for a measured run.
+  std::optional<Band> step_time_band;
+  std::optional<StepParts> step_parts;
 };
 
 // A side from the diagnosis `d` of a run of `program`, lowered from `scenario`: name,
@@ -86,6 +92,11 @@ struct Comparison {
   std::string scaling_kind;        // "strong" | "weak" | "throughput" | "layout" (same world)
   bool same_training = true;       // same global batch and tokens per step
   std::vector<std::string> warnings;
+  // Both sides predicted: the largest |log(B / A)| of step time that the error model cannot
+  // tell from no difference (band.h tie_log_threshold: what `plan` marks as ties), and
+  // whether this difference is within it.
+  std::optional<double> tie_log_threshold;
+  bool ties = false;
 };
 
 // REQUIRES: neither side hangs.

@@ -26,6 +26,8 @@ nlohmann::ordered_json simulate_report_value(const Scenario& scenario, const Pro
 // not labelled by block). What `simulate` reports as step_time_band_s, and `checkpoint`
 // around the step it plans with. REQUIRES: summary.ranks is not empty.
 Band simulated_step_band(const Scenario& scenario, const SimSummary& summary);
+// The parts that band is computed from (the critical rank's, with the MoE blocks' share).
+StepParts simulated_step_parts(const Scenario& scenario, const SimSummary& summary);
 
 // The readable report; same REQUIRES.
 std::string simulate_report_text(const Scenario& scenario, const Program& program, const SimSummary& summary,

@@ -80,4 +80,8 @@ Band rate_band(const Band& step_band, double step_time_s, double rate);
 // or tokens/s (the ratio's log is symmetric).
 bool ties(double value_a, const StepParts& a, double value_b, const StepParts& b);
 
+// The tie rule's threshold: z90 sigma_d, the largest |log(value_b / value_a)| that ties()
+// calls a tie for steps made up as `a` and `b`; 0 when either has no parts.
+double tie_log_threshold(const StepParts& a, const StepParts& b);
+
 }  // namespace stepcast
