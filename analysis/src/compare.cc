@@ -17,6 +17,7 @@ CompareSide side_from_diagnosis(const Diagnosis& d, const Scenario& scenario, co
     return s;
   }
   s.step_time_s = d.step_time_s;
+  s.step_time_band = d.step_time_band;
   s.mean = d.mean;
   s.tokens_per_step = program.tokens_per_step;
   s.global_batch = scenario.plan.global_batch;

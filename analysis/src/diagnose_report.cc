@@ -113,6 +113,7 @@ nlohmann::ordered_json diagnosis_value(const Diagnosis& d) {
     j["mismatches"] = d.mismatches;
   } else {
     j["step_time_s"] = d.step_time_s;
+    if (d.step_time_band) j["step_time_band_s"] = {{"p10", d.step_time_band->p10}, {"p90", d.step_time_band->p90}};
     j["step_times_s"] = d.step_times_s;
     nlohmann::ordered_json outs = nlohmann::ordered_json::array();
     for (const OutlierRank& o : d.outliers) {
@@ -179,7 +180,11 @@ std::string diagnosis_text(const Diagnosis& d) {
       lo = std::min(lo, s);
       hi = std::max(hi, s);
     }
-    line(fmt::format("Step time {:.4f} s (mean; min {:.4f}, max {:.4f})", d.step_time_s, lo, hi));
+    line(fmt::format("Step time {:.4f} s (mean; min {:.4f}, max {:.4f}){}", d.step_time_s, lo, hi,
+                     d.step_time_band ? fmt::format("; predicted p10-p90 {:.4f} - {:.4f} s (docs/model-reference.md "
+                                                    "section 8)",
+                                                    d.step_time_band->p10, d.step_time_band->p90)
+                                      : std::string()));
     const RankBreakdown& m = d.mean;
     line(fmt::format("Mean over ranks per step: compute {:.4f}  exposed comm {:.4f}  bubble {:.4f}  wait {:.4f}  "
                      "optimizer {:.4f}  input {:.4f} s",

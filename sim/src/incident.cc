@@ -34,6 +34,12 @@ Diagnosis diagnose_run(const Scenario& scenario, const RunResult& run, const Dia
   d.source = scenario.name;
   d.input = "scenario";
   d.mode = run.full ? "full" : "representative";
+  if (!d.hang && !run.summary.ranks.empty() && run.summary.step_time_s > 0) {
+    // The band of simulate's step, around the mean step of the same run.
+    const Band b = analysis::simulated_step_band(scenario, run.summary);
+    const double k = d.step_time_s / run.summary.step_time_s;
+    d.step_time_band = Band{b.p10 * k, b.p90 * k};
+  }
   d.seed = scenario.seed;
   if (scenario.checkpoint) {
     d.resume = analysis::resume_audit(*scenario.checkpoint, scenario.plan.precision == Precision::kFp16,
@@ -104,13 +110,7 @@ Result<CompareSide> compare_side(const Scenario& scenario, int steps, const Diag
   CompareSide s = analysis::side_from_diagnosis(diagnose_run(scenario, *run, opt), scenario, run->program, scenario.name);
   s.steps = steps;
   if (!s.hang_report.empty()) return s;
-  if (!run->summary.ranks.empty() && run->summary.step_time_s > 0) {
-    // The band of simulate's step, around this side's mean step (the same run).
-    const Band b = analysis::simulated_step_band(scenario, run->summary);
-    const double k = s.step_time_s / run->summary.step_time_s;
-    s.step_time_band = Band{b.p10 * k, b.p90 * k};
-    s.step_parts = analysis::simulated_step_parts(scenario, run->summary);
-  }
+  if (s.step_time_band) s.step_parts = analysis::simulated_step_parts(scenario, run->summary);
   const std::vector<StragglerSpec>& all = scenario.faults.perturb.stragglers;
   std::vector<std::size_t> faults;
   for (std::size_t i = 0; i < all.size(); ++i) {

@@ -583,7 +583,7 @@ TEST(Determinism, SameScenarioGivesByteIdenticalReportsThroughEitherPath) {
   EXPECT_EQ(analysis::diagnosis_json(d1), analysis::diagnosis_json(d2));
   EXPECT_EQ(analysis::diagnosis_text(d1), analysis::diagnosis_text(d2));
   // The trace text read back gives the same findings (the scenario path adds only its name,
-  // mode and seed).
+  // mode, seed and the prediction's band: a trace is a record, not a prediction).
   const sim::RunResult r = simulate(s, 4);
   auto t = analysis::read_trace(chrome_trace_json(r.program, r.out.timeline));
   ASSERT_TRUE(t.ok());
@@ -592,6 +592,13 @@ TEST(Determinism, SameScenarioGivesByteIdenticalReportsThroughEitherPath) {
   from_trace.input = d1.input;
   from_trace.mode = d1.mode;
   from_trace.seed = d1.seed;
+  EXPECT_FALSE(from_trace.step_time_band.has_value());
+  ASSERT_TRUE(d1.step_time_band.has_value());
+  // simulate's band around the same steps' mean.
+  const Band b = analysis::simulated_step_band(s, r.summary);
+  EXPECT_NEAR(d1.step_time_band->p10, b.p10 * d1.step_time_s / r.summary.step_time_s, 1e-12);
+  EXPECT_NEAR(d1.step_time_band->p90, b.p90 * d1.step_time_s / r.summary.step_time_s, 1e-12);
+  from_trace.step_time_band = d1.step_time_band;
   EXPECT_EQ(analysis::diagnosis_json(from_trace), analysis::diagnosis_json(d1));
 }
 

@@ -16,6 +16,7 @@
 #include "stepcast/analysis/breakdown.h"
 #include "stepcast/analysis/resume.h"
 #include "stepcast/analysis/trace.h"
+#include "stepcast/models/band.h"
 #include "stepcast/models/program.h"
 
 namespace stepcast::analysis {
@@ -124,6 +125,9 @@ struct Diagnosis {
   std::uint64_t seed = 0;    // scenarios
   double step_time_s = 0;    // mean over steps
   std::vector<double> step_times_s;
+  // Scenarios (a prediction) only: its p10-p90 band (simulate_report.h simulated_step_band)
+  // around step_time_s; a trace, measured or not, has none.
+  std::optional<Band> step_time_band;
   std::vector<RankBreakdown> ranks;  // per-rank breakdown, ascending rank
   RankBreakdown mean;                // mean over the analysed ranks (rank = stage = -1)
   std::vector<OutlierRank> outliers;  // ascending rank
