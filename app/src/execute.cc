@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "stepcast/analysis/simulate_report.h"
 #include "stepcast/executor/launch.h"
 #include "stepcast/executor/machine.h"
 #include "stepcast/executor/runner.h"
@@ -93,7 +94,12 @@ Result<ExecuteReport> run_execute(const ExecuteRequest& a) {
   }
   m.timeline = exec::merge_timelines(prog, std::move(ranks));
   auto predicted = sim::run_scenario(*sc, sim::RunOptions{});
-  if (predicted.ok()) m.predicted_step_time_s = predicted->summary.step_time_s;
+  if (predicted.ok() && !predicted->summary.ranks.empty()) {
+    m.predicted_step_time_s = predicted->summary.step_time_s;
+    const Band band = analysis::simulated_step_band(*sc, predicted->summary);
+    m.predicted_p10_s = band.p10;
+    m.predicted_p90_s = band.p90;
+  }
   rep.scenario_name = sc->name;
   rep.calibrated = sc->calibration.has_value();
 
@@ -122,6 +128,13 @@ std::string execute_text(const ExecuteReport& r) {
     out += fmt::format("Predicted  {:.4f} s by the simulator{} -> error {:+.1f}%\n", m.predicted_step_time_s,
                        r.calibrated ? " (calibrated)" : " (priors, not calibrated)",
                        100.0 * (m.predicted_step_time_s - med) / med);
+    if (m.predicted_p90_s > 0) {
+      const bool inside = m.predicted_p10_s <= med && med <= m.predicted_p90_s;
+      out += fmt::format(
+          "           p10-p90 {:.4f} - {:.4f} s (docs/model-reference.md section 8): the measured median "
+          "is {} it\n",
+          m.predicted_p10_s, m.predicted_p90_s, inside ? "inside" : "outside");
+    }
   }
   if (r.verify) {
     out += fmt::format("Verified   {} elements of collectives and receives: {}\n", m.verified_elements,

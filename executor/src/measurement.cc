@@ -42,6 +42,9 @@ std::string measurement_json(const Measurement& m) {
   j["step_time_s"] = m.step_time_s;
   j["step_time_median_s"] = m.median_step_s();
   j["predicted_step_time_s"] = m.predicted_step_time_s;
+  if (m.predicted_p90_s > 0) {
+    j["predicted_step_time_band_s"] = {{"p10", m.predicted_p10_s}, {"p90", m.predicted_p90_s}};
+  }
   j["verification"] = {{"elements", m.verified_elements}, {"wrong", m.wrong_elements}, {"errors", m.errors}};
   j["memory"] = {{"peak_bytes", m.peak_memory_bytes}, {"predicted_peak_bytes", m.predicted_peak_bytes}};
   j["timeline"] = ranks;
@@ -167,6 +170,15 @@ Result<Measurement> parse_measurement(const std::string& text, const std::string
   m.step_time_s = number_list(r, "step_time_s", true);
   r.number("step_time_median_s", 0, std::numeric_limits<double>::max());
   m.predicted_step_time_s = r.required_number("predicted_step_time_s", 0, std::numeric_limits<double>::max()).value_or(0);
+  if (const json* band = r.object("predicted_step_time_band_s")) {
+    reader::ObjectReader br(*band, r.path_of("predicted_step_time_band_s"), diag);
+    m.predicted_p10_s = br.required_number("p10", 0, std::numeric_limits<double>::max()).value_or(0);
+    m.predicted_p90_s = br.required_number("p90", 0, std::numeric_limits<double>::max()).value_or(0);
+    if (m.predicted_p10_s > m.predicted_p90_s) {
+      diag.add(br.path_of("p10"), fmt::format("{:g} is above p90 ({:g})", m.predicted_p10_s, m.predicted_p90_s));
+    }
+    br.finish();
+  }
   if (const json* v = r.object("verification")) {
     reader::ObjectReader vr(*v, r.path_of("verification"), diag);
     m.verified_elements = vr.required_integer("elements", 0, kMaxI64).value_or(0);

@@ -54,6 +54,22 @@ TEST_F(ExecutorCli, CalibrateNamesTheJsonPathOfAWrongTypeInAMeasurement) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST_F(ExecutorCli, APredictionBandIsReadAndAnInvertedOneIsNamed) {
+  const std::string with_band = measurement("\"predicted_step_time_s\": 0.4,",
+                                            "\"predicted_step_time_s\": 0.4, \"predicted_step_time_band_s\": "
+                                            "{\"p10\": 0.35, \"p90\": 0.47},");
+  const std::string ok = write("measured.json", with_band);
+  const auto good = run({"compare", kScenario, ok});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  std::string inverted = with_band;
+  const std::string p10 = "\"p10\": 0.35";
+  inverted.replace(inverted.find(p10), p10.size(), "\"p10\": 0.55");
+  const std::string bad = write("inverted.json", inverted);
+  const auto r = run({"calibrate", bad});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "stepcast: error: " + bad + ": predicted_step_time_band_s.p10: 0.55 is above p90 (0.47)\n");
+}
+
 TEST_F(ExecutorCli, CalibrateListsEveryWrongFieldOfAMeasurement) {
   std::string text = measurement("\"steps\": 1,", "\"steps\": \"one\",");
   text.replace(text.find("\"rank\": 0,"), 10, "\"rank\": -1,");

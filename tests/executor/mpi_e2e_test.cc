@@ -121,6 +121,11 @@ TEST_F(MpiE2E, ExecuteVerifyTraceAndCalibrate) {
   // step, and every collective / receive delivered exactly the seeded data.
   expect_every_op("cpu-tp2dp2.json", read_json(dir() + "/a/measured.json"));
   expect_every_op("cpu-pp2-1f1b.json", read_json(dir() + "/b/measured.json"));
+  // The prediction written beside the measurement carries its band (simulate's, around it).
+  const nlohmann::json ma = read_json(dir() + "/a/measured.json");
+  const double predicted = ma.at("predicted_step_time_s").get<double>();
+  EXPECT_LT(ma.at("predicted_step_time_band_s").at("p10").get<double>(), predicted);
+  EXPECT_GT(ma.at("predicted_step_time_band_s").at("p90").get<double>(), predicted);
   // The measured trace is in the simulator's format: diagnose reads it (exit 1 would be a
   // finding, e.g. a rank's compute slowed by the oversubscribed machine under ctest -j; 2 would
   // be a trace it cannot read).

@@ -21,6 +21,8 @@ struct Measurement {
   int ranks = 0, warmup = 0, steps = 0;
   std::vector<double> step_time_s;        // per measured step, max over ranks
   double predicted_step_time_s = 0;       // the simulator's, before calibration
+  // Its p10-p90 band (models/band.h); both 0 when not given (files written before it).
+  double predicted_p10_s = 0, predicted_p90_s = 0;
   std::int64_t verified_elements = 0, wrong_elements = 0;
   std::vector<std::string> errors;
   std::vector<double> peak_memory_bytes, predicted_peak_bytes;   // per rank
