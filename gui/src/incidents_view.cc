@@ -249,6 +249,8 @@ QString IncidentsView::runError() const { return run_error_->isHidden() ? QStrin
 QString IncidentsView::compareError() const { return compare_error_->isHidden() ? QString() : compare_error_->text(); }
 QString IncidentsView::verdictText() const { return verdict_plain_; }
 QString IncidentsView::diagnosisText() const { return diagnosis_text_->toPlainText(); }
+QString IncidentsView::compareSummary() const { return compare_summary_->text(); }
+
 QString IncidentsView::compareText() const { return compare_text_->toPlainText(); }
 
 void IncidentsView::prepareScreenshot() {
@@ -550,6 +552,13 @@ void IncidentsView::compareFinished(CompareOutcome& o) {
                         : c.scaling_kind == "weak" ? tr("Weak-scaling")
                                                    : tr("Throughput ratio:"))
                    .arg(100.0 * c.scaling_efficiency, 0, 'f', 1);
+  }
+  // Both sides predicted: is B - A beyond what the model resolves between them (band.h's tie rule)?
+  if (c.tie_log_threshold) {
+    const double pct = 100.0 * (std::exp(*c.tie_log_threshold) - 1);
+    summary += c.ties ? tr("  Within the model's resolution between these two steps (+-%1 %): too close to call.")
+                            .arg(pct, 0, 'f', 1)
+                      : tr("  Beyond the model's resolution between these two steps (+-%1 %).").arg(pct, 0, 'f', 1);
   }
   for (const std::string& w : c.warnings) summary += QStringLiteral("\nWARNING: %1").arg(QString::fromStdString(w));
   compare_summary_->setText(summary);

@@ -46,6 +46,7 @@ class IncidentsView : public View {
   // Rows: "step time", one per breakdown part (column 0's Qt::UserRole holds the part's
   // name, columns 1-3 hold A, B and B - A in seconds as Qt::UserRole doubles), "sum of parts".
   QTableWidget* compareTable() const { return table_; }
+  QString compareSummary() const;  // the summary line above the table
   QChart* compareChart() const { return chart_; }
   // The error of the last open or compare ("" when it succeeded).
   QString runError() const;

@@ -122,6 +122,13 @@ void IncidentsTest::comparisonMatchesCompare() {
     QCOMPARE(bars->barSets()[i]->at(i), c.parts[static_cast<std::size_t>(i)].delta_s());
   }
   QCOMPARE(view_->compareText(), QString::fromStdString(app::compare_text(*direct)));
+  // Both sides are simulated: the summary judges B - A by the tie rule, as the CLI's report.
+  QVERIFY(c.tie_log_threshold.has_value());
+  QVERIFY(!c.ties);
+  QVERIFY2(
+      view_->compareSummary().contains(QStringLiteral("Beyond the model's resolution between these two steps (+-%1 %)")
+                                           .arg(100.0 * (std::exp(*c.tie_log_threshold) - 1), 0, 'f', 1)),
+      qPrintable(view_->compareSummary()));
 }
 
 void IncidentsTest::outliersHighlighted() {
