@@ -250,7 +250,6 @@ QString IncidentsView::compareError() const { return compare_error_->isHidden() 
 QString IncidentsView::verdictText() const { return verdict_plain_; }
 QString IncidentsView::diagnosisText() const { return diagnosis_text_->toPlainText(); }
 QString IncidentsView::compareSummary() const { return compare_summary_->text(); }
-
 QString IncidentsView::compareText() const { return compare_text_->toPlainText(); }
 
 void IncidentsView::prepareScreenshot() {

@@ -649,11 +649,10 @@ void ReliabilityView::showReport() {
   const sim::CampaignSummary& rec = adv->recommended.sim;
   // The time to train's p10-p90 with the step time's band as well (planner::time_to_train_band).
   QString band;
-  if (adv->step_time_band && rec.wall_s.p10 > 0 && adv->step_time_band->p10 > 0) {
-    const Band b = planner::time_to_train_band(rec.wall_s, adv->step_time_s, *adv->step_time_band);
+  if (const auto b = planner::time_to_train_band(*adv, adv->recommended)) {
     band = tr(" (p10-p90 %1 - %2 days with the step time's band)")
-               .arg(b.p10 / 86400, 0, 'f', 2)
-               .arg(b.p90 / 86400, 0, 'f', 2);
+               .arg(b->p10 / 86400, 0, 'f', 2)
+               .arg(b->p90 / 86400, 0, 'f', 2);
   }
   QString text = tr("<b>Recommendation: %1 checkpoints every %2 steps (%3 of compute)</b>; goodput %4% "
                     "(p10 %5%, p90 %6%); time to train %7 days%11.<br>%8<br>%9<br>%10")

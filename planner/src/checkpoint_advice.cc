@@ -76,6 +76,13 @@ Band time_to_train_band(const sim::Stats& wall_s, double step_time_s, const Band
   return Band{std::exp(centre - width), std::exp(centre + width)};
 }
 
+std::optional<Band> time_to_train_band(const CheckpointAdvice& a, const IntervalResult& r) {
+  if (!a.step_time_band || !(r.sim.wall_s.p10 > 0) || !(a.step_time_band->p10 > 0) || !(a.step_time_s > 0)) {
+    return std::nullopt;
+  }
+  return time_to_train_band(r.sim.wall_s, a.step_time_s, *a.step_time_band);
+}
+
 sim::CampaignModel campaign_model(const Scenario& s, const CheckpointCost& cost, double step_time_s,
                              std::int64_t steps_total) {
   const FailureSpec& f = *s.faults.failures;

@@ -41,12 +41,6 @@ std::string pct(double x) { return fmt::format("{:.2f}%", x * 100); }
 
 nlohmann::ordered_json band_h(const Band& b) { return {{"p10", b.p10 / 3600.0}, {"p90", b.p90 / 3600.0}}; }
 
-// The time-to-train band at `r` with the step's band, when the advice has one.
-std::optional<Band> train_band(const CheckpointAdvice& a, const IntervalResult& r) {
-  if (!a.step_time_band || !(r.sim.wall_s.p10 > 0) || !(a.step_time_band->p10 > 0)) return std::nullopt;
-  return time_to_train_band(r.sim.wall_s, a.step_time_s, *a.step_time_band);
-}
-
 const ModeAdvice& mode_of(const CheckpointAdvice& a, CheckpointMode m) {
   return m == CheckpointMode::kAsync ? a.async : a.sync;
 }
@@ -167,7 +161,7 @@ std::string checkpoint_json(const CheckpointAdvice& a, const Scenario& s) {
   j["steps_total"] = a.steps_total;
   j["failure_free_s"] = a.solve_s;
   j.update(fields_json(checkpoint_check_fields(a)));
-  if (const auto b = train_band(a, *policy_of(a).at)) j["time_to_train_band_h"] = band_h(*b);
+  if (const auto b = time_to_train_band(a, *policy_of(a).at)) j["time_to_train_band_h"] = band_h(*b);
   const FailureSpec& f = a.failures;
   nlohmann::ordered_json fj;
   fj["model"] = f.name;
@@ -216,14 +210,14 @@ std::string checkpoint_json(const CheckpointAdvice& a, const Scenario& s) {
   rj["mode"] = to_string(a.mode);
   rj["reason"] = a.reason;
   rj.update(interval_json(a.recommended, a.solve_s));
-  if (const auto b = train_band(a, a.recommended)) rj["time_to_train_band_h"] = band_h(*b);
+  if (const auto b = time_to_train_band(a, a.recommended)) rj["time_to_train_band_h"] = band_h(*b);
   rj.update(detail_json(a.recommended));
   j["recommendation"] = rj;
   if (a.configured) {
     nlohmann::ordered_json cfg;
     cfg["mode"] = to_string(a.configured_mode);
     cfg.update(interval_json(*a.configured, a.solve_s));
-    if (const auto b = train_band(a, *a.configured)) cfg["time_to_train_band_h"] = band_h(*b);
+    if (const auto b = time_to_train_band(a, *a.configured)) cfg["time_to_train_band_h"] = band_h(*b);
     cfg.update(detail_json(*a.configured));
     j["configured"] = cfg;
   }
@@ -326,7 +320,7 @@ std::string checkpoint_text(const CheckpointAdvice& a, const Scenario& s) {
   line(fmt::format("  goodput {} (p10 {}, p90 {}); time to train {} (p10 {}, p90 {})", pct(r.sim.goodput.mean),
                    pct(r.sim.goodput.p10), pct(r.sim.goodput.p90), duration(r.sim.wall_s.mean),
                    duration(r.sim.wall_s.p10), duration(r.sim.wall_s.p90)));
-  if (const auto b = train_band(a, r)) {
+  if (const auto b = time_to_train_band(a, r)) {
     line(
         fmt::format("  time to train with the step time's band as well: p10 {}, p90 {} (the failures' p10-p90 "
                     "above is the failures' spread alone)",

@@ -105,6 +105,11 @@ struct CheckpointAdvice {
 // failures over all runs locate it within about 5 %.
 inline constexpr double kMinFailuresForOptimum = 100;
 
+// time_to_train_band at interval `r` of `advice` with the advice's step band; nullopt when
+// the advice has no band (AdviceOptions::step_time_band not given) or nothing to scale.
+// What the reports and the GUI print.
+std::optional<Band> time_to_train_band(const CheckpointAdvice& advice, const IntervalResult& r);
+
 struct AdviceOptions {
   int runs = 64;  // Monte Carlo runs (seeds) per interval
   std::optional<Band> step_time_band;  // the step's p10-p90 (engine_step), passed to the advice
