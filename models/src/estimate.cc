@@ -197,8 +197,8 @@ double layer_activation_bytes(const ModelSpec& m, const Plan& p, std::int64_t se
     // "moe_act" (output-discarding) frees the routed experts' activation output, the fc2
     // input, in 16 bits; with FP8 fc2 keeps its own FP8 copy, which it does not free.
     const double act_out = p.recomputes(RM::kMoeAct) && !fp8 ? g_in : 0.0;
-    // The busiest rank's routed rows (load_imbalance x the mean) set the worst rank's memory.
-    const double routed = static_cast<double>(e.top_k) * e.load_imbalance;
+    // The busiest rank's routed rows (moe_routed_load x the mean) set the worst rank's memory.
+    const double routed = static_cast<double>(e.top_k) * moe_routed_load(e);
     split += (ffn_per_width - act_out) * routed * e.expert_ffn_hidden_size / t;
     if (!p.recomputes(RM::kSharedExperts)) {
       split += ffn_per_width * static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;

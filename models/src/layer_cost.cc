@@ -32,6 +32,11 @@ double expert_tokens(const Plan& p, double T) {
   return p.tp > 1 && !p.sequence_parallel ? T : T * p.expert_tp() / p.tp;
 }
 
+double moe_routed_load(const MoeSpec& e) {
+  if (e.capacity_factor <= 0) return e.load_imbalance;
+  return e.pad_to_capacity ? e.capacity_factor : std::min(e.load_imbalance, e.capacity_factor);
+}
+
 HeadDims head_dims(const ModelSpec& m) {
   if (m.mla) {
     return {static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim),
@@ -68,7 +73,7 @@ Fp8Elements fp8_quantized_elements(const ModelSpec& m, const Plan& p, double T, 
     // Routed experts: the dispatched rows at the expert's width (layer_cost); the router
     // runs in higher precision. Shared experts: a TP-split dense FFN.
     const MoeSpec& e = *m.moe;
-    const double rows = expert_tokens(p, T) * e.top_k * e.load_imbalance;  // the busiest rank's
+    const double rows = expert_tokens(p, T) * e.top_k * moe_routed_load(e);  // the busiest rank's
     ffn(rows, rows, static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp());
     if (e.num_shared_experts > 0) {
       ffn(T_sp, T, static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t);
@@ -193,9 +198,10 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
     // ranks (T with etp = tp, as without SP). Each expert matrix is split etp ways.
     // Experts are identical: cost one.
     const double local = static_cast<double>(e.num_experts) / p.ep;
-    // With load imbalance the busiest rank receives load_imbalance x the mean rows, and its
-    // expert group waits for it: every expert-side term below is that rank's.
-    const double T_e = expert_tokens(p, T) * e.load_imbalance;
+    // With load imbalance (or padding to capacity) the busiest rank receives
+    // moe_routed_load x the mean rows, and its expert group waits for it: every expert-side
+    // term below is that rank's.
+    const double T_e = expert_tokens(p, T) * moe_routed_load(e);
     const double rows = T_e * e.top_k * p.ep / e.num_experts;
     const double Fe = static_cast<double>(e.expert_ffn_hidden_size) / p.expert_tp();
     double one_t = 0, one_b = 0, one_f = 0;
@@ -430,7 +436,7 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   double moe_pair = 0;
   if (moe && (sp || pl.folded()) && p.expert_tp() > 1 && !p.moe_allgather_dispatcher()) {
     const GroupShape ge = group_shape(pl.group_size(GroupKind::kEtp), pl.group_stride(GroupKind::kEtp), gpn);
-    out.moe_tp_bytes = expert_tokens(p, T) * m.moe->load_imbalance * m.moe->top_k * h * kActBytes;
+    out.moe_tp_bytes = expert_tokens(p, T) * moe_routed_load(*m.moe) * m.moe->top_k * h * kActBytes;
     moe_pair =
         price(CollKind::kAllGather, ge, out.moe_tp_bytes) + price(CollKind::kReduceScatter, ge, out.moe_tp_bytes);
   }
@@ -519,17 +525,18 @@ LayerComm layer_comm(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   } else if (moe && p.ep > 1) {
     const GroupShape g = group_shape(p.ep, pl.group_stride(GroupKind::kEp), gpn);
     const double tokens = sp ? T / p.tp : T;
-    // The all-to-all ends when its busiest receiver has its rows: load_imbalance x the mean.
+    // The all-to-all ends when its busiest receiver has its rows: moe_routed_load x the mean
+    // (padded to capacity: the padding rows travel too).
     if (p.moe_deepep_dispatcher()) {
       // DeepEP sends a token once per destination rank (and once per destination node over
       // the network), not once per routed copy.
       const EpRouting r = out.ep_routing =
           ep_routing(m.moe->num_experts, m.moe->top_k, p.ep, g.nodes, m.moe->expert_groups, m.moe->limited_groups);
-      out.ep_bytes = tokens * r.ranks * m.moe->load_imbalance * h * kActBytes;
+      out.ep_bytes = tokens * r.ranks * moe_routed_load(*m.moe) * h * kActBytes;
       out.ep_rdma_per_byte = g.nodes > 1 ? r.nodes * (g.nodes - 1) / g.nodes / r.ranks : 0.0;
       out.ep_a2a_s = deepep_time_s(c, g, out.ep_bytes, out.ep_rdma_per_byte);
     } else {
-      out.ep_bytes = tokens * m.moe->top_k * m.moe->load_imbalance * h * kActBytes;
+      out.ep_bytes = tokens * m.moe->top_k * moe_routed_load(*m.moe) * h * kActBytes;
       out.ep_a2a_s = price(CollKind::kAllToAll, g, out.ep_bytes);
     }
     // Dispatch + combine per pass, and once more when the MoE block is recomputed.

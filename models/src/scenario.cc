@@ -386,6 +386,14 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                       p.expert_tp()));
     }
   }
+  if (m.moe && m.moe->capacity_factor > 0 && p.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    // Megatron-Core transformer_config.py: "moe_expert_capacity_factor only works with
+    // alltoall token dispatcher".
+    add(
+        fmt::format("model.moe.capacity_factor: token dropping needs plan.moe_dispatcher \"alltoall\" (got \"{}\"; "
+                    "Megatron-Core drops tokens only in its alltoall dispatcher)",
+                    to_string(p.moe_dispatcher)));
+  }
   if (m.num_attention_heads % p.tp != 0) {
     add(fmt::format("plan.tp: {} does not divide num_attention_heads ({})", p.tp,
                     m.num_attention_heads));

@@ -96,6 +96,7 @@ static std::optional<MoeSpec> read_moe(ObjectReader& parent, std::optional<MoeSp
                  fmt::format("{} is not supported (only 1: every layer after the dense ones is MoE)", *f));
   }
   set(m.capacity_factor, r.number("capacity_factor", 0, 1000, /*allow_null=*/true));
+  set(m.pad_to_capacity, r.boolean("pad_to_capacity"));
   set(m.router_bias, r.boolean("router_bias"));
   set(m.load_imbalance, r.number("load_imbalance", 1, 100));
   set(m.expert_groups, r.integer("expert_groups", 1, 1'000'000));
@@ -122,6 +123,11 @@ static std::optional<MoeSpec> read_moe(ObjectReader& parent, std::optional<MoeSp
   if (m.top_k > m.num_experts && m.num_experts > 0) {
     r.diag().add(r.path_of("top_k"),
                  fmt::format("{} exceeds num_experts ({})", m.top_k, m.num_experts));
+  }
+  if (m.pad_to_capacity && m.capacity_factor <= 0) {
+    // Megatron-Core transformer_config.py: "moe_expert_capacity_factor must be set to use
+    // moe_pad_expert_input_to_capacity".
+    r.diag().add(r.path_of("pad_to_capacity"), "needs capacity_factor (the capacity it pads to)");
   }
   return m;
 }

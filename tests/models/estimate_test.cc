@@ -1442,6 +1442,57 @@ TEST(MoeLayer, LoadImbalanceSetsTheBusiestRanksPaceByHand) {
   EXPECT_EQ(busy.attn_core_s, even.attn_core_s);
 }
 
+// Token dropping and padding by hand (Megatron-Core moe_utils.py topk_softmax_with_capacity:
+// each expert takes at most capacity = ceil(T k / E x capacity_factor) rows from each rank;
+// with moe_pad_expert_input_to_capacity exactly that many). The same Qwen3-30B-A3B layer
+// (4096 tokens per rank, ep 8, 16 local experts, 256 balanced rows per expert from each of
+// the 8 ranks = 2048):
+//   padded to capacity_factor 1.25, whatever the router does: 320 x 8 = 2560 rows per expert,
+//     and the all-to-all carries the padding: 4096 x 8 x 1.25 x 2048 x 2 B;
+//   dropping at 1.25 without padding, the busiest rank at 1.5 x the mean: capped at 2560;
+//   dropping at 1.25, the busiest at 1.1: below the cap, 2252.8 rows;
+//   padded to 0.5 (half the tokens dropped): 1024 rows.
+TEST(MoeLayer, TokenDroppingAndPaddingSetTheExpertsRowsByHand) {
+  const ModelSpec base = builtin_presets().models.at("qwen3-30b-a3b");
+  ClusterSpec c = builtin_presets().clusters.at("dgx-h100");
+  c.nodes = 1;
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;
+  const double router = job_pace(c) * gemm_time_s(c.gpu, Precision::kBf16, 4096, 128, 2048);
+  auto expert_rows = [&](double rows) {
+    return router + 16 * job_pace(c) *
+                        (gemm_time_s(c.gpu, Precision::kBf16, rows, 2 * 768, 2048) +
+                         gemm_time_s(c.gpu, Precision::kBf16, rows, 2048, 768));
+  };
+  auto with = [&](double cf, bool pad, double imbalance) {
+    ModelSpec m = base;
+    m.moe->capacity_factor = cf;
+    m.moe->pad_to_capacity = pad;
+    m.moe->load_imbalance = imbalance;
+    return m;
+  };
+  const double even_act = layer_activation_bytes(base, p, 4096, true);
+
+  const ModelSpec padded = with(1.25, true, 1.0);
+  EXPECT_DOUBLE_EQ(moe_routed_load(*padded.moe), 1.25);
+  const LayerCost pc = layer_cost(padded, c, p, 4096, true);
+  EXPECT_NEAR(pc.mlp_gemm_s, expert_rows(2560), 1e-12);
+  EXPECT_DOUBLE_EQ(layer_comm(padded, c, p, 4096, true, pc).ep_bytes, 4096.0 * 8 * 1.25 * 2048 * 2);
+  // The padded rows are held like real ones: 0.25 x (32,768 + 36,864) B per token more.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(padded, p, 4096, true) - even_act, 4096.0 * 0.25 * (32'768 + 36'864));
+
+  EXPECT_NEAR(layer_cost(with(1.25, false, 1.5), c, p, 4096, true).mlp_gemm_s, expert_rows(2560), 1e-12);
+  EXPECT_NEAR(layer_cost(with(1.25, false, 1.1), c, p, 4096, true).mlp_gemm_s, expert_rows(2252.8), 1e-12);
+  EXPECT_NEAR(layer_cost(with(0.5, true, 1.0), c, p, 4096, true).mlp_gemm_s, expert_rows(1024), 1e-12);
+  // Dropless (capacity_factor 0) keeps the stated imbalance; padding to 1.0 is the balanced layer.
+  EXPECT_DOUBLE_EQ(moe_routed_load(*with(0, false, 1.3).moe), 1.3);
+  const LayerCost one = layer_cost(with(1.0, true, 1.4), c, p, 4096, true);
+  EXPECT_EQ(one.mlp_gemm_s, layer_cost(base, c, p, 4096, true).mlp_gemm_s);
+  // Attention does not change.
+  EXPECT_EQ(pc.attn_gemm_s, layer_cost(base, c, p, 4096, true).attn_gemm_s);
+}
+
 // Sequence parallelism keeps the norms (and row-parallel biases, routers) whole on every TP
 // rank while each rank's gradient covers only its s/t tokens: once per step, after the
 // data-parallel reduction, their gradients are all-reduced over the TP group (Megatron-Core

@@ -1025,6 +1025,24 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
                              R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})"))
                 .model.moe->load_imbalance,
             1.3);
+  // Token dropping (Megatron-Core transformer_config.py): padding needs a capacity, and only
+  // the alltoall dispatcher drops tokens.
+  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"pad_to_capacity": true}})",
+                                R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
+            "model.moe.pad_to_capacity: needs capacity_factor (the capacity it pads to)");
+  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": 1.0}})",
+                                R"({"preset": "dgx-h100", "nodes": 1})",
+                                R"({"dp": 8, "ep": 8, "moe_dispatcher": "deepep"})")),
+            "model.moe.capacity_factor: token dropping needs plan.moe_dispatcher \"alltoall\" (got \"deepep\"; "
+            "Megatron-Core drops tokens only in its alltoall dispatcher)");
+  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": -1}})",
+                                R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
+            "model.moe.capacity_factor: -1 is out of range (0 to 1000)");
+  const Scenario padded = load_ok(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": 1.25,
+                                                "pad_to_capacity": true}})",
+                                           R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})"));
+  EXPECT_EQ(padded.model.moe->capacity_factor, 1.25);
+  EXPECT_TRUE(padded.model.moe->pad_to_capacity);
 }
 
 TEST(ScenarioErrors, OverlapSlowdownIsAFractionFromZero) {

@@ -24,6 +24,14 @@ double kv_heads_per_rank(const ModelSpec& model, const Plan& plan);
 // rank are T_e·k.
 double expert_tokens(const Plan& plan, double T);
 
+// The busiest expert-parallel rank's routed rows over the balanced mean, which every
+// expert-side term scales by (docs/model-reference.md "MoE load imbalance", "Token dropping
+// and padding"): dropless (capacity_factor 0) the stated load_imbalance; padded to capacity
+// exactly capacity_factor (every expert takes capacity_factor x the mean rows from each
+// rank, real or padding); dropping without padding min(load_imbalance, capacity_factor),
+// since no expert takes more than its capacity.
+double moe_routed_load(const MoeSpec& moe);
+
 // Query-key and value head dimensions (MLA: d_nope + d_rope and d_v; else head_dim).
 struct HeadDims {
   double qk = 0, v = 0;

@@ -19,7 +19,13 @@ struct MoeSpec {
   std::int64_t expert_ffn_hidden_size = 0;         // F_e
   std::int64_t shared_expert_ffn_hidden_size = 0;  // F_s (0 -> F_e)
   int num_dense_layers = 0;            // the first layers keep a dense FFN of ffn_hidden_size
-  double capacity_factor = 0;          // 0 = dropless
+  // Token dropping (Megatron-Core moe_expert_capacity_factor; 0 = dropless): each expert
+  // takes at most capacity_factor x the mean routed rows from each rank, the rest are
+  // dropped; with pad_to_capacity (moe_pad_expert_input_to_capacity) every expert's input is
+  // padded to exactly that capacity. moe_routed_load (layer_cost.h) turns both into the
+  // busiest rank's rows (docs/model-reference.md "Token dropping and padding").
+  double capacity_factor = 0;
+  bool pad_to_capacity = false;
   bool router_bias = false;            // per-expert score bias (DeepSeek-V3)
   // Group-limited routing (DeepSeek-V3's n_group / topk_group; Megatron-Core
   // moe_router_num_groups / moe_router_group_topk): the experts form `expert_groups` equal
