@@ -727,7 +727,12 @@ int moe_host_syncs(const ModelSpec& m, const Plan& p, const StackProfile& s) {
   const int local = std::max(1, m.moe->num_experts / std::max(1, p.ep));
   switch (s.moe_host_sync) {
     case MoeHostSync::kPerExpert: return local;
-    case MoeHostSync::kDispatcher: return p.ep > 1 || local > 1 ? 1 : 0;
+    case MoeHostSync::kDispatcher:
+      // Padded to capacity every split is known on the host (token_dispatcher.py preprocess:
+      // drop_and_pad returns before any device-to-host copy, cuda_sync_point "no_sync");
+      // dropping without padding waits "before_permutation_1", dropless "before_ep_alltoall".
+      if (m.moe->pad_to_capacity && m.moe->capacity_factor > 0) return 0;
+      return p.ep > 1 || local > 1 ? 1 : 0;
     case MoeHostSync::kNone: break;
   }
   return 0;
@@ -1401,6 +1406,21 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const Plan& p, const
         "DeepEP dispatcher: a token's {} routed copies reach {:.2f} of {} ranks{}, sent "
         "once per rank (docs/model-reference.md 5.11)",
         m.moe->top_k, r.ranks, p.ep, eg.nodes > 1 ? fmt::format(" on {:.2f} of {} nodes", r.nodes, eg.nodes) : ""));
+  }
+  if (m.moe && m.moe->capacity_factor > 0) {
+    // Token dropping (docs/model-reference.md "Token dropping and padding"): what the
+    // busiest rank's experts run, and what the cap drops there (its quality cost is not
+    // stepcast's to price).
+    const MoeSpec& moe = *m.moe;
+    const double load = moe_routed_load(moe);
+    const double dropped = 1.0 - std::min(1.0, moe.capacity_factor / moe.load_imbalance);
+    e.notes.push_back(fmt::format(
+        "token dropping at capacity factor {:g}{}: the busiest rank's experts run {:g} x the balanced rows{} "
+        "(docs/model-reference.md 4.2)",
+        moe.capacity_factor, moe.pad_to_capacity ? ", padded to capacity" : "", load,
+        dropped > 0 ? fmt::format(", dropping {:.1f}% of its routed rows (load_imbalance {:g})", dropped * 100,
+                                  moe.load_imbalance)
+                    : ""));
   }
   if (slowest.zero3_syncs > 0) {
     e.notes.push_back(

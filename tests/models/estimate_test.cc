@@ -1491,6 +1491,20 @@ TEST(MoeLayer, TokenDroppingAndPaddingSetTheExpertsRowsByHand) {
   EXPECT_EQ(one.mlp_gemm_s, layer_cost(base, c, p, 4096, true).mlp_gemm_s);
   // Attention does not change.
   EXPECT_EQ(pc.attn_gemm_s, layer_cost(base, c, p, 4096, true).attn_gemm_s);
+
+  // The estimate says what the cap does: at 1.0 with the busiest rank at 1.2, that rank's
+  // experts run the balanced rows and drop 1 - 1/1.2 = 16.7 % of its routed rows.
+  const auto loaded =
+      load_scenario_file(std::string(STEPCAST_SOURCE_DIR) + "/scenarios/qwen3-30b-a3b-ep8-16xh100.json");
+  ASSERT_TRUE(loaded.ok());
+  Scenario s = *loaded;
+  s.model.moe->capacity_factor = 1.0;
+  s.model.moe->load_imbalance = 1.2;
+  const Estimate e = estimate(s);
+  EXPECT_NE(std::find(e.notes.begin(), e.notes.end(),
+                      "token dropping at capacity factor 1: the busiest rank's experts run 1 x the balanced rows, "
+                      "dropping 16.7% of its routed rows (load_imbalance 1.2) (docs/model-reference.md 4.2)"),
+            e.notes.end());
 }
 
 // Sequence parallelism keeps the norms (and row-parallel biases, routers) whole on every TP

@@ -172,6 +172,16 @@ TEST(Stack, MoeHostSynchronisationsPerLayer) {
   one.moe->top_k = 1;
   EXPECT_EQ(moe_host_syncs(one, p, stack_profile(Stack::kMegatronCore)), 0);
   EXPECT_EQ(moe_host_syncs(builtin_presets().models.at("llama3-8b"), p, stack_profile(Stack::kMegatronCore)), 0);
+  // Token dropping (token_dispatcher.py preprocess): padded to capacity the splits are known
+  // on the host, no synchronisation; dropping without padding still waits, before the first
+  // permutation.
+  p.ep = 8;
+  ModelSpec padded = m;
+  padded.moe->capacity_factor = 1.0;
+  padded.moe->pad_to_capacity = true;
+  EXPECT_EQ(moe_host_syncs(padded, p, stack_profile(Stack::kMegatronCore)), 0);
+  padded.moe->pad_to_capacity = false;
+  EXPECT_EQ(moe_host_syncs(padded, p, stack_profile(Stack::kMegatronCore)), 1);
 }
 
 // The shipped Qwen3-30B-A3B scenario (megatron-core, ep 8, pp 2 interleaved, m = 32): each MoE
