@@ -132,6 +132,28 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                           [i64](S s) { return i64(s.model.ffn_hidden_size); }});
   addField(model, tr("Vocabulary"), {{"model", "vocab_size"}, Kind::kInt, nullptr, nullptr,
                                      [i64](S s) { return i64(s.model.vocab_size); }});
+  // Mixture of experts: how the routed rows land (docs/model-reference.md 4.2). On a dense
+  // model they show nothing, and setting one reports what a moe object needs.
+  addField(model, tr("MoE load imbalance (busiest / mean)"),
+           {{"model", "moe", "load_imbalance"}, Kind::kNumber, nullptr, nullptr, [](S s) {
+              return s.model.moe ? QVariant(s.model.moe->load_imbalance) : QVariant();
+            }});
+  {
+    Field cf{{"model", "moe", "capacity_factor"},
+             Kind::kNumber,
+             nullptr,
+             nullptr,
+             [](S s) {
+               return s.model.moe && s.model.moe->capacity_factor > 0 ? QVariant(s.model.moe->capacity_factor)
+                                                                      : QVariant();
+             },
+             true};
+    addField(model, tr("MoE capacity factor (empty = dropless)"), std::move(cf));
+  }
+  addField(model, tr("MoE pad to capacity"),
+           {{"model", "moe", "pad_to_capacity"}, Kind::kBool, nullptr, nullptr, [](S s) {
+              return QVariant(s.model.moe && s.model.moe->pad_to_capacity);
+            }});
 
   QFormLayout* cluster = group(tr("Cluster"), "cluster");
   addField(cluster, tr("Preset"), {{"cluster"}, Kind::kChoice, nullptr, nullptr, [](S s) {
@@ -473,6 +495,9 @@ void EditorView::refresh() {
     if (!v.isValid() && doc->scenario()) v = f.resolved(*doc->scenario());
     if (!v.isValid() && f.optional) v = f.kind == Kind::kChoice ? QVariant(kDefault) : QVariant(QString());
     const QSignalBlocker block(f.input);
+    // A number the loaded scenario has no value for (an MoE field on a dense model) shows
+    // empty rather than the last scenario's.
+    if (!v.isValid() && doc->scenario() && f.kind == Kind::kNumber) static_cast<QLineEdit*>(f.input)->clear();
     if (v.isValid()) {
       switch (f.kind) {
         case Kind::kInt: static_cast<QSpinBox*>(f.input)->setValue(v.toInt()); break;

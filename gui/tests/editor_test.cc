@@ -1,10 +1,11 @@
 // The editor and the live estimate, driven as a user would (spin boxes, drop-downs) on a
 // shipped scenario. Oracles: app::run_estimate on the same edit made to the text directly,
 // the loader's message for that text, the preset catalogue.
+#include <QBarSet>
 #include <QChart>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHorizontalStackedBarSeries>
-#include <QBarSet>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QtTest>
@@ -156,6 +157,45 @@ class EditorTest : public QObject {
     QVERIFY(doc_->scenario());
     QCOMPARE(doc_->scenario()->cluster.storage_write_GBps, 5.0);
     QCOMPARE(doc_->undoStack()->count(), 3);
+  }
+
+  void moeRoutingFieldsPriceTokenDropping() {
+    // The shipped Qwen3-30B-A3B scenario: the load imbalance shows the preset's 1 and the
+    // capacity factor nothing (dropless). Padding without a capacity is refused beside the
+    // field (the loader's message); with capacity factor 1.25 the estimate is the same edit
+    // made by hand to the text.
+    const QString qwen = QStringLiteral(STEPCAST_SOURCE_DIR "/scenarios/qwen3-30b-a3b-ep8-16xh100.json");
+    QVERIFY(doc_->open(qwen));
+    auto* imbalance = qobject_cast<QLineEdit*>(editor_->fieldWidget("model.moe.load_imbalance"));
+    auto* cf = qobject_cast<QLineEdit*>(editor_->fieldWidget("model.moe.capacity_factor"));
+    auto* pad = qobject_cast<QCheckBox*>(editor_->fieldWidget("model.moe.pad_to_capacity"));
+    QVERIFY(imbalance && cf && pad);
+    QCOMPARE(imbalance->text(), QStringLiteral("1"));
+    QVERIFY(cf->text().isEmpty());
+    QVERIFY(!pad->isChecked());
+    pad->click();
+    QVERIFY(!doc_->scenario());
+    QCOMPARE(editor_->fieldMessage("model.moe.pad_to_capacity"),
+             QStringLiteral("needs capacity_factor (the capacity it pads to)"));
+    cf->setText(QStringLiteral("1.25"));
+    emit cf->editingFinished();
+    QVERIFY(doc_->scenario());
+    QCOMPARE(doc_->value({"model"})->dump(),
+             std::string("{\"preset\":\"qwen3-30b-a3b\",\"moe\":{\"pad_to_capacity\":true,\"capacity_factor\":1.25}}"));
+    const std::string by_hand = replaced(
+        read(qwen), "\"model\": \"qwen3-30b-a3b\"",
+        "\"model\": {\"preset\": \"qwen3-30b-a3b\", \"moe\": {\"capacity_factor\": 1.25, \"pad_to_capacity\": true}}");
+    QVERIFY(estimate_->report());
+    QCOMPARE(estimate_->report()->estimate.step_time_s, direct(by_hand).step_time_s);
+    QVERIFY(estimate_->report()->estimate.step_time_s > direct(read(qwen)).step_time_s);
+    // Emptied, the capacity factor is removed (dropless) and padding is refused again.
+    cf->clear();
+    emit cf->editingFinished();
+    QVERIFY(!doc_->scenario());
+    // On a dense model the MoE numbers show nothing.
+    QVERIFY(doc_->open(kScenario));
+    QVERIFY(imbalance->text().isEmpty());
+    QVERIFY(cf->text().isEmpty());
   }
 
   void recomputeModulesAreAListField() {
