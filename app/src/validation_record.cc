@@ -943,7 +943,8 @@ void moe_rule(Record& r) {
   }
   moe_dispatcher_rule(r);
   r.assumptions.push_back(fmt::format("moe {}: {} experts, top-{}, expert FFN {}, {} shared{}, {} leading dense "
-                                      "layers; tokens spread evenly over the experts (no load imbalance)",
+                                      "layers; tokens spread evenly over the experts (no load imbalance), dropless "
+                                      "(no capacity factor)",
                                       quote(r.moe), r.moe_experts, r.moe_top_k, r.moe_ffn, r.moe_shared,
                                       r.moe_shared > 0 ? fmt::format(" (FFN {})", r.moe_shared_ffn) : "",
                                       r.moe_dense));
