@@ -228,6 +228,31 @@ void mapped(Record& rec, const char* field, const std::string& desc, const std::
   if (lower(desc) != value) rec.assumptions.push_back(fmt::format("{} {}: {}", field, quote(desc), value));
 }
 
+// plan.fp8_recipe from the precision's words (Megatron-Bridge's compute_dtype names:
+// fp8_cs current scaling, fp8_mx MXFP8, fp8_sc sub-channel, i.e. blockwise): MX -> mxfp8,
+// blockwise / sub-channel -> blockwise, delayed -> delayed, current scaling or tensorwise ->
+// tensorwise; not stated -> tensorwise (Transformer Engine's current scaling, the default).
+void fp8_recipe_rule(Record& r, const std::string& desc, const std::string& low, bool fp4) {
+  const auto says = [&](std::initializer_list<const char*> words) {
+    return std::any_of(words.begin(), words.end(), [&](const char* w) { return contains(low, w); });
+  };
+  if (fp4) return;  // priced as FP8's default recipe (the assumption above says FP4 is not modelled)
+  if (says({"mxfp8", "fp8-mx", "fp8_mx", "fp8mx"})) {
+    r.fp8_recipe = "mxfp8";
+  } else if (says({"blockwise", "block-wise", "fp8-sc", "fp8_sc", "sub-channel", "subchannel"})) {
+    r.fp8_recipe = "blockwise";
+  } else if (says({"delayed", "fp8-ds", "fp8_ds"})) {
+    r.fp8_recipe = "delayed";
+  } else if (says({"fp8-cs", "fp8_cs", "current scaling", "tensorwise"})) {
+    r.fp8_recipe = "tensorwise";
+  } else {
+    r.assumptions.push_back(fmt::format(
+        "fp8 scaling not stated in precision {}: tensorwise (Transformer Engine's current scaling)", quote(desc)));
+    return;
+  }
+  r.assumptions.push_back(fmt::format("fp8_recipe from precision {}: {}", quote(desc), r.fp8_recipe));
+}
+
 // model.mla: multi-head latent attention's ranks by Hugging Face's names (q_lora_rank 0 or
 // null: no query compression); model.mtp_modules (or num_nextn_predict_layers, its Hugging
 // Face name); model.n_group and model.topk_group, DeepSeek's node-limited routing (the
@@ -614,6 +639,7 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
       r.assumptions.push_back(fmt::format("precision {} not recognised: bf16", quote(*p)));
     }
     if (!fp4) mapped(r, "precision", *p, r.precision);
+    if (r.precision == "fp8") fp8_recipe_rule(r, *p, low, fp4);
   } else {
     r.assumptions.push_back("precision not stated: bf16");
   }
@@ -1591,6 +1617,7 @@ ScenarioBuild build_scenario(Record& r) {
   plan["stack"] = r.stack;
   plan["recompute"] = r.recompute;
   plan["precision"] = r.precision;
+  if (r.precision == "fp8" && r.fp8_recipe != "tensorwise") plan["fp8_recipe"] = r.fp8_recipe;
   plan["flash_attention"] = r.flash_attention;
   if (!r.attention_kernel.empty()) plan["attention_kernel"] = r.attention_kernel;
   if (r.moe_experts > 0 && r.moe_dispatcher != "alltoall") plan["moe_dispatcher"] = r.moe_dispatcher;

@@ -74,6 +74,7 @@ struct Record {
   bool sequence_parallel = false, flash_attention = false;
   std::string attention_kernel;  // "" = the stack's (plan.attention_kernel)
   std::string schedule = "1f1b", recompute = "none", precision = "bf16";
+  std::string fp8_recipe = "tensorwise";  // plan.fp8_recipe, with precision fp8
   // layout.microbatch_group_size_per_vp_stage (Megatron-Core's interleaved microbatch group;
   // 0: not stated, build_scenario takes the smallest that runs when pp does not divide m).
   std::int64_t microbatch_group = 0;

@@ -244,6 +244,11 @@ EditorView::EditorView(ScenarioDocument* doc, QWidget* parent) : View(doc, paren
                                      return QVariant(QString::fromStdString(std::string(to_string(s.plan.precision))));
                                    }});
   static_cast<QComboBox*>(fields_.back().input)->addItems(names<Precision>());
+  addField(plan, tr("FP8 recipe (with fp8)"),
+           {{"plan", "fp8_recipe"}, Kind::kChoice, nullptr, nullptr, [](S s) {
+              return QVariant(QString::fromStdString(std::string(to_string(s.plan.fp8_recipe))));
+            }});
+  static_cast<QComboBox*>(fields_.back().input)->addItems(names<Fp8Recipe>());
   addField(plan, tr("Software stack"), {{"plan", "stack"}, Kind::kChoice, nullptr, nullptr, [](S s) {
                                           return QVariant(QString::fromStdString(std::string(to_string(s.plan.stack))));
                                         }});

@@ -464,6 +464,33 @@ class EditorTest : public QObject {
                 .startsWith(QStringLiteral("\"deepep\" needs a mixture-of-experts")));
   }
 
+  void fp8RecipeIsAChoiceField() {
+    // The four recipes as the loader names them. On the bf16 shipped scenario a recipe is
+    // refused beside the field; with precision fp8 "delayed" prices the same estimate as the
+    // edit made by hand, and "mxfp8" on an H100 shows the loader's message.
+    auto* recipe = qobject_cast<QComboBox*>(editor_->fieldWidget("plan.fp8_recipe"));
+    QVERIFY(recipe);
+    QCOMPARE(recipe->count(), 4);
+    QCOMPARE(recipe->currentText(), QStringLiteral("tensorwise"));
+    auto choose = [](QComboBox* combo, const char* text) {
+      combo->setCurrentText(QString::fromLatin1(text));
+      emit combo->activated(combo->currentIndex());
+    };
+    choose(recipe, "delayed");
+    QVERIFY(!doc_->scenario());
+    QCOMPARE(editor_->fieldMessage("plan.fp8_recipe"),
+             QStringLiteral("\"delayed\" applies to precision \"fp8\" (got \"bf16\")"));
+    choose(qobject_cast<QComboBox*>(editor_->fieldWidget("plan.precision")), "fp8");
+    QVERIFY(doc_->scenario());
+    const std::string by_hand =
+        replaced(read(kScenario), "\"precision\": \"bf16\"", "\"precision\": \"fp8\", \"fp8_recipe\": \"delayed\"");
+    QCOMPARE(estimate_->report()->estimate.step_time_s, direct(by_hand).step_time_s);
+    choose(recipe, "mxfp8");
+    QVERIFY(!doc_->scenario());
+    QCOMPARE(editor_->fieldMessage("plan.fp8_recipe"),
+             QStringLiteral("\"mxfp8\" needs a Blackwell GPU (gpu h100-sxm is hopper)"));
+  }
+
  private:
   ScenarioDocument* doc_ = nullptr;
   QWidget* window_ = nullptr;

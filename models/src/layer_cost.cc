@@ -14,7 +14,6 @@ namespace stepcast {
 namespace {
 
 constexpr double kActBytes = 2;  // 16-bit activations
-constexpr double kFp8QuantBytesPerElement = 6;  // amax read 2 + cast read 2 + FP8 row/column writes 1 + 1
 // Dropout as PyTorch's native_dropout runs it (aten/src/ATen/native/cuda/Dropout.cu): one
 // kernel reads its 16-bit input and writes the output and a 1-byte bool mask.
 constexpr double kDropoutMaskBytes = 1;
@@ -30,6 +29,16 @@ double kv_heads_per_rank(const ModelSpec& m, const Plan& p) {
 
 double expert_tokens(const Plan& p, double T) {
   return p.tp > 1 && !p.sequence_parallel ? T : T * p.expert_tp() / p.tp;
+}
+
+double fp8_quant_bytes_per_element(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::kTensorwise: return 6;                 // amax read 2, then cast + transpose: read 2, write 1 + 1
+    case Fp8Recipe::kDelayed: return 4;                    // cast + transpose, the amax recorded in the same pass
+    case Fp8Recipe::kBlockwise: return 4 + 2.0 * 4 / 128;  // one pass; fp32 scales per 128, both layouts
+    case Fp8Recipe::kMxfp8: return 4 + 2.0 / 32;           // one pass; E8M0 scales per 32, both layouts
+  }
+  return 6;
 }
 
 double moe_routed_load(const MoeSpec& e) {
@@ -296,17 +305,18 @@ LayerCost layer_cost(const ModelSpec& m, const ClusterSpec& c, const Plan& p, st
   lc.attn_elem_s = pace * memory_time_s(gpu, kActBytes * T * attn_elem);
   lc.mlp_elem_s = pace * memory_time_s(gpu, kActBytes * T * mlp_elem) + lc.moe_route_s;
   if (prec == Precision::kFp8) {
-    // FP8 GEMM operands quantized as Transformer Engine's current scaling does it: an amax
-    // pass (read 2 B per element), then cast + transpose (read 2 B, write the FP8 row- and
-    // column-wise copies, 1 B each): 6 B per element. Forward: every GEMM input; backward:
+    // FP8 GEMM operands quantized as Transformer Engine's plan.fp8_recipe does it
+    // (fp8_quant_bytes_per_element: current scaling's amax pass, then cast + transpose, 6 B
+    // per element; the other recipes one pass, about 4 B). Forward: every GEMM input; backward:
     // every GEMM output gradient (dgrad and wgrad read its FP8 copies; the inputs' column-
     // wise copies come from the forward). Tensors that cross a sequence-parallel all-gather
     // or reduce-scatter are quantized on the rank's T/tp shard. The layer's total is charged
     // a third to the forward and two thirds to the backward, as its other memory-bound work.
     const Fp8Elements q = fp8_quantized_elements(m, p, T, moe);
-    lc.fp8_quant_bytes = kFp8QuantBytesPerElement * (q.fwd_attn + q.bwd_attn + q.fwd_mlp + q.bwd_mlp);
-    lc.attn_elem_s += pace * memory_time_s(gpu, kFp8QuantBytesPerElement * (q.fwd_attn + q.bwd_attn) / 3);
-    lc.mlp_elem_s += pace * memory_time_s(gpu, kFp8QuantBytesPerElement * (q.fwd_mlp + q.bwd_mlp) / 3);
+    const double per = fp8_quant_bytes_per_element(p.fp8_recipe);
+    lc.fp8_quant_bytes = per * (q.fwd_attn + q.bwd_attn + q.fwd_mlp + q.bwd_mlp);
+    lc.attn_elem_s += pace * memory_time_s(gpu, per * (q.fwd_attn + q.bwd_attn) / 3);
+    lc.mlp_elem_s += pace * memory_time_s(gpu, per * (q.fwd_mlp + q.bwd_mlp) / 3);
   }
   lc.attn_gemm_bwd_s = attn_bwd;
   lc.mlp_gemm_bwd_s = mlp_bwd;

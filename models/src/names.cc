@@ -24,6 +24,7 @@ std::string recompute_text(const Plan& plan) {
   return out;
 }
 std::string_view to_string(Precision value) { return name_of(value); }
+std::string_view to_string(Fp8Recipe value) { return name_of(value); }
 std::string_view to_string(Stack value) { return name_of(value); }
 std::string_view to_string(MoeDispatcher value) { return name_of(value); }
 std::string_view to_string(CheckpointMode value) { return name_of(value); }

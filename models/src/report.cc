@@ -165,6 +165,7 @@ nlohmann::ordered_json estimate_report_value(const Scenario& s, const Estimate& 
   if (p.tp_comm_overlap) j["plan"]["tp_comm_overlap"] = true;  // listed only when on (older reports unchanged)
   if (p.fsdp_no_sync) j["plan"]["fsdp_no_sync"] = true;        // likewise
   if (p.moe_a2a_overlap) j["plan"]["moe_a2a_overlap"] = true;  // likewise
+  if (p.fp8_recipe != Fp8Recipe::kTensorwise) j["plan"]["fp8_recipe"] = std::string(to_string(p.fp8_recipe));
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) {          // listed when not the default
     j["plan"]["moe_dispatcher"] = std::string(to_string(p.moe_dispatcher));
   }

@@ -113,6 +113,7 @@ void read_plan(ObjectReader& r, Plan& p, bool& dp_given) {
     }
   }
   if (auto s = r.choice("precision", names_of<Precision>())) p.precision = *parse_precision(*s);
+  if (auto s = r.choice("fp8_recipe", names_of<Fp8Recipe>())) p.fp8_recipe = *parse_name<Fp8Recipe>(*s);
   set(p.replicate_kv_heads, r.boolean("replicate_kv_heads"));
   set(p.flash_attention, r.boolean("flash_attention"));
   if (auto s = r.choice("grad_dtype", {"fp32", "bf16"})) p.grad_bytes = *s == "fp32" ? 4 : 2;
@@ -569,6 +570,14 @@ std::vector<std::string> layout_errors(const ModelSpec& m, const ClusterSpec& c,
                     p.global_batch, p.microbatch, p.dp, per_step));
   } else if (p.schedule == Schedule::kInterleaved && p.pp >= 2) {
     check_microbatch_group(p, p.global_batch / per_step, add);
+  }
+  if (p.fp8_recipe != Fp8Recipe::kTensorwise && p.precision != Precision::kFp8) {
+    add(fmt::format("plan.fp8_recipe: \"{}\" applies to precision \"fp8\" (got \"{}\")", to_string(p.fp8_recipe),
+                    to_string(p.precision)));
+  } else if (p.fp8_recipe == Fp8Recipe::kMxfp8 && c.gpu.architecture != "blackwell") {
+    // Transformer Engine's MXFP8BlockScaling needs Blackwell's block-scaled tensor cores.
+    add(fmt::format("plan.fp8_recipe: \"mxfp8\" needs a Blackwell GPU (gpu {} is {})", c.gpu.name,
+                    c.gpu.architecture.empty() ? "of no stated architecture" : c.gpu.architecture));
   }
   if (p.precision == Precision::kFp8 && c.gpu.fp8_dense_tflops <= 0) {
     add(fmt::format("plan.precision: \"fp8\" needs FP8 tensor cores; gpu {} has none", c.gpu.name));

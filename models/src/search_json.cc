@@ -264,8 +264,11 @@ std::vector<std::string> complete_search(Scenario& s, bool plan_template, bool p
     else layout = false;
   }
   for (std::string& e : layout_errors(s.model, s.cluster, p, s.workload)) {
-    if (e.rfind("plan.precision:", 0) == 0 || e.rfind("workload.", 0) == 0) out.push_back(std::move(e));
-    else layout = false;
+    if (e.rfind("plan.precision:", 0) == 0 || e.rfind("plan.fp8_recipe:", 0) == 0 || e.rfind("workload.", 0) == 0) {
+      out.push_back(std::move(e));
+    } else {
+      layout = false;
+    }
   }
   q.plan_is_layout = layout && out.empty();
   return out;

@@ -362,6 +362,37 @@ TEST_F(ValidateTest, DropoutIsReadAsAProbabilityOrAFlag) {
             std::string::npos);
 }
 
+// plan.fp8_recipe from the precision's words (docs/validation.md): Megatron-Bridge's FP8-MX
+// and MXFP8 -> mxfp8, blockwise -> blockwise, delayed -> delayed, FP8-CS and torchao's
+// tensorwise -> tensorwise (left out of the plan: the default); FP8 alone -> tensorwise with
+// an assumption that says the scaling was not stated.
+TEST_F(ValidateTest, Fp8RecipeIsReadFromThePrecision) {
+  auto recipe_of = [&](const char* gpu, const char* precision, std::vector<std::string>* assumptions = nullptr) {
+    const json patch = {{"hardware", {{"gpu", gpu}}}, {"layout", {{"precision", precision}}}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    if (!rep.ok()) return std::string("<error>");
+    if (assumptions) *assumptions = rep->rows[0].assumptions;
+    const json plan = json::parse(rep->rows[0].scenario_json)["plan"];
+    EXPECT_EQ(plan["precision"], "fp8") << precision;
+    return plan.contains("fp8_recipe") ? plan["fp8_recipe"].get<std::string>() : std::string("tensorwise");
+  };
+  EXPECT_EQ(recipe_of("B200", "FP8-MX"), "mxfp8");
+  EXPECT_EQ(recipe_of("B200", "MXFP8"), "mxfp8");
+  EXPECT_EQ(recipe_of("H100-SXM", "FP8 blockwise"), "blockwise");
+  EXPECT_EQ(recipe_of("H100-SXM", "fp8_sc"), "blockwise");
+  EXPECT_EQ(recipe_of("H100-SXM", "FP8 delayed scaling"), "delayed");
+  EXPECT_EQ(recipe_of("H100-SXM", "FP8-CS"), "tensorwise");
+  EXPECT_EQ(recipe_of("H100-SXM", "Float8 (torchao, dynamic tensorwise scaling)"), "tensorwise");
+  std::vector<std::string> a;
+  EXPECT_EQ(recipe_of("H100-SXM", "FP8", &a), "tensorwise");
+  EXPECT_NE(std::find(a.begin(), a.end(),
+                      "fp8 scaling not stated in precision \"FP8\": tensorwise (Transformer Engine's current scaling)"),
+            a.end());
+  EXPECT_EQ(recipe_of("B200", "FP8-MX", &a), "mxfp8");
+  EXPECT_NE(std::find(a.begin(), a.end(), "fp8_recipe from precision \"FP8-MX\": mxfp8"), a.end());
+}
+
 // hardware.interconnect: NICs per node and their speed replace the preset's where the text
 // states them (docs/validation.md); anything else keeps the preset (dgx-a100: 8 x 200 Gb/s).
 TEST_F(ValidateTest, InterconnectDescriptionsSetTheNics) {

@@ -1038,6 +1038,22 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
   EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": -1}})",
                                 R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
             "model.moe.capacity_factor: -1 is out of range (0 to 1000)");
+  // plan.fp8_recipe: with precision fp8 only; MXFP8 on Blackwell only (Transformer Engine's
+  // MXFP8BlockScaling).
+  EXPECT_EQ(load_error(scenario(kLlama70b, R"({"preset": "dgx-h100", "nodes": 8})",
+                                R"({"tp": 8, "pp": 4, "dp": 2, "fp8_recipe": "delayed"})")),
+            "plan.fp8_recipe: \"delayed\" applies to precision \"fp8\" (got \"bf16\")");
+  EXPECT_EQ(load_error(scenario(kLlama70b, R"({"preset": "dgx-h100", "nodes": 8})",
+                                R"({"tp": 8, "pp": 4, "dp": 2, "precision": "fp8", "fp8_recipe": "mxfp8"})")),
+            "plan.fp8_recipe: \"mxfp8\" needs a Blackwell GPU (gpu h100-sxm is hopper)");
+  EXPECT_EQ(load_error(scenario(kLlama70b, R"({"preset": "dgx-h100", "nodes": 8})",
+                                R"({"tp": 8, "pp": 4, "dp": 2, "precision": "fp8", "fp8_recipe": "mx"})"))
+                .rfind("plan.fp8_recipe: ", 0),
+            0u);
+  EXPECT_EQ(load_ok(scenario(kLlama70b, R"({"preset": "dgx-b200", "nodes": 8})",
+                             R"({"tp": 8, "pp": 4, "dp": 2, "precision": "fp8", "fp8_recipe": "mxfp8"})"))
+                .plan.fp8_recipe,
+            Fp8Recipe::kMxfp8);
   const Scenario padded = load_ok(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": 1.25,
                                                 "pad_to_capacity": true}})",
                                            R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})"));

@@ -32,6 +32,12 @@ double expert_tokens(const Plan& plan, double T);
 // since no expert takes more than its capacity.
 double moe_routed_load(const MoeSpec& moe);
 
+// Bytes moved per element quantizing an FP8 GEMM operand under `recipe` (Transformer
+// Engine's kernels; docs/model-reference.md §4.4): tensorwise 6 (an amax pass, then cast +
+// transpose: read 2 + read 2, write 1 + 1), delayed 4 (the cast records the amax), blockwise
+// 4 + 8/128 and mxfp8 4 + 2/32 (one pass writing both layouts and their scales).
+double fp8_quant_bytes_per_element(Fp8Recipe recipe);
+
 // Query-key and value head dimensions (MLA: d_nope + d_rope and d_v; else head_dim).
 struct HeadDims {
   double qk = 0, v = 0;

@@ -65,6 +65,13 @@ struct Names<Precision> {
       {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"}, {Precision::kFp8, "fp8"}}};
 };
 template <>
+struct Names<Fp8Recipe> {
+  static constexpr std::array<NameEntry<Fp8Recipe>, 4> kTable{{{Fp8Recipe::kTensorwise, "tensorwise"},
+                                                               {Fp8Recipe::kDelayed, "delayed"},
+                                                               {Fp8Recipe::kBlockwise, "blockwise"},
+                                                               {Fp8Recipe::kMxfp8, "mxfp8"}}};
+};
+template <>
 struct Names<Stack> {
   static constexpr std::array<NameEntry<Stack>, 8> kTable{{{Stack::kMegatronCore, "megatron-core"},
                                                            {Stack::kFsdp2Eager, "fsdp2-eager"},
@@ -162,6 +169,7 @@ std::vector<std::string> recompute_module_names(std::uint32_t bits);
 // default module, core_attn), or "selective:mla_up_proj,mlp" for other modules.
 std::string recompute_text(const Plan& plan);
 std::string_view to_string(Precision value);
+std::string_view to_string(Fp8Recipe value);
 std::string_view to_string(Stack value);
 std::string_view to_string(MoeDispatcher value);
 std::string_view to_string(CheckpointMode value);

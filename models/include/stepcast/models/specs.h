@@ -233,6 +233,13 @@ constexpr std::uint32_t module_bit(RecomputeModule m) { return 1u << static_cast
 // Megatron-Core's default recompute_modules: the core attention alone.
 constexpr std::uint32_t kDefaultRecomputeModules = module_bit(RecomputeModule::kCoreAttn);
 enum class Precision { kBf16, kFp16, kFp8 };
+// How an fp8 plan scales its FP8 operands (Transformer Engine's recipes; docs/model-reference.md
+// §4.4): per tensor from the tensor's own amax ("tensorwise", Float8CurrentScaling: an amax
+// pass, then cast + transpose), per tensor from the amax history ("delayed",
+// DelayedScaling: the amax recorded inside the cast), per 1 x 128 / 128 x 128 block with fp32
+// scales ("blockwise", Float8BlockScaling, Hopper) or per 32 elements with E8M0 scales
+// ("mxfp8", MXFP8BlockScaling, Blackwell).
+enum class Fp8Recipe : std::uint8_t { kTensorwise, kDelayed, kBlockwise, kMxfp8 };
 enum class Optimizer { kAdam, kSgd };
 // The software stack that runs the plan (docs/model-reference.md section 4.3): its
 // implementation parameters are the profile of models/data/stacks.json (stack.h).
@@ -301,6 +308,7 @@ struct Plan {
   // "Grouped full recomputation"). REQUIRES (loader): uniform with recompute "full", zero <= 2.
   RecomputeMethod recompute_method = RecomputeMethod::kBlock;
   Precision precision = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;  // with precision fp8 (loader: else the default)
   bool replicate_kv_heads = false;    // tp > num_kv_heads: each KV head copied on tp/g ranks
   bool flash_attention = true;         // attention without the s^2 score matrix in memory
   int grad_bytes = 4;                  // gradient accumulation / reduction dtype (fp32 default)
