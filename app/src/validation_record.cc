@@ -968,12 +968,38 @@ void moe_rule(Record& r) {
     return;
   }
   moe_dispatcher_rule(r);
-  r.assumptions.push_back(fmt::format("moe {}: {} experts, top-{}, expert FFN {}, {} shared{}, {} leading dense "
-                                      "layers; tokens spread evenly over the experts (no load imbalance), dropless "
-                                      "(no capacity factor)",
-                                      quote(r.moe), r.moe_experts, r.moe_top_k, r.moe_ffn, r.moe_shared,
-                                      r.moe_shared > 0 ? fmt::format(" (FFN {})", r.moe_shared_ffn) : "",
-                                      r.moe_dense));
+  // Token dropping: "capacity factor 1.25" (or moe_expert_capacity_factor), padded where the
+  // text says pad; "token drop" alone is Megatron-Bridge's apply_moe_token_drop (capacity
+  // factor 1.0, padded); "dropless" or nothing: dropless.
+  std::string dropping = "dropless (no capacity factor)";
+  if (std::regex_search(
+          d, m, std::regex(R"((?:capacity[_ ]factor|moe_expert_capacity_factor)\s*(?:of\s+)?[=:]?\s*(\d*\.?\d+))"))) {
+    r.moe_capacity_factor = std::stod(m[1].str());
+    r.moe_pad_to_capacity = contains(d, "pad");
+  } else if ((contains(d, "token drop") || contains(d, "tokendrop")) && !contains(d, "no token drop")) {
+    r.moe_capacity_factor = 1.0;
+    r.moe_pad_to_capacity = true;
+    dropping =
+        "token dropping without a stated capacity: capacity factor 1, padded (Megatron-Bridge's "
+        "apply_moe_token_drop)";
+  }
+  if (r.moe_capacity_factor > 0) {
+    if (dropping.starts_with("dropless")) {
+      dropping = fmt::format("token dropping at capacity factor {:g}{}", r.moe_capacity_factor,
+                             r.moe_pad_to_capacity ? ", padded" : " (not padded)");
+    }
+    if (r.moe_dispatcher != "alltoall") {
+      // Megatron-Core drops tokens only in its alltoall dispatcher.
+      r.assumptions.push_back(
+          fmt::format("moe_dispatcher {}: token dropping runs the alltoall dispatcher", r.moe_dispatcher));
+      r.moe_dispatcher = "alltoall";
+    }
+  }
+  r.assumptions.push_back(
+      fmt::format("moe {}: {} experts, top-{}, expert FFN {}, {} shared{}, {} leading dense "
+                  "layers; tokens spread evenly over the experts (no load imbalance), {}",
+                  quote(r.moe), r.moe_experts, r.moe_top_k, r.moe_ffn, r.moe_shared,
+                  r.moe_shared > 0 ? fmt::format(" (FFN {})", r.moe_shared_ffn) : "", r.moe_dense, dropping));
 }
 
 // A record of NVIDIA's Megatron-Bridge performance summary ran the configuration of that
@@ -1041,7 +1067,7 @@ bool bridge_deepseek_rule(const json& rec, Record& r, bool recompute_stated) {
         h100 ? std::vector<std::string>{"mla_up_proj", "mlp"} : std::vector<std::string>{"mla_up_proj"};
     applied.push_back(fmt::format("selective recomputation of {}", fmt::join(r.recompute_modules, ", ")));
   }
-  if (h100 && r.moe_dispatcher_text.empty()) {
+  if (h100 && r.moe_dispatcher_text.empty() && r.moe_capacity_factor <= 0) {  // token dropping: alltoall
     r.moe_dispatcher = "deepep";
     for (std::string& a : r.assumptions) {
       if (starts_with(a, "moe_dispatcher not stated")) a = "moe_dispatcher not stated: DeepEP (the recipe's)";
@@ -1549,6 +1575,10 @@ ScenarioBuild build_scenario(Record& r) {
                     {"num_dense_layers", r.moe_dense}};
     if (r.expert_groups > 0) model["moe"]["expert_groups"] = r.expert_groups;
     if (r.limited_groups > 0) model["moe"]["limited_groups"] = r.limited_groups;
+    if (r.moe_capacity_factor > 0) {
+      model["moe"]["capacity_factor"] = r.moe_capacity_factor;
+      if (r.moe_pad_to_capacity) model["moe"]["pad_to_capacity"] = true;
+    }
   }
 
   ordered_json sc;

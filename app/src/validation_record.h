@@ -43,6 +43,8 @@ struct Record {
   // experts and their width, leading dense layers; experts 0 when the description does not
   // state all three of the first (then `moe_missing` names what is missing).
   std::int64_t moe_experts = 0, moe_top_k = 0, moe_ffn = 0, moe_shared = 0, moe_shared_ffn = 0, moe_dense = 0;
+  double moe_capacity_factor = 0;  // model.moe.capacity_factor (0: dropless)
+  bool moe_pad_to_capacity = false;
   std::string moe_missing;
   // Multi-head latent attention (model.mla, the five ranks by Hugging Face's names; empty:
   // none), multi-token-prediction modules (model.mtp_modules or num_nextn_predict_layers)

@@ -741,6 +741,44 @@ TEST_F(ValidateTest, MoeDescriptionsMayQuoteConfigurationNames) {
                 "shared_expert_ffn_hidden_size": 1024, "num_dense_layers": 1})j"));
 }
 
+// Token dropping in the MoE description: a stated capacity factor (padded where the text
+// says pad), "token drop" alone as Megatron-Bridge's apply_moe_token_drop (1.0, padded),
+// "dropless" or nothing dropless; dropping runs the alltoall dispatcher whatever else the
+// record names (Megatron-Core drops tokens in no other), and the assumption says so.
+TEST_F(ValidateTest, TokenDroppingIsReadFromTheMoeDescription) {
+  auto run = [&](const char* desc, const json& dispatcher = nullptr) {
+    json layout = {{"ep", 4}};
+    if (!dispatcher.is_null()) layout["moe_dispatcher"] = dispatcher;
+    const json patch = {{"model", {{"name", "Qwen3 tiny"}, {"moe", desc}}}, {"layout", layout}};
+    auto rep = run_validate({file_of("[" + record(patch) + "]"), ""});
+    EXPECT_TRUE(rep.ok()) << rep.error().message;
+    return rep.ok() ? rep->rows[0] : ValidationRow{};
+  };
+  auto moe_of = [&](const ValidationRow& row) { return json::parse(row.scenario_json)["model"]["moe"]; };
+  const char* base = "16 experts, top-4, expert FFN 512";
+  EXPECT_FALSE(moe_of(run(base)).contains("capacity_factor"));
+  EXPECT_FALSE(moe_of(run("16 experts, top-4, expert FFN 512, dropless")).contains("capacity_factor"));
+  const json padded = moe_of(run("16 experts, top-4, expert FFN 512, capacity factor 1.25, padded to capacity"));
+  EXPECT_EQ(padded["capacity_factor"], 1.25);
+  EXPECT_EQ(padded["pad_to_capacity"], true);
+  const json dropping = moe_of(run("16 experts, top-4, expert FFN 512, moe_expert_capacity_factor=2"));
+  EXPECT_EQ(dropping["capacity_factor"], 2.0);
+  EXPECT_FALSE(dropping.contains("pad_to_capacity"));
+  const ValidationRow drop = run("16 experts, top-4, expert FFN 512, token drop", "DeepEP");
+  EXPECT_EQ(moe_of(drop)["capacity_factor"], 1.0);
+  EXPECT_EQ(moe_of(drop)["pad_to_capacity"], true);
+  EXPECT_FALSE(json::parse(drop.scenario_json)["plan"].contains("moe_dispatcher"));  // alltoall, the default
+  const auto has = [&](const ValidationRow& row, const std::string& text) {
+    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
+                       [&](const std::string& a) { return a.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(has(drop, "moe_dispatcher deepep: token dropping runs the alltoall dispatcher"));
+  EXPECT_TRUE(has(drop,
+                  "token dropping without a stated capacity: capacity factor 1, padded (Megatron-Bridge's "
+                  "apply_moe_token_drop)"));
+  EXPECT_TRUE(drop.predicted) << drop.reason;
+}
+
 // layout.moe_dispatcher maps to plan.moe_dispatcher by name; HybridEP, which stepcast does not
 // model, and a name it does not know are priced as NCCL's all-to-all and say so; a record
 // that does not state one gets the all-to-all and the assumption printed.
