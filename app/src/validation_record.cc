@@ -232,11 +232,10 @@ void mapped(Record& rec, const char* field, const std::string& desc, const std::
 // fp8_cs current scaling, fp8_mx MXFP8, fp8_sc sub-channel, i.e. blockwise): MX -> mxfp8,
 // blockwise / sub-channel -> blockwise, delayed -> delayed, current scaling or tensorwise ->
 // tensorwise; not stated -> tensorwise (Transformer Engine's current scaling, the default).
-void fp8_recipe_rule(Record& r, const std::string& desc, const std::string& low, bool fp4) {
+void fp8_recipe_rule(Record& r, const std::string& desc, const std::string& low) {
   const auto says = [&](std::initializer_list<const char*> words) {
     return std::any_of(words.begin(), words.end(), [&](const char* w) { return contains(low, w); });
   };
-  if (fp4) return;  // priced as FP8's default recipe (the assumption above says FP4 is not modelled)
   if (says({"mxfp8", "fp8-mx", "fp8_mx", "fp8mx"})) {
     r.fp8_recipe = "mxfp8";
   } else if (says({"blockwise", "block-wise", "fp8-sc", "fp8_sc", "sub-channel", "subchannel"})) {
@@ -639,7 +638,8 @@ LayoutText read_layout(ObjectReader& f, Record& r) {
       r.assumptions.push_back(fmt::format("precision {} not recognised: bf16", quote(*p)));
     }
     if (!fp4) mapped(r, "precision", *p, r.precision);
-    if (r.precision == "fp8") fp8_recipe_rule(r, *p, low, fp4);
+    // FP4 is priced as FP8's default recipe (its assumption above says FP4 is not modelled).
+    if (r.precision == "fp8" && !fp4) fp8_recipe_rule(r, *p, low);
   } else {
     r.assumptions.push_back("precision not stated: bf16");
   }
@@ -976,6 +976,8 @@ void moe_rule(Record& r) {
           d, m, std::regex(R"((?:capacity[_ ]factor|moe_expert_capacity_factor)\s*(?:of\s+)?[=:]?\s*(\d*\.?\d+))"))) {
     r.moe_capacity_factor = std::stod(m[1].str());
     r.moe_pad_to_capacity = contains(d, "pad");
+    dropping = fmt::format("token dropping at capacity factor {:g}{}", r.moe_capacity_factor,
+                           r.moe_pad_to_capacity ? ", padded" : " (not padded)");
   } else if ((contains(d, "token drop") || contains(d, "tokendrop")) && !contains(d, "no token drop")) {
     r.moe_capacity_factor = 1.0;
     r.moe_pad_to_capacity = true;
@@ -984,10 +986,6 @@ void moe_rule(Record& r) {
         "apply_moe_token_drop)";
   }
   if (r.moe_capacity_factor > 0) {
-    if (dropping.starts_with("dropless")) {
-      dropping = fmt::format("token dropping at capacity factor {:g}{}", r.moe_capacity_factor,
-                             r.moe_pad_to_capacity ? ", padded" : " (not padded)");
-    }
     if (r.moe_dispatcher != "alltoall") {
       // Megatron-Core drops tokens only in its alltoall dispatcher.
       r.assumptions.push_back(

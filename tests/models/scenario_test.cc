@@ -1017,26 +1017,24 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
                                 R"({"dp": 8, "ep": 8, "recompute": "selective_op"})")),
             "plan.recompute: \"selective_op\" (torchtitan's op-level policy) is expressed for dense layers without "
             "MLA; qwen3-30b-a3b has MoE layers");
+  // Qwen3-30B-A3B on one DGX H100 (dp 8, ep 8 unless `plan` says otherwise) with `moe` over
+  // the preset's MoE fields.
+  const auto qwen_moe = [](const std::string& moe, const std::string& plan = R"({"dp": 8, "ep": 8})") {
+    return scenario(R"({"preset": "qwen3-30b-a3b", "moe": )" + moe + "}", R"({"preset": "dgx-h100", "nodes": 1})",
+                    plan);
+  };
   // model.moe.load_imbalance: the busiest rank's routed rows over the mean, at least 1.
-  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"load_imbalance": 0.5}})",
-                                R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
+  EXPECT_EQ(load_error(qwen_moe(R"({"load_imbalance": 0.5})")),
             "model.moe.load_imbalance: 0.5 is out of range (1 to 100)");
-  EXPECT_EQ(load_ok(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"load_imbalance": 1.3}})",
-                             R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})"))
-                .model.moe->load_imbalance,
-            1.3);
+  EXPECT_EQ(load_ok(qwen_moe(R"({"load_imbalance": 1.3})")).model.moe->load_imbalance, 1.3);
   // Token dropping (Megatron-Core transformer_config.py): padding needs a capacity, and only
   // the alltoall dispatcher drops tokens.
-  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"pad_to_capacity": true}})",
-                                R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
+  EXPECT_EQ(load_error(qwen_moe(R"({"pad_to_capacity": true})")),
             "model.moe.pad_to_capacity: needs capacity_factor (the capacity it pads to)");
-  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": 1.0}})",
-                                R"({"preset": "dgx-h100", "nodes": 1})",
-                                R"({"dp": 8, "ep": 8, "moe_dispatcher": "deepep"})")),
+  EXPECT_EQ(load_error(qwen_moe(R"({"capacity_factor": 1.0})", R"({"dp": 8, "ep": 8, "moe_dispatcher": "deepep"})")),
             "model.moe.capacity_factor: token dropping needs plan.moe_dispatcher \"alltoall\" (got \"deepep\"; "
             "Megatron-Core drops tokens only in its alltoall dispatcher)");
-  EXPECT_EQ(load_error(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": -1}})",
-                                R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})")),
+  EXPECT_EQ(load_error(qwen_moe(R"({"capacity_factor": -1})")),
             "model.moe.capacity_factor: -1 is out of range (0 to 1000)");
   // plan.fp8_recipe: with precision fp8 only; MXFP8 on Blackwell only (Transformer Engine's
   // MXFP8BlockScaling).
@@ -1054,9 +1052,7 @@ TEST(ScenarioErrors, RecomputeModulesNameTheFieldAndTheRule) {
                              R"({"tp": 8, "pp": 4, "dp": 2, "precision": "fp8", "fp8_recipe": "mxfp8"})"))
                 .plan.fp8_recipe,
             Fp8Recipe::kMxfp8);
-  const Scenario padded = load_ok(scenario(R"({"preset": "qwen3-30b-a3b", "moe": {"capacity_factor": 1.25,
-                                                "pad_to_capacity": true}})",
-                                           R"({"preset": "dgx-h100", "nodes": 1})", R"({"dp": 8, "ep": 8})"));
+  const Scenario padded = load_ok(qwen_moe(R"({"capacity_factor": 1.25, "pad_to_capacity": true})"));
   EXPECT_EQ(padded.model.moe->capacity_factor, 1.25);
   EXPECT_TRUE(padded.model.moe->pad_to_capacity);
 }
